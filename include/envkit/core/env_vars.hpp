@@ -1,0 +1,39 @@
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace envkit::env {
+
+// Every environment variable envkit reads, declared once. `envkit --help-env`
+// and docs/config.md list them from here.
+struct Variable {
+  std::string_view name;
+  std::string_view meaning;
+};
+
+inline constexpr Variable kRecipes{"ENVKIT_RECIPES", "recipe database directory (after --recipes)"};
+inline constexpr Variable kCacheDir{"ENVKIT_CACHE_DIR", "cache directory (after --cache-dir)"};
+inline constexpr Variable kOverrideDriver{
+    "ENVKIT_OVERRIDE_DRIVER", "NVIDIA driver version to assume, e.g. 550.54.15; `none` = no driver"};
+inline constexpr Variable kOverrideCudaArch{
+    "ENVKIT_OVERRIDE_CUDA_ARCH", "GPU compute capabilities to assume, e.g. 8.0,9.0"};
+inline constexpr Variable kOverrideGlibc{"ENVKIT_OVERRIDE_GLIBC", "glibc version to assume"};
+inline constexpr Variable kProcDriverVersion{
+    "ENVKIT_PROC_DRIVER_VERSION",
+    "path read instead of /proc/driver/nvidia/version (tests and containers)"};
+inline constexpr Variable kLiveTests{"ENVKIT_LIVE_TESTS",
+                                     "1 runs the opt-in tests that reach PyPI"};
+inline constexpr Variable kNoColor{"NO_COLOR", "any value turns colour off"};
+inline constexpr Variable kXdgCacheHome{"XDG_CACHE_HOME", "base of the default cache directory"};
+
+inline constexpr Variable kAll[] = {kRecipes,       kCacheDir,          kOverrideDriver,
+                                    kOverrideCudaArch, kOverrideGlibc, kProcDriverVersion,
+                                    kLiveTests,     kNoColor,           kXdgCacheHome};
+
+// The variable's value, or nullopt when unset. Empty counts as set.
+[[nodiscard]] std::optional<std::string> get(const Variable& variable);
+
+}  // namespace envkit::env

@@ -1,0 +1,66 @@
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "envkit/core/result.hpp"
+#include "envkit/specs/platform.hpp"
+#include "envkit/specs/version.hpp"
+#include "envkit/specs/version_spec.hpp"
+
+namespace envkit::manifest {
+
+// `framework: tensorflow-gpu ==1.6.0`: canonical package name and its spec
+// (an empty spec means any version).
+struct FrameworkRequirement {
+  std::string name;  // canonical: torch, tensorflow, tensorflow-gpu, jax
+  specs::VersionSpec spec;
+};
+
+// `external:` — a package the machine provides instead of envkit.
+struct ExternalSystem {};  // `system`: detect it on the host (e.g. python3 on PATH)
+struct ExternalPath {      // a path to the tool (e.g. /usr/bin/python3.6)
+  std::filesystem::path path;
+};
+using ExternalSource = std::variant<specs::Version, ExternalSystem, ExternalPath>;
+
+// `system:` — the machines the lock must serve; wins over the host probe.
+struct SystemSection {
+  std::optional<specs::VersionSpec> driver;             // ">=390.30" or a bare fleet driver
+  std::vector<specs::ComputeCapability> cuda_arch;      // ["6.1", "7.0"]
+  std::optional<specs::VersionSpec> glibc;
+};
+
+struct SmokeOptions {
+  int steps = 200;
+};
+
+struct Manifest {
+  std::string name;
+  std::optional<FrameworkRequirement> framework;
+  std::map<std::string, specs::VersionSpec> requires_;  // `requires:` canonical name -> spec
+  std::map<std::string, ExternalSource> external;
+  std::vector<specs::Platform> platforms;  // never empty after parsing: default host
+  SystemSection system;
+  SmokeOptions smoke;
+  // `python-requirements:` files with the project's other Python requirements,
+  // relative to the manifest (requirements.txt, pyproject.toml).
+  std::vector<std::string> python_requirements;
+};
+
+// Parses envkit.yaml text. `file` names the source in error messages
+// (`envkit.yaml:3:12: ...`). Versions in the manifest use envkit's spec syntax
+// (a bare `12.1` means `==12.1.*`).
+[[nodiscard]] Result<Manifest> parse(std::string_view text, std::string_view file);
+
+// Reads and parses a manifest file; errors name the path as given.
+[[nodiscard]] Result<Manifest> load(const std::filesystem::path& path);
+
+inline constexpr std::string_view kFileName = "envkit.yaml";
+
+}  // namespace envkit::manifest

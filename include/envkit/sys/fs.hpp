@@ -1,0 +1,19 @@
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "envkit/core/result.hpp"
+
+namespace envkit::sys {
+
+// The whole file; errors name the path and the OS reason.
+[[nodiscard]] Result<std::string> read_file(const std::filesystem::path& path);
+
+// Writes to a temporary file beside `path`, then renames it over `path`, so a
+// reader sees the old content or the new, never half of it.
+[[nodiscard]] Result<void> write_file_atomic(const std::filesystem::path& path,
+                                             std::string_view content);
+
+}  // namespace envkit::sys

@@ -1,0 +1,112 @@
+#include "app.hpp"
+
+#include <cstdio>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "command.hpp"
+#include "envkit/core/env_vars.hpp"
+#include "envkit/version.hpp"
+
+namespace envkit::cli {
+
+int report(const Context& context, const Error& error) {
+  context.console.error(error);
+  if (context.options.json) {
+    nlohmann::json out = {{"error", error.headline()}, {"exit_code", error.exit_code()}};
+    if (!error.causes().empty()) out["causes"] = error.causes();
+    if (!error.hints().empty()) out["hints"] = error.hints();
+    std::cout << out.dump() << '\n';
+  }
+  return error.exit_code();
+}
+
+namespace {
+
+void add_global_options(CLI::App& app, GlobalOptions& options) {
+  app.add_option("-C", options.directory, "Run as if envkit was started in DIR")
+      ->option_text("DIR");
+  app.add_flag("--json", options.json, "Machine-readable output on stdout (human text on stderr)");
+  app.add_flag("-q,--quiet", options.quiet, "Print only errors");
+  app.add_flag("-v,--verbose", options.verbosity, "Say more (repeatable)");
+  app.add_option("--color", options.color, "Colour: auto (a TTY without NO_COLOR), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->option_text("WHEN");
+  app.add_option("--recipes", options.recipes,
+                 fmt::format("Recipe database directory (default: installed database, then ${})",
+                             env::kRecipes.name))
+      ->option_text("DIR");
+  app.add_option("--cache-dir", options.cache_dir,
+                 fmt::format("Cache directory (default: ${}/envkit, override ${})",
+                             env::kXdgCacheHome.name, env::kCacheDir.name))
+      ->option_text("DIR");
+}
+
+ColorMode color_mode(const std::string& text) {
+  if (text == "always") return ColorMode::always;
+  if (text == "never") return ColorMode::never;
+  return ColorMode::auto_detect;
+}
+
+std::string help_hint(const CLI::App* app) {
+  std::string path;
+  for (auto* a = app; a != nullptr; a = a->get_parent()) {
+    path = a->get_parent() ? " " + a->get_name() + path : "envkit" + path;
+  }
+  return fmt::format("run `{} --help` to see the usage", path);
+}
+
+}  // namespace
+
+int run(int argc, char** argv) {
+  CLI::App app{"envkit: reproducible CUDA, cuDNN and deep-learning stacks, solved and locked",
+               "envkit"};
+  app.fallthrough();  // global flags are accepted after the subcommand too
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("envkit ") + std::string(kVersion));
+  GlobalOptions options;
+  add_global_options(app, options);
+  app.footer(
+      "Exit codes: 0 success, 1 failed (actionable), 2 usage or input error, "
+      "3 internal error, 77 skipped (no GPU).");
+
+  Commands commands;
+  register_init(app, commands);
+  register_debug(app, commands);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    Context context{options, Console(color_mode(options.color), false, 0)};
+    const CLI::App* where = &app;
+    for (const auto& command : commands) {
+      if (command.app->parsed()) where = command.app;
+    }
+    if (e.get_name() == "RequiredError" && where->get_subcommands().empty() &&
+        where == &app) {
+      std::cerr << app.help();
+    }
+    return report(context, Error::input(e.what()).hint(help_hint(where)));
+  }
+
+  Context context{options, Console(color_mode(options.color), options.quiet, options.verbosity)};
+  // The innermost chosen command runs (`debug specs`, not `debug`).
+  const Command* chosen = nullptr;
+  for (const auto& command : commands) {
+    if (command.app->parsed() && command.run) chosen = &command;
+  }
+  if (chosen == nullptr) {
+    return report(context, Error::input("no command given").hint(help_hint(&app)));
+  }
+  return chosen->run(context);
+}
+
+}  // namespace envkit::cli

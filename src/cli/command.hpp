@@ -1,0 +1,27 @@
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "context.hpp"
+
+namespace envkit::cli {
+
+// A (sub)command: its CLI11 node and what runs when it is chosen. The runner
+// returns the process exit code (CLI.md).
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int(Context&)> run;
+};
+using Commands = std::vector<Command>;
+
+// One function per command file; each adds its subcommands to `root`.
+void register_init(CLI::App& root, Commands& out);
+void register_debug(CLI::App& root, Commands& out);
+
+// Prints `error` (and, with --json, {"error": ...} on stdout); returns its exit code.
+int report(const Context& context, const Error& error);
+
+}  // namespace envkit::cli

@@ -1,0 +1,28 @@
+#include "support/envkit_runner.hpp"
+
+#include <stdexcept>
+
+namespace envkit::test {
+
+sys::ProcessOutput run_envkit(const EnvkitRun& run) {
+  std::vector<std::string> argv{ENVKIT_BINARY};
+  argv.insert(argv.end(), run.args.begin(), run.args.end());
+  sys::ProcessOptions options;
+  options.cwd = run.cwd;
+  options.stdin_data = run.stdin_data;
+  options.timeout = std::chrono::seconds(60);
+  // Host facts must not leak into tests: each test states the machine it wants.
+  options.env = {{"NO_COLOR", "1"},
+                 {"ENVKIT_OVERRIDE_DRIVER", std::nullopt},
+                 {"ENVKIT_OVERRIDE_CUDA_ARCH", std::nullopt},
+                 {"ENVKIT_OVERRIDE_GLIBC", std::nullopt}};
+  for (const auto& [name, value] : run.env) options.env[name] = value;
+  auto result = sys::run_process(argv, options);
+  if (!result) throw std::runtime_error(result.error().to_string());
+  return std::move(result).value();
+}
+
+std::filesystem::path source_dir() { return ENVKIT_SOURCE_DIR; }
+std::filesystem::path test_data_dir() { return ENVKIT_TEST_DATA_DIR; }
+
+}  // namespace envkit::test

@@ -1,0 +1,27 @@
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "envkit/sys/process.hpp"
+
+namespace envkit::test {
+
+// Runs the built envkit binary as a user would, with a clean, predictable
+// environment: no colour, no GPU overrides unless the test sets them.
+struct EnvkitRun {
+  std::vector<std::string> args;
+  std::optional<std::filesystem::path> cwd;
+  std::map<std::string, std::optional<std::string>> env;
+  std::string stdin_data;
+};
+
+sys::ProcessOutput run_envkit(const EnvkitRun& run);
+
+std::filesystem::path source_dir();
+std::filesystem::path test_data_dir();
+
+}  // namespace envkit::test
