@@ -1,9 +1,9 @@
 #include "app.hpp"
 
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <iostream>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
@@ -90,8 +90,7 @@ int run(int argc, char** argv) {
     for (const auto& command : commands) {
       if (command.app->parsed()) where = command.app;
     }
-    if (e.get_name() == "RequiredError" && where->get_subcommands().empty() &&
-        where == &app) {
+    if (e.get_name() == "RequiredError" && where->get_subcommands().empty() && where == &app) {
       std::cerr << app.help();
     }
     return report(context, Error::input(e.what()).hint(help_hint(where)));

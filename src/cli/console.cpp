@@ -1,10 +1,9 @@
 #include "console.hpp"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdio>
-
-#include <fmt/format.h>
 
 #include "envkit/core/env_vars.hpp"
 
@@ -23,8 +22,12 @@ std::string paint(bool color, std::string_view code, std::string_view text) {
 
 Console::Console(ColorMode mode, bool quiet, int verbosity) : quiet_(quiet), verbosity_(verbosity) {
   switch (mode) {
-    case ColorMode::always: color_ = true; break;
-    case ColorMode::never: color_ = false; break;
+    case ColorMode::always:
+      color_ = true;
+      break;
+    case ColorMode::never:
+      color_ = false;
+      break;
     case ColorMode::auto_detect:
       color_ = ::isatty(STDERR_FILENO) != 0 && !env::get(env::kNoColor).has_value();
       break;
@@ -43,12 +46,16 @@ void Console::warn(std::string_view text) const {
   fmt::print(stderr, "{} {}\n", paint(color_, kYellow, "warning:"), text);
 }
 
-void Console::error(const Error& error) const { fmt::print(stderr, "{}", render(error, color_)); }
+void Console::error(const Error& error) const {
+  fmt::print(stderr, "{}", render(error, color_));
+}
 
 std::string Console::render(const Error& error, bool color) {
   std::string out = fmt::format("{} {}\n", paint(color, kRed, "error:"), error.headline());
-  for (const auto& cause : error.causes()) out += fmt::format("  caused by: {}\n", cause);
-  for (const auto& hint : error.hints()) out += fmt::format("{} {}\n", paint(color, kCyan, "hint:"), hint);
+  for (const auto& cause : error.causes())
+    out += fmt::format("  caused by: {}\n", cause);
+  for (const auto& hint : error.hints())
+    out += fmt::format("{} {}\n", paint(color, kCyan, "hint:"), hint);
   return out;
 }
 

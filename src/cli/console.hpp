@@ -15,10 +15,10 @@ class Console {
  public:
   Console(ColorMode mode, bool quiet, int verbosity);
 
-  void info(std::string_view text) const;     // suppressed by -q
-  void detail(std::string_view text) const;   // only with -v
+  void info(std::string_view text) const;    // suppressed by -q
+  void detail(std::string_view text) const;  // only with -v
   void warn(std::string_view text) const;
-  void error(const Error& error) const;       // always shown
+  void error(const Error& error) const;  // always shown
 
   [[nodiscard]] bool color() const { return color_; }
 

@@ -1,7 +1,7 @@
+#include <fmt/format.h>
+
 #include <csignal>
 #include <exception>
-
-#include <fmt/format.h>
 
 #include "app.hpp"
 
@@ -11,7 +11,8 @@ int main(int argc, char** argv) {
   try {
     return envkit::cli::run(argc, argv);
   } catch (const std::exception& e) {
-    fmt::print(stderr, "error: internal error: {}\nhint: this is a bug in envkit; please report it\n",
+    fmt::print(stderr,
+               "error: internal error: {}\nhint: this is a bug in envkit; please report it\n",
                e.what());
     return 3;
   }

@@ -17,8 +17,10 @@ std::string Error::headline() const {
 
 std::string Error::to_string() const {
   std::string out = fmt::format("error: {}\n", headline());
-  for (const auto& cause : causes_) out += fmt::format("  caused by: {}\n", cause);
-  for (const auto& hint : hints_) out += fmt::format("hint: {}\n", hint);
+  for (const auto& cause : causes_)
+    out += fmt::format("  caused by: {}\n", cause);
+  for (const auto& hint : hints_)
+    out += fmt::format("hint: {}\n", hint);
   return out;
 }
 

@@ -1,6 +1,7 @@
 #include "envkit/sys/fs.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -8,8 +9,6 @@
 #include <fstream>
 #include <random>
 #include <sstream>
-
-#include <fmt/format.h>
 
 namespace envkit::sys {
 
@@ -23,7 +22,8 @@ Result<std::string> read_file(const fs::path& path) {
   std::ostringstream buffer;
   buffer << in.rdbuf();
   if (in.bad()) {
-    return Error::failed(fmt::format("cannot read {}", path.string())).because(std::strerror(errno));
+    return Error::failed(fmt::format("cannot read {}", path.string()))
+        .because(std::strerror(errno));
   }
   return buffer.str();
 }
@@ -35,7 +35,8 @@ Result<void> write_file_atomic(const fs::path& path, std::string_view content) {
   const auto fail = [&](std::string_view what) {
     const int saved = errno;
     ::unlink(temp.c_str());
-    return Error::failed(fmt::format("cannot {} {}", what, path.string())).because(std::strerror(saved));
+    return Error::failed(fmt::format("cannot {} {}", what, path.string()))
+        .because(std::strerror(saved));
   };
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return fail("write");

@@ -1,6 +1,7 @@
 #include "envkit/sys/process.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -9,8 +10,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "envkit/core/text.hpp"
 
@@ -70,7 +69,8 @@ std::vector<std::string> child_environment(const ProcessOptions& options) {
   }
   std::vector<std::string> out;
   out.reserve(merged.size());
-  for (const auto& [name, value] : merged) out.push_back(name + "=" + value);
+  for (const auto& [name, value] : merged)
+    out.push_back(name + "=" + value);
   return out;
 }
 
@@ -88,11 +88,13 @@ Result<ProcessOutput> run_process(const std::vector<std::string>& argv,
   }
   std::vector<std::string> env_strings = child_environment(options);
   std::vector<char*> env_ptrs;
-  for (auto& s : env_strings) env_ptrs.push_back(s.data());
+  for (auto& s : env_strings)
+    env_ptrs.push_back(s.data());
   env_ptrs.push_back(nullptr);
   std::vector<std::string> args = argv;
   std::vector<char*> arg_ptrs;
-  for (auto& s : args) arg_ptrs.push_back(s.data());
+  for (auto& s : args)
+    arg_ptrs.push_back(s.data());
   arg_ptrs.push_back(nullptr);
   const std::string program_path = program->string();
   const std::string cwd = options.cwd ? options.cwd->string() : std::string();
@@ -122,7 +124,8 @@ Result<ProcessOutput> run_process(const std::vector<std::string>& argv,
   int exec_errno = 0;
   if (::read(exec_status.read, &exec_errno, sizeof exec_errno) == sizeof exec_errno) {
     ::waitpid(pid, nullptr, 0);
-    return Error::failed(fmt::format("cannot run `{}`", argv[0])).because(std::strerror(exec_errno));
+    return Error::failed(fmt::format("cannot run `{}`", argv[0]))
+        .because(std::strerror(exec_errno));
   }
 
   ProcessOutput result;
@@ -137,7 +140,8 @@ Result<ProcessOutput> run_process(const std::vector<std::string>& argv,
     if (out.read >= 0) fds[count++] = {out.read, POLLIN, 0};
     if (err.read >= 0) fds[count++] = {err.read, POLLIN, 0};
     if (in.write >= 0) fds[count++] = {in.write, POLLOUT, 0};
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) {
       result.timed_out = true;
       ::kill(pid, SIGKILL);
@@ -157,18 +161,23 @@ Result<ProcessOutput> run_process(const std::vector<std::string>& argv,
       }
       const auto n = ::read(fds[i].fd, buffer, sizeof buffer);
       if (n > 0) {
-        (fds[i].fd == out.read ? result.out : result.err).append(buffer, static_cast<std::size_t>(n));
+        (fds[i].fd == out.read ? result.out : result.err)
+            .append(buffer, static_cast<std::size_t>(n));
       } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
-        if (fds[i].fd == out.read) out.close_read();
-        else err.close_read();
+        if (fds[i].fd == out.read)
+          out.close_read();
+        else
+          err.close_read();
       }
     }
   }
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
-  else if (WIFSIGNALED(status)) result.exit_code = 128 + WTERMSIG(status);
+  if (WIFEXITED(status))
+    result.exit_code = WEXITSTATUS(status);
+  else if (WIFSIGNALED(status))
+    result.exit_code = 128 + WTERMSIG(status);
   return result;
 }
 

@@ -16,13 +16,18 @@ sys::ProcessOutput run_envkit(const EnvkitRun& run) {
                  {"ENVKIT_OVERRIDE_DRIVER", std::nullopt},
                  {"ENVKIT_OVERRIDE_CUDA_ARCH", std::nullopt},
                  {"ENVKIT_OVERRIDE_GLIBC", std::nullopt}};
-  for (const auto& [name, value] : run.env) options.env[name] = value;
+  for (const auto& [name, value] : run.env)
+    options.env[name] = value;
   auto result = sys::run_process(argv, options);
   if (!result) throw std::runtime_error(result.error().to_string());
   return std::move(result).value();
 }
 
-std::filesystem::path source_dir() { return ENVKIT_SOURCE_DIR; }
-std::filesystem::path test_data_dir() { return ENVKIT_TEST_DATA_DIR; }
+std::filesystem::path source_dir() {
+  return ENVKIT_SOURCE_DIR;
+}
+std::filesystem::path test_data_dir() {
+  return ENVKIT_TEST_DATA_DIR;
+}
 
 }  // namespace envkit::test

@@ -15,7 +15,8 @@ class TempDir {
 
   [[nodiscard]] const std::filesystem::path& path() const { return path_; }
   // Writes `content` to `relative` (creating parent folders); returns the full path.
-  std::filesystem::path write(const std::filesystem::path& relative, std::string_view content) const;
+  std::filesystem::path write(const std::filesystem::path& relative,
+                              std::string_view content) const;
 
  private:
   std::filesystem::path path_;

@@ -17,9 +17,10 @@ struct Variable {
 inline constexpr Variable kRecipes{"ENVKIT_RECIPES", "recipe database directory (after --recipes)"};
 inline constexpr Variable kCacheDir{"ENVKIT_CACHE_DIR", "cache directory (after --cache-dir)"};
 inline constexpr Variable kOverrideDriver{
-    "ENVKIT_OVERRIDE_DRIVER", "NVIDIA driver version to assume, e.g. 550.54.15; `none` = no driver"};
-inline constexpr Variable kOverrideCudaArch{
-    "ENVKIT_OVERRIDE_CUDA_ARCH", "GPU compute capabilities to assume, e.g. 8.0,9.0"};
+    "ENVKIT_OVERRIDE_DRIVER",
+    "NVIDIA driver version to assume, e.g. 550.54.15; `none` = no driver"};
+inline constexpr Variable kOverrideCudaArch{"ENVKIT_OVERRIDE_CUDA_ARCH",
+                                            "GPU compute capabilities to assume, e.g. 8.0,9.0"};
 inline constexpr Variable kOverrideGlibc{"ENVKIT_OVERRIDE_GLIBC", "glibc version to assume"};
 inline constexpr Variable kProcDriverVersion{
     "ENVKIT_PROC_DRIVER_VERSION",
@@ -29,9 +30,9 @@ inline constexpr Variable kLiveTests{"ENVKIT_LIVE_TESTS",
 inline constexpr Variable kNoColor{"NO_COLOR", "any value turns colour off"};
 inline constexpr Variable kXdgCacheHome{"XDG_CACHE_HOME", "base of the default cache directory"};
 
-inline constexpr Variable kAll[] = {kRecipes,       kCacheDir,          kOverrideDriver,
+inline constexpr Variable kAll[] = {kRecipes,          kCacheDir,      kOverrideDriver,
                                     kOverrideCudaArch, kOverrideGlibc, kProcDriverVersion,
-                                    kLiveTests,     kNoColor,           kXdgCacheHome};
+                                    kLiveTests,        kNoColor,       kXdgCacheHome};
 
 // The variable's value, or nullopt when unset. Empty counts as set.
 [[nodiscard]] std::optional<std::string> get(const Variable& variable);

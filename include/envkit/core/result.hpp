@@ -16,7 +16,8 @@ class [[nodiscard]] Result {
   static_assert(!std::is_same_v<std::remove_cvref_t<T>, Error>);
 
  public:
-  Result(T value) : state_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value)
+      : state_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit by design
   Result(Error error) : state_(std::in_place_index<1>, std::move(error)) {}  // NOLINT
 
   [[nodiscard]] bool ok() const { return state_.index() == 0; }

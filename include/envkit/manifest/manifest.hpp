@@ -31,8 +31,8 @@ using ExternalSource = std::variant<specs::Version, ExternalSystem, ExternalPath
 
 // `system:` — the machines the lock must serve; wins over the host probe.
 struct SystemSection {
-  std::optional<specs::VersionSpec> driver;             // ">=390.30" or a bare fleet driver
-  std::vector<specs::ComputeCapability> cuda_arch;      // ["6.1", "7.0"]
+  std::optional<specs::VersionSpec> driver;         // ">=390.30" or a bare fleet driver
+  std::vector<specs::ComputeCapability> cuda_arch;  // ["6.1", "7.0"]
   std::optional<specs::VersionSpec> glibc;
 };
 

@@ -12,12 +12,10 @@ namespace envkit::specs {
 
 // The packages of envkit's recipe database (issue: recipe format), canonical
 // spelling. `pytorch` is accepted as an alias of `torch`.
-inline constexpr std::string_view kKnownPackages[] = {"cuda",  "cudnn",      "python",
-                                                      "zlib",  "torch",      "tensorflow",
-                                                      "tensorflow-gpu", "jax"};
+inline constexpr std::string_view kKnownPackages[] = {
+    "cuda", "cudnn", "python", "zlib", "torch", "tensorflow", "tensorflow-gpu", "jax"};
 // The subset that can be a project's `framework:`.
-inline constexpr std::string_view kFrameworks[] = {"torch", "tensorflow", "tensorflow-gpu",
-                                                   "jax"};
+inline constexpr std::string_view kFrameworks[] = {"torch", "tensorflow", "tensorflow-gpu", "jax"};
 
 // Canonical name for a user-written package name, resolving aliases
 // (`PyTorch` -> `torch`); nullopt when it is not a known package.

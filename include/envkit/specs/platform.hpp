@@ -27,7 +27,7 @@ struct ComputeCapability {
   unsigned major = 0;
   unsigned minor = 0;
 
-  // "8.6"; also accepts "sm_86" and "86" is refused (ambiguous).
+  // "8.6"; also accepts "sm_86"; a bare "86" is refused (8.6 or 86.0?).
   [[nodiscard]] static Result<ComputeCapability> parse(std::string_view text);
   [[nodiscard]] std::string to_string() const;  // "8.6"
   friend auto operator<=>(const ComputeCapability&, const ComputeCapability&) = default;

@@ -94,9 +94,9 @@ class VersionSpec {
 
   // PEP 440 selection among candidates: pre-releases are left out unless the
   // spec asks for them or no final release matches. Keeps the input order.
-  [[nodiscard]] std::vector<Version> filter(std::span<const Version> candidates,
-                                            Prereleases prereleases =
-                                                Prereleases::pep440_default) const;
+  [[nodiscard]] std::vector<Version> filter(
+      std::span<const Version> candidates,
+      Prereleases prereleases = Prereleases::pep440_default) const;
 
   // Whether some clause asks for pre-releases (`>=2.0rc1`).
   [[nodiscard]] bool implies_prereleases() const;
