@@ -86,11 +86,17 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 std::optional<std::string> did_you_mean(std::string_view word,
                                         std::span<const std::string_view> candidates) {
   std::optional<std::string> best;
+  bool best_extends_word = false;
   std::size_t best_distance = std::max<std::size_t>(1, (word.size() + 2) / 3) + 1;
   for (auto candidate : candidates) {
     const auto distance = edit_distance(word, candidate);
-    if (distance < best_distance) {
+    // Among equally close candidates prefer one that starts with what was
+    // typed: `cudn` is `cudnn` cut short more likely than `cuda` mistyped.
+    const bool extends_word = starts_with_icase(candidate, word);
+    if (distance < best_distance ||
+        (distance == best_distance && extends_word && !best_extends_word)) {
       best_distance = distance;
+      best_extends_word = extends_word;
       best = std::string(candidate);
     }
   }

@@ -53,12 +53,14 @@ struct Manifest {
   std::vector<std::string> python_requirements;
 };
 
-// Parses envkit.yaml text. `file` names the source in error messages
-// (`envkit.yaml:3:12: ...`). Versions in the manifest use envkit's spec syntax
-// (a bare `12.1` means `==12.1.*`).
+// Parses envkit.yaml text (docs/manifest.md). `file` names the source in error
+// messages (`envkit.yaml:3:12: ...`); a bad manifest is ErrorCode::input. Versions
+// in the manifest use envkit's spec syntax (a bare `12.1` means `==12.1.*`).
+// `name` stays empty when the manifest has none.
 [[nodiscard]] Result<Manifest> parse(std::string_view text, std::string_view file);
 
-// Reads and parses a manifest file; errors name the path as given.
+// Reads and parses a manifest file; errors name the path as given. A manifest
+// without `name:` is named after the folder it is in.
 [[nodiscard]] Result<Manifest> load(const std::filesystem::path& path);
 
 inline constexpr std::string_view kFileName = "envkit.yaml";

@@ -32,3 +32,10 @@ TEST_CASE("small string helpers", "[core][text]") {
   CHECK(join(parts, ", ") == "x, y");
   CHECK(quoted("cuda") == "`cuda`");
 }
+
+TEST_CASE("did_you_mean prefers a candidate that extends the word on a tie", "[core][text]") {
+  constexpr std::string_view packages[] = {"cuda", "cudnn", "python", "zlib"};
+  CHECK(did_you_mean("cudn", packages) == "cudnn");
+  CHECK(did_you_mean("cuda", packages) == "cuda");
+  CHECK(did_you_mean("cdua", packages) == "cuda");
+}
