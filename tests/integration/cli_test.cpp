@@ -33,7 +33,8 @@ TEST_CASE("usage errors exit 2 in envkit's error style", "[cli]") {
   SECTION("an unknown flag") {
     const auto r = run_envkit({.args = {"init", "--bogus"}});
     CHECK(r.exit_code == 2);
-    CHECK_THAT(r.err, Catch::StartsWith("error: The following argument was not expected: --bogus\n"));
+    CHECK_THAT(r.err,
+               Catch::StartsWith("error: The following argument was not expected: --bogus\n"));
     CHECK_THAT(r.err, Catch::Contains("hint: run `envkit init --help` to see the usage"));
   }
   SECTION("an unknown command") {

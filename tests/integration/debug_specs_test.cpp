@@ -1,9 +1,8 @@
 // `envkit debug specs` over stdin/stdout, as recipe authors and bug reports use it.
-#include <fstream>
-#include <sstream>
-
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "support/envkit_runner.hpp"
 
@@ -15,14 +14,15 @@ std::vector<json> answers(const std::string& out) {
   std::vector<json> lines;
   std::istringstream in(out);
   std::string line;
-  while (std::getline(in, line)) lines.push_back(json::parse(line));
+  while (std::getline(in, line))
+    lines.push_back(json::parse(line));
   return lines;
 }
 }  // namespace
 
 TEST_CASE("debug specs answers one JSON line per request", "[cli][debug]") {
-  const auto r = run_envkit({.args = {"debug", "specs"},
-                             .stdin_data = R"({"op":"normalize","version":"1.0RC1"}
+  const auto r =
+      run_envkit({.args = {"debug", "specs"}, .stdin_data = R"({"op":"normalize","version":"1.0RC1"}
 {"op":"compare","a":"450.80.02","b":"450.80.2"}
 
 {"op":"contains","spec":"==1.6.*","version":"1.6.0","prereleases":null}

@@ -5,8 +5,8 @@
 using namespace envkit::text;
 
 TEST_CASE("did_you_mean finds likely typos only", "[core][text]") {
-  constexpr std::string_view keys[] = {"name",     "framework", "requires", "external",
-                                       "platforms", "system",   "smoke",    "python-requirements"};
+  constexpr std::string_view keys[] = {"name",      "framework", "requires", "external",
+                                       "platforms", "system",    "smoke",    "python-requirements"};
   CHECK(did_you_mean("framwork", keys) == "framework");
   CHECK(did_you_mean("Framework", keys) == "framework");
   CHECK(did_you_mean("platform", keys) == "platforms");

@@ -16,7 +16,8 @@ TEST_CASE("write_file_atomic replaces a file whole and leaves no temp files", "[
   REQUIRE(envkit::sys::write_file_atomic(path, "second\n").ok());
   CHECK(envkit::sys::read_file(path).value() == "second\n");
   std::size_t entries = 0;
-  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir.path())) ++entries;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir.path()))
+    ++entries;
   CHECK(entries == 1);
 }
 

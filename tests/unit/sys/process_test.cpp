@@ -22,8 +22,8 @@ TEST_CASE("run_process feeds stdin, sets env and cwd", "[sys][process]") {
   options.stdin_data = std::string(200000, 'x');  // larger than a pipe buffer
   options.env = {{"ENVKIT_TEST_VALUE", "hello"}, {"HOME", std::nullopt}};
   options.cwd = dir.path();
-  auto result = run_process(
-      {"sh", "-c", "wc -c; echo \"$ENVKIT_TEST_VALUE ${HOME:-unset}\"; pwd"}, options);
+  auto result =
+      run_process({"sh", "-c", "wc -c; echo \"$ENVKIT_TEST_VALUE ${HOME:-unset}\"; pwd"}, options);
   REQUIRE(result);
   CHECK(result->out == "200000\nhello unset\n" + dir.path().string() + "\n");
 }
