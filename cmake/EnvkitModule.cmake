@@ -13,6 +13,8 @@ endfunction()
 function(envkit_warnings target)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wshadow -Wconversion
                                            -Wno-sign-conversion -Wnon-virtual-dtor
+                                           # designated initializers may leave members at their defaults
+                                           -Wno-missing-field-initializers
                                            -Wold-style-cast -Woverloaded-virtual)
   if(ENVKIT_WERROR)
     target_compile_options(${target} PRIVATE -Werror)

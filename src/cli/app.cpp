@@ -2,12 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
 #include "envkit/core/env_vars.hpp"
+#include "envkit/core/text.hpp"
 #include "envkit/version.hpp"
 
 namespace envkit::cli {
@@ -58,6 +60,37 @@ std::string help_hint(const CLI::App* app) {
   return fmt::format("run `{} --help` to see the usage", path);
 }
 
+// The first word of the command line that is neither a flag nor a flag's value:
+// the command the user meant.
+std::optional<std::string> first_word(int argc, char** argv) {
+  constexpr std::string_view kTakesValue[] = {"-C", "--color", "--recipes", "--cache-dir"};
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (std::find(std::begin(kTakesValue), std::end(kTakesValue), arg) != std::end(kTakesValue)) {
+      ++i;
+    } else if (!arg.starts_with('-')) {
+      return std::string(arg);
+    }
+  }
+  return std::nullopt;
+}
+
+// `envkit frobnicate`: name the word and suggest the closest command.
+std::optional<Error> unknown_command(const CLI::App& app, int argc, char** argv) {
+  const auto word = first_word(argc, argv);
+  if (!word) return std::nullopt;
+  std::vector<std::string> names;
+  for (const auto* sub : app.get_subcommands({}))
+    names.push_back(sub->get_name());
+  if (std::find(names.begin(), names.end(), *word) != names.end()) return std::nullopt;
+  Error error = Error::input(fmt::format("unknown command {}", text::quoted(*word)));
+  const std::vector<std::string_view> candidates(names.begin(), names.end());
+  if (auto guess = text::did_you_mean(*word, candidates)) {
+    error.hint(fmt::format("did you mean {}?", text::quoted(*guess)));
+  }
+  return error.hint(help_hint(&app));
+}
+
 }  // namespace
 
 int run(int argc, char** argv) {
@@ -90,8 +123,8 @@ int run(int argc, char** argv) {
     for (const auto& command : commands) {
       if (command.app->parsed()) where = command.app;
     }
-    if (e.get_name() == "RequiredError" && where->get_subcommands().empty() && where == &app) {
-      std::cerr << app.help();
+    if (where == &app) {
+      if (auto error = unknown_command(app, argc, argv)) return report(context, *error);
     }
     return report(context, Error::input(e.what()).hint(help_hint(where)));
   }

@@ -203,23 +203,13 @@ Result<void> read_name(const Entry& entry, const Source& source, Manifest& manif
 constexpr std::string_view kFrameworkExpected =
     "a framework and an optional version, such as `torch 2.1.*`";
 
-bool is_name_char(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '_' || c == '-';
-}
-
-Error unknown_framework(const Source& source, const Entry& entry, std::string_view name) {
-  Error error = Error::input(fmt::format("`framework`: unknown framework {}", text::quoted(name)));
+// A framework-name error placed at the `framework:` value.
+Error framework_error(const Source& source, const Entry& entry, const Error& cause) {
+  Error error = Error::input(fmt::format("`framework`: {}", cause.message()));
   error.at(source.at(entry.value));
-  if (auto hint = did_you_mean(name, specs::kFrameworks); !hint.empty()) return error.hint(hint);
-  return error.hint(fmt::format("the frameworks are {}", yaml::quoted_list(specs::kFrameworks)));
-}
-
-Error not_a_framework(const Source& source, const Entry& entry, std::string_view package) {
-  return Error::input(
-             fmt::format("`framework`: {} is a package, not a framework", text::quoted(package)))
-      .at(source.at(entry.value))
-      .hint(fmt::format("list {} under `requires:`; the frameworks are {}", text::quoted(package),
-                        yaml::quoted_list(specs::kFrameworks)));
+  for (const auto& hint : cause.hints())
+    error.hint(hint);
+  return error;
 }
 
 Error empty_framework(const Source& source, const Entry& entry) {
@@ -229,25 +219,18 @@ Error empty_framework(const Source& source, const Entry& entry) {
           "under `requires:`");
 }
 
-// `torch 2.1.*`, `torch==2.1.0`, `tensorflow >=2.10,<2.11`, `torch`: the name
-// runs to the first character that cannot be in a package name.
 Result<void> read_framework(const Entry& entry, const Source& source, Manifest& manifest) {
   const YAML::Node& value = entry.value;
   if (value.IsNull()) return empty_framework(source, entry);
   if (!value.IsScalar()) return wrong_value(source, entry, "framework", kFrameworkExpected);
-  const std::string_view written = text::trim(value.Scalar());
-  if (written.empty()) return empty_framework(source, entry);
+  if (text::trim(value.Scalar()).empty()) return empty_framework(source, entry);
 
-  const auto name_end = std::find_if_not(written.begin(), written.end(), is_name_char);
-  const std::string_view name(written.begin(), name_end);
-  const std::string_view spec_text = text::trim(std::string_view(name_end, written.end()));
+  const auto [name, spec_text] = split_framework(value.Scalar());
   if (name.empty()) return wrong_value(source, entry, "framework", kFrameworkExpected);
+  auto package = framework_name(name);
+  if (!package) return framework_error(source, entry, package.error());
 
-  const auto package = specs::known_package(name);
-  if (!package) return unknown_framework(source, entry, name);
-  if (!specs::is_framework(*package)) return not_a_framework(source, entry, *package);
-
-  FrameworkRequirement framework{.name = *package, .spec = {}};
+  FrameworkRequirement framework{.name = *std::move(package), .spec = {}};
   if (!spec_text.empty()) {
     auto spec = specs::VersionSpec::parse(spec_text, specs::SpecSyntax::envkit);
     if (!spec) {
@@ -528,6 +511,31 @@ std::string directory_name(const fs::path& manifest_path) {
 }
 
 }  // namespace
+
+FrameworkText split_framework(std::string_view written) {
+  written = text::trim(written);
+  const auto is_name_char = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '_' || c == '-';
+  };
+  const auto name_end = std::find_if_not(written.begin(), written.end(), is_name_char);
+  return {std::string_view(written.begin(), name_end),
+          text::trim(std::string_view(name_end, written.end()))};
+}
+
+Result<std::string> framework_name(std::string_view name) {
+  const auto package = specs::known_package(name);
+  if (!package) {
+    Error error = Error::input(fmt::format("unknown framework {}", text::quoted(name)));
+    if (auto hint = did_you_mean(name, specs::kFrameworks); !hint.empty()) return error.hint(hint);
+    return error.hint(fmt::format("the frameworks are {}", yaml::quoted_list(specs::kFrameworks)));
+  }
+  if (!specs::is_framework(*package)) {
+    return Error::input(fmt::format("{} is a package, not a framework", text::quoted(*package)))
+        .hint(fmt::format("list {} under `requires:`; the frameworks are {}",
+                          text::quoted(*package), yaml::quoted_list(specs::kFrameworks)));
+  }
+  return *package;
+}
 
 Result<Manifest> parse(std::string_view text, std::string_view file) {
   const Source source(text, file);

@@ -40,8 +40,13 @@ TEST_CASE("usage errors exit 2 in envkit's error style", "[cli]") {
   SECTION("an unknown command") {
     const auto r = run_envkit({.args = {"frobnicate"}});
     CHECK(r.exit_code == 2);
-    CHECK_THAT(r.err, Catch::Contains("frobnicate"));
+    CHECK_THAT(r.err, Catch::StartsWith("error: unknown command `frobnicate`\n"));
     CHECK_THAT(r.err, Catch::Contains("hint: run `envkit --help` to see the usage"));
+  }
+  SECTION("a misspelt command gets a suggestion") {
+    const auto r = run_envkit({.args = {"-C", "/tmp", "iint"}});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains("error: unknown command `iint`\nhint: did you mean `init`?"));
   }
   SECTION("no command at all") {
     const auto r = run_envkit({.args = {}});

@@ -53,6 +53,21 @@ struct Manifest {
   std::vector<std::string> python_requirements;
 };
 
+// The `framework:` syntax, shared by the manifest and `envkit init --framework`:
+// a name, then an optional spec in envkit syntax (`torch 2.1.*`, `torch==2.1.0`,
+// `tensorflow >=2.10,<2.11`, `torch`). The name runs to the first character
+// that cannot be in a package name.
+struct FrameworkText {
+  std::string_view name;
+  std::string_view spec;  // trimmed; empty for any version
+};
+[[nodiscard]] FrameworkText split_framework(std::string_view written);
+
+// The canonical framework for a written name (`PyTorch` -> `torch`). Errors
+// carry no location (callers place them): an unknown name with a did-you-mean,
+// or a package that is not a framework (`cuda`).
+[[nodiscard]] Result<std::string> framework_name(std::string_view name);
+
 // Parses envkit.yaml text (docs/manifest.md). `file` names the source in error
 // messages (`envkit.yaml:3:12: ...`); a bad manifest is ErrorCode::input. Versions
 // in the manifest use envkit's spec syntax (a bare `12.1` means `==12.1.*`).

@@ -1,0 +1,46 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "envkit/specs/platform.hpp"
+#include "envkit/specs/version.hpp"
+
+namespace envkit::gpu {
+
+// Where one host fact came from, so a reader can tell a probe from an override.
+struct Provenance {
+  enum class Kind : std::uint8_t {
+    override_variable,  // ENVKIT_OVERRIDE_DRIVER / ENVKIT_OVERRIDE_CUDA_ARCH
+    proc_file,          // /proc/driver/nvidia/version (or ENVKIT_PROC_DRIVER_VERSION)
+    nvidia_smi,
+    nothing_found,  // every source was asked and none knew
+  };
+  Kind kind = Kind::nothing_found;
+  // The variable, the file read or the command; for nothing_found, what was asked.
+  std::string where;
+
+  // For messages: `ENVKIT_OVERRIDE_DRIVER`, `/proc/driver/nvidia/version`,
+  // `nvidia-smi`, or `checked /proc/driver/nvidia/version, nvidia-smi`.
+  [[nodiscard]] std::string to_string() const;
+};
+
+struct Gpu {
+  std::optional<std::string> name;  // absent when only the capability is known (an override)
+  specs::ComputeCapability compute_capability;
+};
+
+// What envkit knows about this machine's NVIDIA stack, each fact with its source.
+struct HostFacts {
+  std::optional<specs::Version> driver;  // absent: no driver; original() keeps `450.80.02`
+  Provenance driver_source;
+  std::vector<Gpu> gpus;
+  Provenance gpus_source;
+  // Why a source that was asked gave no answer (nvidia-smi failed, output not
+  // understood). Informational: a host without a GPU is not an error.
+  std::vector<std::string> notes;
+};
+
+}  // namespace envkit::gpu

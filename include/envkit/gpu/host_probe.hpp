@@ -1,0 +1,67 @@
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "envkit/core/env_vars.hpp"
+#include "envkit/core/result.hpp"
+#include "envkit/gpu/host_facts.hpp"
+#include "envkit/specs/platform.hpp"
+#include "envkit/specs/version.hpp"
+#include "envkit/sys/process.hpp"
+
+namespace envkit::gpu {
+
+inline constexpr std::string_view kProcDriverVersionPath = "/proc/driver/nvidia/version";
+// The nvidia-smi query the probe runs; one CSV line per GPU:
+// `550.54.15, 9.0, NVIDIA H100 80GB HBM3`.
+inline constexpr std::string_view kNvidiaSmiQuery[] = {
+    "nvidia-smi", "--query-gpu=driver_version,compute_cap,name", "--format=csv,noheader"};
+
+// Everything the probe reads from the world, so tests can hand it fakes.
+struct ProbeSources {
+  // An environment variable's value; nullopt when unset.
+  std::function<std::optional<std::string>(const env::Variable&)> variable;
+  // A whole file; nullopt when it does not exist or cannot be read.
+  std::function<std::optional<std::string>(const std::filesystem::path&)> read_file;
+  // Runs kNvidiaSmiQuery; nullopt when nvidia-smi is not installed or cannot start.
+  std::function<std::optional<sys::ProcessOutput>()> query_nvidia_smi;
+};
+
+// The real machine: the process environment, the filesystem, nvidia-smi on PATH
+// (given a few seconds: a wedged driver can make it hang).
+[[nodiscard]] ProbeSources host_sources();
+
+// Each fact from the first source that knows it: the ENVKIT_OVERRIDE_* variables,
+// then the kernel module's version file (driver only), then nvidia-smi. An
+// override of `none` for the driver means a machine with no usable GPU, so GPUs
+// then come only from ENVKIT_OVERRIDE_CUDA_ARCH. Fails only on a malformed override.
+[[nodiscard]] Result<HostFacts> probe_host(const ProbeSources& sources = host_sources());
+
+// ENVKIT_OVERRIDE_DRIVER: a driver version, or `none` (nullopt) for no driver.
+[[nodiscard]] Result<std::optional<specs::Version>> parse_driver_override(std::string_view text);
+
+// ENVKIT_OVERRIDE_CUDA_ARCH: comma-separated capabilities (`8.0,9.0`, `sm_86`);
+// empty means no GPU.
+[[nodiscard]] Result<std::vector<specs::ComputeCapability>> parse_cuda_arch_override(
+    std::string_view text);
+
+// The driver version in /proc/driver/nvidia/version, from its `NVRM version:`
+// line (proprietary and open kernel modules both).
+[[nodiscard]] Result<specs::Version> parse_proc_driver_version(std::string_view text);
+
+// One GPU as nvidia-smi reports it for kNvidiaSmiQuery.
+struct SmiGpu {
+  specs::Version driver;
+  specs::ComputeCapability compute_capability;
+  std::string name;
+};
+
+// The output of `nvidia-smi` with kNvidiaSmiQuery, one GPU per line.
+[[nodiscard]] Result<std::vector<SmiGpu>> parse_nvidia_smi_query(std::string_view output);
+
+}  // namespace envkit::gpu

@@ -1,0 +1,32 @@
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "envkit/core/error.hpp"
+#include "envkit/core/result.hpp"
+#include "envkit/project/scan.hpp"
+#include "envkit/specs/version_spec.hpp"
+
+namespace envkit::project {
+
+// A version constraint the project states, and where.
+struct Pin {
+  std::string name;         // canonical: torch, tensorflow, tensorflow-gpu, jax, python
+  specs::VersionSpec spec;  // PEP 440; empty: any version
+  SourceLocation source;    // where it is written (the first place, when several agree)
+  std::string written;      // the requirement as written there
+};
+
+// The framework the project pins: torch (or pytorch), tensorflow, tensorflow-gpu
+// or jax. Input errors: none named (hint: `--framework`), two different
+// frameworks, or one framework pinned differently in two places (each listed
+// with its file:line).
+[[nodiscard]] Result<Pin> infer_framework(const ProjectScan& scan);
+
+// The Python versions the project accepts (requires-python, Poetry's `python`,
+// conda's `python=`): every stated constraint holds, so they are intersected.
+// nullopt when the project states none.
+[[nodiscard]] Result<std::optional<Pin>> infer_python(const ProjectScan& scan);
+
+}  // namespace envkit::project

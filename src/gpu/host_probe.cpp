@@ -1,0 +1,149 @@
+#include "envkit/gpu/host_probe.hpp"
+
+#include <fmt/format.h>
+
+#include "envkit/core/text.hpp"
+#include "envkit/sys/fs.hpp"
+
+namespace envkit::gpu {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using Kind = Provenance::Kind;
+
+constexpr std::string_view kNvidiaSmi = "nvidia-smi";
+// nvidia-smi answers in well under a second; a wedged driver can make it hang.
+constexpr std::chrono::seconds kNvidiaSmiTimeout{5};
+
+// Which facts are settled; the rest are left to later sources.
+struct Settled {
+  bool driver = false;
+  bool gpus = false;
+};
+
+Result<Settled> apply_overrides(const ProbeSources& sources, HostFacts& facts) {
+  Settled settled;
+  if (auto text = sources.variable(env::kOverrideDriver)) {
+    auto driver = parse_driver_override(*text);
+    if (!driver) return std::move(driver).error();
+    facts.driver = std::move(driver).value();
+    facts.driver_source = {Kind::override_variable, std::string(env::kOverrideDriver.name)};
+    settled.driver = true;
+    // A machine without a driver shows no GPU, unless the arch override says otherwise.
+    if (!facts.driver) {
+      facts.gpus_source = facts.driver_source;
+      settled.gpus = true;
+    }
+  }
+  if (auto text = sources.variable(env::kOverrideCudaArch)) {
+    auto capabilities = parse_cuda_arch_override(*text);
+    if (!capabilities) return std::move(capabilities).error();
+    facts.gpus.clear();
+    for (const auto& capability : *capabilities)
+      facts.gpus.push_back({std::nullopt, capability});
+    facts.gpus_source = {Kind::override_variable, std::string(env::kOverrideCudaArch.name)};
+    settled.gpus = true;
+  }
+  return settled;
+}
+
+bool read_proc_driver_version(const ProbeSources& sources, const fs::path& path, HostFacts& facts) {
+  const auto content = sources.read_file(path);
+  if (!content) return false;  // no kernel module loaded: the usual GPU-less machine
+  auto driver = parse_proc_driver_version(*content);
+  if (!driver) {
+    facts.notes.push_back(fmt::format("{}: {}", path.string(), driver.error().message()));
+    return false;
+  }
+  facts.driver = std::move(driver).value();
+  facts.driver_source = {Kind::proc_file, path.string()};
+  return true;
+}
+
+std::string first_line(std::string_view text) {
+  return std::string(text::trim(text::split(text::trim(text), '\n').front()));
+}
+
+// nvidia-smi's GPUs, or nullopt (with a note saying why) when it gave none.
+std::optional<std::vector<SmiGpu>> ask_nvidia_smi(const ProbeSources& sources, HostFacts& facts) {
+  const auto run = sources.query_nvidia_smi();
+  if (!run) return std::nullopt;  // not installed: not an error
+  if (run->timed_out) {
+    facts.notes.push_back(
+        fmt::format("{} did not answer within {} s", kNvidiaSmi, kNvidiaSmiTimeout.count()));
+    return std::nullopt;
+  }
+  if (run->exit_code != 0) {
+    // e.g. 9: "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver"
+    facts.notes.push_back(fmt::format("{} exited with {}: {}", kNvidiaSmi, run->exit_code,
+                                      first_line(run->out + run->err)));
+    return std::nullopt;
+  }
+  auto gpus = parse_nvidia_smi_query(run->out);
+  if (!gpus) {
+    facts.notes.push_back(gpus.error().message() + ": " + text::join(gpus.error().causes(), "; "));
+    return std::nullopt;
+  }
+  return std::move(gpus).value();
+}
+
+void apply_nvidia_smi(const std::vector<SmiGpu>& reported, Settled& settled, HostFacts& facts) {
+  const Provenance source{Kind::nvidia_smi, std::string(kNvidiaSmi)};
+  if (!settled.driver && !reported.empty()) {
+    facts.driver = reported.front().driver;
+    facts.driver_source = source;
+    settled.driver = true;
+  }
+  if (!settled.gpus) {
+    for (const auto& gpu : reported)
+      facts.gpus.push_back({gpu.name, gpu.compute_capability});
+    facts.gpus_source = source;
+    settled.gpus = true;
+  }
+}
+
+}  // namespace
+
+ProbeSources host_sources() {
+  return {
+      .variable = [](const env::Variable& variable) { return env::get(variable); },
+      .read_file = [](const fs::path& path) -> std::optional<std::string> {
+        auto content = sys::read_file(path);
+        if (!content) return std::nullopt;
+        return std::move(content).value();
+      },
+      .query_nvidia_smi = []() -> std::optional<sys::ProcessOutput> {
+        if (!sys::find_on_path(kNvidiaSmi)) return std::nullopt;
+        const std::vector<std::string> argv(std::begin(kNvidiaSmiQuery), std::end(kNvidiaSmiQuery));
+        sys::ProcessOptions options;
+        options.timeout = kNvidiaSmiTimeout;
+        auto run = sys::run_process(argv, options);
+        if (!run) return std::nullopt;
+        return std::move(run).value();
+      },
+  };
+}
+
+Result<HostFacts> probe_host(const ProbeSources& sources) {
+  HostFacts facts;
+  auto settled = apply_overrides(sources, facts);
+  if (!settled) return std::move(settled).error();
+  const fs::path proc_file =
+      sources.variable(env::kProcDriverVersion).value_or(std::string(kProcDriverVersionPath));
+  if (!settled->driver) settled->driver = read_proc_driver_version(sources, proc_file, facts);
+  if (!settled->driver || !settled->gpus) {
+    if (auto reported = ask_nvidia_smi(sources, facts)) {
+      apply_nvidia_smi(*reported, *settled, facts);
+    }
+  }
+  if (!settled->driver) {
+    facts.driver_source = {Kind::nothing_found,
+                           fmt::format("{}, {}", proc_file.string(), kNvidiaSmi)};
+  }
+  if (!settled->gpus) facts.gpus_source = {Kind::nothing_found, std::string(kNvidiaSmi)};
+  return facts;
+}
+
+}  // namespace envkit::gpu

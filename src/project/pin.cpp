@@ -1,0 +1,112 @@
+#include "envkit/project/pin.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
+
+#include "envkit/core/text.hpp"
+#include "envkit/specs/package_name.hpp"
+
+namespace envkit::project {
+
+namespace {
+
+constexpr std::string_view kFrameworkHint =
+    "name it with `--framework`, e.g. `envkit init --framework \"torch 2.1.*\"`";
+
+std::string file_and_line(const SourceLocation& where) {
+  return SourceLocation{where.file, where.line, 0}.to_string();
+}
+
+// "`torch>=2.1,<2.2` at pyproject.toml:9"
+std::string mention(const Pin& pin) {
+  return fmt::format("{} at {}", text::quoted(pin.written), file_and_line(pin.source));
+}
+
+// Every requirement of the scan whose package `wanted` accepts, with its spec read.
+template <class Wanted>
+Result<std::vector<Pin>> pins_of(const ProjectScan& scan, Wanted wanted) {
+  std::vector<Pin> pins;
+  for (const auto& file : scan.files) {
+    for (const auto& requirement : file.requirements) {
+      const auto package = requirement.known_package();
+      if (!package || !wanted(*package)) continue;
+      auto spec = requirement.version_spec();
+      if (!spec) return std::move(spec).error();
+      pins.push_back({*package, std::move(spec).value(), requirement.where, requirement.written});
+    }
+  }
+  return pins;
+}
+
+Error nothing_found(const ProjectScan& scan) {
+  std::vector<std::string> frameworks;
+  for (auto name : specs::kFrameworks)
+    frameworks.push_back(text::quoted(name));
+  std::vector<std::string> files;
+  for (const auto& file : scan.files)
+    files.push_back(file.path);
+  const std::string where =
+      files.empty() ? "the project has no requirements*.txt, pyproject.toml or environment.yml"
+                    : fmt::format("no {} requirement in {}", text::join(frameworks, ", "),
+                                  text::join(files, ", "));
+  return Error::input(fmt::format("cannot infer the framework: {}", where))
+      .hint(std::string(kFrameworkHint));
+}
+
+Error disagreement(std::string message, const std::vector<const Pin*>& pins) {
+  Error error = Error::input(std::move(message));
+  for (const auto* pin : pins)
+    error.because(mention(*pin));
+  return error.hint(std::string(kFrameworkHint));
+}
+
+// The first pin of each distinct value of `key`.
+template <class Key>
+std::vector<const Pin*> first_of_each(const std::vector<Pin>& pins, Key key) {
+  std::vector<const Pin*> firsts;
+  for (const auto& pin : pins) {
+    const bool seen = std::any_of(firsts.begin(), firsts.end(),
+                                  [&](const Pin* first) { return key(*first) == key(pin); });
+    if (!seen) firsts.push_back(&pin);
+  }
+  return firsts;
+}
+
+}  // namespace
+
+Result<Pin> infer_framework(const ProjectScan& scan) {
+  auto pins =
+      pins_of(scan, [](const std::string& package) { return specs::is_framework(package); });
+  if (!pins) return std::move(pins).error();
+  if (pins->empty()) return nothing_found(scan);
+  const auto frameworks = first_of_each(*pins, [](const Pin& pin) { return pin.name; });
+  if (frameworks.size() > 1) {
+    return disagreement("the project names more than one framework", frameworks);
+  }
+  // A bare `torch` (or a URL) does not disagree with a version pin elsewhere.
+  std::vector<Pin> pinned;
+  std::copy_if(pins->begin(), pins->end(), std::back_inserter(pinned),
+               [](const Pin& pin) { return !pin.spec.empty(); });
+  if (pinned.empty()) return pins->front();
+  const auto versions = first_of_each(pinned, [](const Pin& pin) { return pin.spec.to_string(); });
+  if (versions.size() > 1) {
+    return disagreement(
+        fmt::format("the project pins {} differently", text::quoted(pinned.front().name)),
+        versions);
+  }
+  return pinned.front();
+}
+
+Result<std::optional<Pin>> infer_python(const ProjectScan& scan) {
+  auto pins = pins_of(scan, [](const std::string& package) { return package == "python"; });
+  if (!pins) return std::move(pins).error();
+  if (pins->empty()) return std::optional<Pin>();
+  Pin python = pins->front();
+  for (const auto& pin : *pins)
+    python.spec = python.spec & pin.spec;
+  return std::optional<Pin>(std::move(python));
+}
+
+}  // namespace envkit::project

@@ -1,0 +1,204 @@
+#include "envkit/gpu/host_probe.hpp"
+
+#include <catch2/catch.hpp>
+#include <map>
+
+namespace {
+
+namespace gpu = envkit::gpu;
+using envkit::specs::ComputeCapability;
+using Kind = gpu::Provenance::Kind;
+
+constexpr std::string_view kProcVersion =
+    "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  535.129.03  Release Build  "
+    "(dvs-builder@U16-T02-35-3)  Thu Oct 19 18:42:12 UTC 2023\n";
+constexpr std::string_view kTwoGpus =
+    "535.129.03, 8.0, NVIDIA A100-SXM4-40GB\n535.129.03, 8.6, NVIDIA RTX A6000\n";
+
+// A machine described by plain values; records what the probe asked it.
+struct FakeHost {
+  std::map<std::string, std::string, std::less<>> variables;
+  std::map<std::string, std::string> files;
+  std::optional<envkit::sys::ProcessOutput> nvidia_smi;  // nullopt: not installed
+  int nvidia_smi_runs = 0;
+  std::vector<std::string> files_read;
+
+  gpu::ProbeSources sources() {
+    return {
+        .variable = [this](const envkit::env::Variable& v) -> std::optional<std::string> {
+          const auto it = variables.find(v.name);
+          if (it == variables.end()) return std::nullopt;
+          return it->second;
+        },
+        .read_file = [this](const std::filesystem::path& path) -> std::optional<std::string> {
+          files_read.push_back(path.string());
+          const auto it = files.find(path.string());
+          if (it == files.end()) return std::nullopt;
+          return it->second;
+        },
+        .query_nvidia_smi =
+            [this]() {
+              ++nvidia_smi_runs;
+              return nvidia_smi;
+            },
+    };
+  }
+
+  gpu::HostFacts probe() {
+    auto facts = gpu::probe_host(sources());
+    REQUIRE(facts.ok());
+    return std::move(facts).value();
+  }
+};
+
+envkit::sys::ProcessOutput smi_output(std::string out, int exit_code = 0) {
+  envkit::sys::ProcessOutput output;
+  output.exit_code = exit_code;
+  output.out = std::move(out);
+  return output;
+}
+
+}  // namespace
+
+TEST_CASE("probe of a machine without NVIDIA driver or nvidia-smi", "[gpu]") {
+  FakeHost host;
+  const auto facts = host.probe();
+  CHECK_FALSE(facts.driver.has_value());
+  CHECK(facts.driver_source.kind == Kind::nothing_found);
+  CHECK(facts.driver_source.to_string() == "checked /proc/driver/nvidia/version, nvidia-smi");
+  CHECK(facts.gpus.empty());
+  CHECK(facts.gpus_source.to_string() == "checked nvidia-smi");
+  CHECK(facts.notes.empty());
+  CHECK(host.files_read == std::vector<std::string>{"/proc/driver/nvidia/version"});
+}
+
+TEST_CASE("probe takes the driver from /proc and the GPUs from nvidia-smi", "[gpu]") {
+  FakeHost host;
+  host.files["/proc/driver/nvidia/version"] = kProcVersion;
+  host.nvidia_smi = smi_output(std::string(kTwoGpus));
+  const auto facts = host.probe();
+  REQUIRE(facts.driver.has_value());
+  CHECK(facts.driver->original() == "535.129.03");
+  CHECK(facts.driver_source.kind == Kind::proc_file);
+  CHECK(facts.driver_source.to_string() == "/proc/driver/nvidia/version");
+  REQUIRE(facts.gpus.size() == 2);
+  CHECK(facts.gpus[0].name == "NVIDIA A100-SXM4-40GB");
+  CHECK(facts.gpus[0].compute_capability == ComputeCapability{8, 0});
+  CHECK(facts.gpus[1].compute_capability == ComputeCapability{8, 6});
+  CHECK(facts.gpus_source.to_string() == "nvidia-smi");
+}
+
+TEST_CASE("probe reads the /proc file named by ENVKIT_PROC_DRIVER_VERSION", "[gpu]") {
+  FakeHost host;
+  host.variables["ENVKIT_PROC_DRIVER_VERSION"] = "/tmp/fake-version";
+  host.files["/tmp/fake-version"] = kProcVersion;
+  const auto facts = host.probe();
+  CHECK(host.files_read == std::vector<std::string>{"/tmp/fake-version"});
+  CHECK(facts.driver->original() == "535.129.03");
+  CHECK(facts.driver_source.to_string() == "/tmp/fake-version");
+}
+
+TEST_CASE("probe takes the driver from nvidia-smi when /proc has none", "[gpu]") {
+  FakeHost host;
+  host.nvidia_smi = smi_output("550.54.15, 9.0, NVIDIA H100 80GB HBM3\n");
+  const auto facts = host.probe();
+  CHECK(facts.driver->original() == "550.54.15");
+  CHECK(facts.driver_source.kind == Kind::nvidia_smi);
+  REQUIRE(facts.gpus.size() == 1);
+  CHECK(facts.gpus[0].name == "NVIDIA H100 80GB HBM3");
+}
+
+TEST_CASE("overrides win and keep the probe from asking the machine", "[gpu]") {
+  FakeHost host;
+  host.files["/proc/driver/nvidia/version"] = kProcVersion;
+  host.nvidia_smi = smi_output(std::string(kTwoGpus));
+  host.variables["ENVKIT_OVERRIDE_DRIVER"] = "550.54.15";
+  host.variables["ENVKIT_OVERRIDE_CUDA_ARCH"] = "8.0,9.0";
+  const auto facts = host.probe();
+  CHECK(facts.driver->original() == "550.54.15");
+  CHECK(facts.driver_source.to_string() == "ENVKIT_OVERRIDE_DRIVER");
+  REQUIRE(facts.gpus.size() == 2);
+  CHECK_FALSE(facts.gpus[0].name.has_value());
+  CHECK(facts.gpus[1].compute_capability == ComputeCapability{9, 0});
+  CHECK(facts.gpus_source.to_string() == "ENVKIT_OVERRIDE_CUDA_ARCH");
+  CHECK(host.files_read.empty());
+  CHECK(host.nvidia_smi_runs == 0);
+}
+
+TEST_CASE("each fact comes from its own first source", "[gpu]") {
+  FakeHost host;
+  host.nvidia_smi = smi_output(std::string(kTwoGpus));
+  host.variables["ENVKIT_OVERRIDE_DRIVER"] = "550.54.15";
+  const auto facts = host.probe();
+  CHECK(facts.driver_source.kind == Kind::override_variable);
+  CHECK(facts.gpus.size() == 2);
+  CHECK(facts.gpus_source.kind == Kind::nvidia_smi);
+  CHECK(host.files_read.empty());
+}
+
+TEST_CASE("a driver override of none means no GPU either", "[gpu]") {
+  FakeHost host;
+  host.nvidia_smi = smi_output(std::string(kTwoGpus));
+  host.variables["ENVKIT_OVERRIDE_DRIVER"] = "none";
+  auto facts = host.probe();
+  CHECK_FALSE(facts.driver.has_value());
+  CHECK(facts.driver_source.to_string() == "ENVKIT_OVERRIDE_DRIVER");
+  CHECK(facts.gpus.empty());
+  CHECK(facts.gpus_source.to_string() == "ENVKIT_OVERRIDE_DRIVER");
+  CHECK(host.nvidia_smi_runs == 0);
+
+  SECTION("unless the arch override names some") {
+    host.variables["ENVKIT_OVERRIDE_CUDA_ARCH"] = "7.0";
+    facts = host.probe();
+    REQUIRE(facts.gpus.size() == 1);
+    CHECK(facts.gpus_source.to_string() == "ENVKIT_OVERRIDE_CUDA_ARCH");
+  }
+}
+
+TEST_CASE("a failing nvidia-smi leaves a note, not an error", "[gpu]") {
+  FakeHost host;
+  host.nvidia_smi = smi_output(
+      "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure "
+      "that the latest NVIDIA driver is installed and running.\n\n",
+      9);
+  const auto facts = host.probe();
+  CHECK_FALSE(facts.driver.has_value());
+  CHECK(facts.driver_source.kind == Kind::nothing_found);
+  CHECK(
+      facts.notes ==
+      std::vector<std::string>{
+          "nvidia-smi exited with 9: NVIDIA-SMI has failed because it couldn't communicate with "
+          "the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running."});
+
+  SECTION("and so does one that hangs") {
+    host.nvidia_smi = smi_output("", 137);
+    host.nvidia_smi->timed_out = true;
+    CHECK(host.probe().notes == std::vector<std::string>{"nvidia-smi did not answer within 5 s"});
+  }
+  SECTION("and so does unreadable output") {
+    host.nvidia_smi = smi_output("garbage\n");
+    CHECK(host.probe().notes ==
+          std::vector<std::string>{"nvidia-smi line 1 is not a GPU: `garbage`: expected "
+                                   "`driver_version, compute_cap, name`"});
+  }
+}
+
+TEST_CASE("an unreadable /proc version file leaves a note and the probe goes on", "[gpu]") {
+  FakeHost host;
+  host.files["/proc/driver/nvidia/version"] = "something else\n";
+  host.nvidia_smi = smi_output("550.54.15, 9.0, NVIDIA H100 80GB HBM3\n");
+  const auto facts = host.probe();
+  CHECK(facts.driver_source.kind == Kind::nvidia_smi);
+  CHECK(facts.notes ==
+        std::vector<std::string>{"/proc/driver/nvidia/version: no `NVRM version:` line"});
+}
+
+TEST_CASE("a malformed override is an input error", "[gpu]") {
+  FakeHost host;
+  host.variables["ENVKIT_OVERRIDE_CUDA_ARCH"] = "ampere";
+  const auto facts = gpu::probe_host(host.sources());
+  REQUIRE_FALSE(facts.ok());
+  CHECK(facts.error().exit_code() == 2);
+  CHECK(facts.error().message() ==
+        "`ENVKIT_OVERRIDE_CUDA_ARCH` is not a list of compute capabilities: `ampere`");
+}

@@ -1,0 +1,142 @@
+#include "envkit/project/pin.hpp"
+
+#include <catch2/catch.hpp>
+
+#include "envkit/project/project_files.hpp"
+
+namespace {
+
+namespace project = envkit::project;
+using Parser = envkit::Result<project::FileRequirements> (*)(std::string_view, std::string_view);
+
+// A scan of files given as (name, text), each read by the parser its name calls for.
+project::ProjectScan scan_of(std::vector<std::pair<std::string, std::string>> files) {
+  project::ProjectScan scan;
+  for (const auto& [name, text] : files) {
+    Parser parse = project::parse_requirements_txt;
+    if (name.ends_with(".toml")) parse = project::parse_pyproject_toml;
+    if (name.ends_with(".yml")) parse = project::parse_environment_yml;
+    auto parsed = parse(text, name);
+    REQUIRE(parsed.ok());
+    scan.files.push_back({name, std::move(parsed->requirements)});
+  }
+  return scan;
+}
+
+project::Pin framework(const project::ProjectScan& scan) {
+  auto pin = project::infer_framework(scan);
+  if (!pin) FAIL(pin.error().to_string());
+  return std::move(pin).value();
+}
+
+}  // namespace
+
+TEST_CASE("the framework pin of a requirements file", "[project]") {
+  const auto pin = framework(scan_of({{"requirements.txt", "numpy\ntensorflow-gpu==1.6.0\n"}}));
+  CHECK(pin.name == "tensorflow-gpu");
+  CHECK(pin.spec.to_string() == "==1.6.0");
+  CHECK(pin.source.to_string() == "requirements.txt:2:1");
+  CHECK(pin.written == "tensorflow-gpu==1.6.0");
+}
+
+TEST_CASE("framework aliases and extras", "[project]") {
+  CHECK(framework(scan_of({{"environment.yml", "dependencies:\n  - pytorch=2.1\n"}})).name ==
+        "torch");
+  const auto jax = framework(scan_of({{"requirements.txt", "jax[cuda12]==0.4.23\n"}}));
+  CHECK(jax.name == "jax");
+  CHECK(jax.spec.to_string() == "==0.4.23");
+  const auto tf = framework(scan_of({{"requirements.txt", "tensorflow[and-cuda]==2.15\n"}}));
+  CHECK(tf.name == "tensorflow");
+}
+
+TEST_CASE("pins that agree once normalized are one pin, from the first file", "[project]") {
+  const auto pin = framework(scan_of({
+      {"pyproject.toml", "[tool.poetry.dependencies]\ntorch = \"~2.1\"\n"},
+      {"requirements.txt", "torch>=2.1, <2.2\n"},
+  }));
+  CHECK(pin.spec.to_string() == "<2.2,>=2.1");
+  CHECK(pin.source.to_string() == "pyproject.toml:2:1");
+}
+
+TEST_CASE("an unpinned mention gives way to a pin; alone it means any version", "[project]") {
+  const auto pinned = framework(scan_of({
+      {"requirements-dev.txt", "torch\n"},
+      {"requirements.txt", "torch==2.1.0\n"},
+  }));
+  CHECK(pinned.spec.to_string() == "==2.1.0");
+  CHECK(pinned.source.file == "requirements.txt");
+
+  const auto url =
+      framework(scan_of({{"requirements.txt", "torch @ https://example.com/t.whl\n"}}));
+  CHECK(url.name == "torch");
+  CHECK(url.spec.empty());
+}
+
+TEST_CASE("conflicting framework pins are an error listing each", "[project]") {
+  const auto pin = project::infer_framework(scan_of({
+      {"environment.yml", "dependencies:\n  - pytorch=2.0\n"},
+      {"requirements.txt", "torch==2.1.0\n"},
+  }));
+  REQUIRE_FALSE(pin.ok());
+  CHECK(pin.error().exit_code() == 2);
+  CHECK(pin.error().message() == "the project pins `torch` differently");
+  CHECK(pin.error().causes() == std::vector<std::string>{"`pytorch=2.0` at environment.yml:2",
+                                                         "`torch==2.1.0` at requirements.txt:1"});
+  CHECK(pin.error().hints() ==
+        std::vector<std::string>{
+            "name it with `--framework`, e.g. `envkit init --framework \"torch 2.1.*\"`"});
+}
+
+TEST_CASE("two frameworks are an error listing each", "[project]") {
+  const auto pin = project::infer_framework(scan_of({
+      {"requirements.txt", "torch==2.1.0\njax[cuda12]==0.4.23\ntorch==2.1.0\n"},
+  }));
+  REQUIRE_FALSE(pin.ok());
+  CHECK(pin.error().message() == "the project names more than one framework");
+  CHECK(pin.error().causes() ==
+        std::vector<std::string>{"`torch==2.1.0` at requirements.txt:1",
+                                 "`jax[cuda12]==0.4.23` at requirements.txt:2"});
+}
+
+TEST_CASE("no framework is an error that says where envkit looked", "[project]") {
+  const auto none = project::infer_framework(scan_of({{"requirements.txt", "numpy\n"}}));
+  REQUIRE_FALSE(none.ok());
+  CHECK(none.error().exit_code() == 2);
+  CHECK(none.error().message() ==
+        "cannot infer the framework: no `torch`, `tensorflow`, `tensorflow-gpu`, `jax` "
+        "requirement in requirements.txt");
+  CHECK(none.error().hints().at(0).find("--framework \"torch 2.1.*\"") != std::string::npos);
+
+  const auto empty = project::infer_framework(project::ProjectScan{});
+  REQUIRE_FALSE(empty.ok());
+  CHECK(empty.error().message() ==
+        "cannot infer the framework: the project has no requirements*.txt, pyproject.toml or "
+        "environment.yml");
+}
+
+TEST_CASE("an unreadable framework version is an error at its line", "[project]") {
+  const auto pin = project::infer_framework(scan_of({{"requirements.txt", "\ntorch==2.1.x\n"}}));
+  REQUIRE_FALSE(pin.ok());
+  CHECK(pin.error().headline() ==
+        "requirements.txt:2:1: cannot read the version constraint `==2.1.x` of `torch`");
+}
+
+TEST_CASE("the project's Python constraints are intersected", "[project]") {
+  const auto none = project::infer_python(scan_of({{"requirements.txt", "torch\n"}}));
+  REQUIRE(none.ok());
+  CHECK_FALSE(none->has_value());
+
+  const auto python = project::infer_python(scan_of({
+      {"environment.yml", "dependencies:\n  - python=3.10\n"},
+      {"pyproject.toml", "[project]\nname = \"x\"\nrequires-python = \">=3.9\"\n"},
+  }));
+  REQUIRE(python.ok());
+  REQUIRE(python->has_value());
+  CHECK((*python)->name == "python");
+  CHECK((*python)->spec.to_string() == "==3.10.*,>=3.9");
+  CHECK((*python)->source.to_string() == "environment.yml:2:5");
+
+  const auto poetry = project::infer_python(
+      scan_of({{"pyproject.toml", "[tool.poetry.dependencies]\npython = \"^3.8\"\n"}}));
+  CHECK((*poetry)->spec.to_string() == "<4,>=3.8");
+}
