@@ -49,7 +49,7 @@ struct Manifest {
   SystemSection system;
   SmokeOptions smoke;
   // `python-requirements:` files with the project's other Python requirements,
-  // relative to the manifest (requirements.txt, pyproject.toml).
+  // relative to the manifest (requirements.txt, pyproject.toml, environment.yml).
   std::vector<std::string> python_requirements;
 };
 
