@@ -1,0 +1,111 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "envkit/core/result.hpp"
+#include "envkit/specs/platform.hpp"
+#include "envkit/specs/version.hpp"
+#include "envkit/specs/version_spec.hpp"
+
+// The recipe database model (docs/recipes.md). Importers build these values
+// from upstream metadata; recipe_io reads and writes them as YAML; the solver
+// and the lock read them. Nothing here is invented: a fact upstream does not
+// give is absent (nullopt / empty), never guessed.
+namespace envkit::recipes {
+
+// What an artifact is, which decides what `install` can do with it.
+enum class ArtifactKind : std::uint8_t {
+  archive,  // NVIDIA redist / legacy cuDNN / python-build-standalone archive
+  wheel,    // a wheel on PyPI (NVIDIA's CUDA and cuDNN wheels)
+  runfile,  // an NVIDIA .run installer (CUDA before 11.4.2): recorded, not unpacked
+  source,   // a source tarball built at install (zlib)
+};
+
+// How an archive's entries map into the prefix.
+enum class Layout : std::uint8_t {
+  nvidia_redist,      // strip the single top folder; {bin,include,lib,...} land in the prefix
+  cudnn_legacy,       // cuda/include -> include, cuda/lib64 -> lib (legacy cuDNN .tgz)
+  python_standalone,  // python/ -> prefix (python-build-standalone install_only)
+  nvidia_wheel,       // nvidia/<name>/... or nvidia/cu13/... -> prefix
+  source_tree,        // strip the single top folder into a build directory
+  none,               // not unpacked (runfile)
+};
+
+[[nodiscard]] std::string_view to_string(ArtifactKind kind);
+[[nodiscard]] std::string_view to_string(Layout layout);
+[[nodiscard]] std::optional<ArtifactKind> parse_artifact_kind(std::string_view text);
+[[nodiscard]] std::optional<Layout> parse_layout(std::string_view text);
+
+struct Artifact {
+  specs::Platform platform = specs::Platform::linux_x86_64;
+  std::string component;  // CUDA component (`cuda_cudart`) or the package name itself
+  ArtifactKind kind = ArtifactKind::archive;
+  std::string url;
+  std::string sha256;                 // 64 lowercase hex digits
+  std::optional<std::uint64_t> size;  // bytes, where upstream gives it
+  std::string format;                 // tar.xz, tar.gz, tgz, zip, whl, run
+  Layout layout = Layout::nvidia_redist;
+  // For wheels: the folder inside the wheel that maps to the prefix
+  // (`nvidia/cuda_runtime`, `nvidia/cu13`).
+  std::string wheel_root;
+
+  friend bool operator==(const Artifact&, const Artifact&) = default;
+};
+
+// One CUDA component of a CUDA release: cuda_cudart 12.4.127.
+struct Component {
+  std::string name;
+  std::string version;  // as upstream spells it
+  friend bool operator==(const Component&, const Component&) = default;
+};
+
+// A build of a version: torch 2.1.2 `cu121`, cuDNN 9.1.0.70 `cuda12`. Versions
+// without variants have one build with an empty id.
+struct Build {
+  std::string id;
+  // Requirements on other packages (canonical name -> PEP 440 spec; an empty
+  // spec means any version).
+  std::map<std::string, specs::VersionSpec> requires_;
+  // Minimum NVIDIA driver per platform (CUDA), text as upstream spells it.
+  std::map<specs::Platform, specs::Version> min_driver;
+  // GPU compute capabilities the build supports, where known.
+  std::vector<specs::ComputeCapability> cuda_arch;
+  // Platforms the build exists for (those with artifacts, or, for frameworks,
+  // those the upstream tables list).
+  std::vector<specs::Platform> platforms;
+  std::vector<Artifact> artifacts;
+};
+
+struct RecipeVersion {
+  specs::Version version;  // original() keeps upstream's spelling (8.9.7.29)
+  std::optional<std::string> release_date;
+  std::vector<Component> components;  // CUDA only
+  std::vector<Build> builds;          // at least one
+};
+
+struct Recipe {
+  std::string name;  // canonical: cuda, cudnn, python, zlib, torch, tensorflow, tensorflow-gpu
+  // Where the facts came from (upstream files, tables), for people reading the database.
+  std::vector<std::string> sources;
+  // CUDA: the components a framework needs by default (runtime, compiler, math libraries).
+  std::vector<std::string> default_components;
+  std::vector<RecipeVersion> versions;  // sorted, oldest first
+
+  [[nodiscard]] const RecipeVersion* find(const specs::Version& version) const;
+};
+
+// Overlays `update` onto `base`: versions are matched by version, builds by id,
+// artifacts by (platform, component, kind); facts `update` gives replace the
+// old ones, facts it leaves out are kept. Sources are united. The result is
+// sorted (versions ascending, builds by id, artifacts by platform/component/kind).
+void merge_into(Recipe& base, const Recipe& update);
+
+// Sorts versions, builds and artifacts into the canonical order.
+void canonicalize(Recipe& recipe);
+
+}  // namespace envkit::recipes

@@ -1,0 +1,155 @@
+#include "envkit/recipes/recipe.hpp"
+
+#include <algorithm>
+#include <array>
+#include <tuple>
+
+namespace envkit::recipes {
+
+namespace {
+
+constexpr std::array<std::pair<ArtifactKind, std::string_view>, 4> kKinds = {{
+    {ArtifactKind::archive, "archive"},
+    {ArtifactKind::wheel, "wheel"},
+    {ArtifactKind::runfile, "runfile"},
+    {ArtifactKind::source, "source"},
+}};
+
+constexpr std::array<std::pair<Layout, std::string_view>, 6> kLayouts = {{
+    {Layout::nvidia_redist, "nvidia-redist"},
+    {Layout::cudnn_legacy, "cudnn-legacy"},
+    {Layout::python_standalone, "python-standalone"},
+    {Layout::nvidia_wheel, "nvidia-wheel"},
+    {Layout::source_tree, "source-tree"},
+    {Layout::none, "none"},
+}};
+
+template <class Enum, std::size_t N>
+std::string_view name_of(const std::array<std::pair<Enum, std::string_view>, N>& table, Enum e) {
+  for (const auto& [value, name] : table) {
+    if (value == e) return name;
+  }
+  return "";
+}
+
+template <class Enum, std::size_t N>
+std::optional<Enum> value_of(const std::array<std::pair<Enum, std::string_view>, N>& table,
+                             std::string_view text) {
+  for (const auto& [value, name] : table) {
+    if (name == text) return value;
+  }
+  return std::nullopt;
+}
+
+auto artifact_key(const Artifact& a) {
+  return std::tie(a.platform, a.component, a.kind);
+}
+
+template <class T, class Key>
+void sort_unique_by(std::vector<T>& items, Key key) {
+  std::stable_sort(items.begin(), items.end(),
+                   [&](const T& a, const T& b) { return key(a) < key(b); });
+}
+
+void merge_build(Build& base, const Build& update) {
+  for (const auto& [name, spec] : update.requires_)
+    base.requires_.insert_or_assign(name, spec);
+  for (const auto& [platform, driver] : update.min_driver) {
+    base.min_driver.insert_or_assign(platform, driver);
+  }
+  if (!update.cuda_arch.empty()) base.cuda_arch = update.cuda_arch;
+  for (auto platform : update.platforms) {
+    if (std::find(base.platforms.begin(), base.platforms.end(), platform) == base.platforms.end()) {
+      base.platforms.push_back(platform);
+    }
+  }
+  for (const auto& artifact : update.artifacts) {
+    auto it = std::find_if(base.artifacts.begin(), base.artifacts.end(), [&](const Artifact& a) {
+      return artifact_key(a) == artifact_key(artifact);
+    });
+    if (it == base.artifacts.end()) {
+      base.artifacts.push_back(artifact);
+    } else {
+      *it = artifact;
+    }
+  }
+}
+
+void merge_version(RecipeVersion& base, const RecipeVersion& update) {
+  if (update.release_date) base.release_date = update.release_date;
+  if (!update.components.empty()) base.components = update.components;
+  for (const auto& build : update.builds) {
+    auto it = std::find_if(base.builds.begin(), base.builds.end(),
+                           [&](const Build& b) { return b.id == build.id; });
+    if (it == base.builds.end()) {
+      base.builds.push_back(build);
+    } else {
+      merge_build(*it, build);
+    }
+  }
+}
+
+}  // namespace
+
+std::string_view to_string(ArtifactKind kind) {
+  return name_of(kKinds, kind);
+}
+std::string_view to_string(Layout layout) {
+  return name_of(kLayouts, layout);
+}
+std::optional<ArtifactKind> parse_artifact_kind(std::string_view text) {
+  return value_of(kKinds, text);
+}
+std::optional<Layout> parse_layout(std::string_view text) {
+  return value_of(kLayouts, text);
+}
+
+const RecipeVersion* Recipe::find(const specs::Version& version) const {
+  for (const auto& v : versions) {
+    // Same text first: 8.9.7.29 and 8.9.7.29.0 compare equal but are different uploads.
+    if (v.version.original() == version.original()) return &v;
+  }
+  for (const auto& v : versions) {
+    if (v.version == version) return &v;
+  }
+  return nullptr;
+}
+
+void canonicalize(Recipe& recipe) {
+  std::sort(recipe.sources.begin(), recipe.sources.end());
+  recipe.sources.erase(std::unique(recipe.sources.begin(), recipe.sources.end()),
+                       recipe.sources.end());
+  sort_unique_by(recipe.versions, [](const RecipeVersion& v) { return v.version; });
+  for (auto& version : recipe.versions) {
+    sort_unique_by(version.components, [](const Component& c) { return c.name; });
+    sort_unique_by(version.builds, [](const Build& b) { return b.id; });
+    for (auto& build : version.builds) {
+      std::sort(build.platforms.begin(), build.platforms.end());
+      std::sort(build.cuda_arch.begin(), build.cuda_arch.end());
+      build.cuda_arch.erase(std::unique(build.cuda_arch.begin(), build.cuda_arch.end()),
+                            build.cuda_arch.end());
+      sort_unique_by(build.artifacts, [](const Artifact& a) {
+        return std::make_tuple(a.platform, a.component, a.kind);
+      });
+    }
+  }
+}
+
+void merge_into(Recipe& base, const Recipe& update) {
+  if (base.name.empty()) base.name = update.name;
+  base.sources.insert(base.sources.end(), update.sources.begin(), update.sources.end());
+  if (!update.default_components.empty()) base.default_components = update.default_components;
+  for (const auto& version : update.versions) {
+    auto it = std::find_if(base.versions.begin(), base.versions.end(), [&](const RecipeVersion& v) {
+      return v.version.original() == version.version.original();
+    });
+    if (it == base.versions.end()) {
+      base.versions.push_back(version);
+    } else {
+      merge_version(*it, version);
+    }
+  }
+  canonicalize(base);
+}
+
+}  // namespace envkit::recipes
