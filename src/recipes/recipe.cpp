@@ -57,6 +57,11 @@ void merge_build(Build& base, const Build& update) {
   for (const auto& [platform, driver] : update.min_driver) {
     base.min_driver.insert_or_assign(platform, driver);
   }
+  for (const auto& [platform, driver] : update.min_driver_compat) {
+    base.min_driver_compat.insert_or_assign(platform, driver);
+  }
+  for (const auto& [package, version] : update.tested)
+    base.tested.insert_or_assign(package, version);
   if (!update.cuda_arch.empty()) base.cuda_arch = update.cuda_arch;
   for (auto platform : update.platforms) {
     if (std::find(base.platforms.begin(), base.platforms.end(), platform) == base.platforms.end()) {

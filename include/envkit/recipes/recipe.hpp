@@ -71,8 +71,14 @@ struct Build {
   // Requirements on other packages (canonical name -> PEP 440 spec; an empty
   // spec means any version).
   std::map<std::string, specs::VersionSpec> requires_;
-  // Minimum NVIDIA driver per platform (CUDA), text as upstream spells it.
+  // Minimum NVIDIA driver per platform (CUDA), text as upstream spells it:
+  // natively (NVIDIA's toolkit/driver table) and through minor-version
+  // compatibility (the family minimum: 11.x >= 450.80.02, 12.x >= 525.60.13, ...).
   std::map<specs::Platform, specs::Version> min_driver;
+  std::map<specs::Platform, specs::Version> min_driver_compat;
+  // The versions upstream tested this build with (torch 2.1 cu121: cuda 12.1,
+  // cudnn 8.9.2.26); the solver prefers them within the allowed range.
+  std::map<std::string, std::string> tested;
   // GPU compute capabilities the build supports, where known.
   std::vector<specs::ComputeCapability> cuda_arch;
   // Platforms the build exists for (those with artifacts, or, for frameworks,
