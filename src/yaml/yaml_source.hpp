@@ -1,6 +1,6 @@
 #pragma once
 
-// Private to src/manifest: reading a YAML document with yaml-cpp while keeping
+// Internal to envkit (manifest, recipes, lock): reading a YAML document with yaml-cpp while keeping
 // every error a located envkit::Error. Nothing here may appear in a public header.
 
 #include <yaml-cpp/depthguard.h>
@@ -15,7 +15,7 @@
 #include "envkit/core/error.hpp"
 #include "envkit/core/result.hpp"
 
-namespace envkit::manifest::yaml {
+namespace envkit::yaml {
 
 // The text being parsed and the name the user knows it by.
 class Source {
@@ -67,4 +67,4 @@ struct Entry {
 // `a`, `b` and `c`, each in backticks: for hints that list the choices.
 [[nodiscard]] std::string quoted_list(std::span<const std::string_view> names);
 
-}  // namespace envkit::manifest::yaml
+}  // namespace envkit::yaml

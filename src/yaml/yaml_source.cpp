@@ -8,7 +8,7 @@
 
 #include "envkit/core/text.hpp"
 
-namespace envkit::manifest::yaml {
+namespace envkit::yaml {
 
 namespace {
 
@@ -294,4 +294,4 @@ std::string quoted_list(std::span<const std::string_view> names) {
   return out;
 }
 
-}  // namespace envkit::manifest::yaml
+}  // namespace envkit::yaml
