@@ -107,6 +107,7 @@ int run(int argc, char** argv) {
 
   Commands commands;
   register_init(app, commands);
+  register_recipes(app, commands);
   register_debug(app, commands);
 
   try {

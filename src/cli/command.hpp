@@ -19,6 +19,7 @@ using Commands = std::vector<Command>;
 // One function per command file; each adds its subcommands to `root`.
 void register_init(CLI::App& root, Commands& out);
 void register_debug(CLI::App& root, Commands& out);
+void register_recipes(CLI::App& root, Commands& out);
 
 // Prints `error` (and, with --json, {"error": ...} on stdout); returns its exit code.
 int report(const Context& context, const Error& error);

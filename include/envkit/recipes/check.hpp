@@ -1,0 +1,24 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "envkit/core/result.hpp"
+#include "envkit/recipes/database.hpp"
+
+namespace envkit::recipes {
+
+// One inconsistency `envkit recipes check` found: where, and what.
+struct Problem {
+  std::string where;  // "cuda 12.4.1 cuda_cudart linux-x86_64", "torch 2.1 cu121"
+  std::string message;
+};
+
+// Checks the whole database: every URL is https (http only with a pinned
+// sha256, where upstream publishes nothing else), every sha256 is 64 lowercase
+// hex digits, every requirement names a package of the database and matches at
+// least one of its versions, no version, build or artifact appears twice.
+// Unreadable files are errors; inconsistencies are the returned problems.
+[[nodiscard]] Result<std::vector<Problem>> check_database(const Database& db);
+
+}  // namespace envkit::recipes

@@ -1,0 +1,53 @@
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "envkit/core/result.hpp"
+#include "envkit/recipes/recipe.hpp"
+#include "envkit/recipes/recipe_io.hpp"
+
+namespace envkit::recipes {
+
+// A recipe database directory (docs/recipes.md):
+//   <name>.yaml                  facts of a package (what the solver reads)
+//   <name>/<version>.yaml        archives, runfiles, sources of a version
+//   pypi/<name>/<version>.yaml   NVIDIA wheels of a version (`import pypi-nvidia`)
+// Packages are read on first use, artifacts only when asked for.
+class Database {
+ public:
+  [[nodiscard]] static Result<Database> open(const std::filesystem::path& dir);
+
+  [[nodiscard]] const std::filesystem::path& dir() const { return dir_; }
+  [[nodiscard]] const std::vector<std::string>& names() const { return names_; }
+  [[nodiscard]] bool contains(std::string_view name) const;
+
+  // The package's facts without artifacts; cached.
+  [[nodiscard]] Result<const Recipe*> facts(std::string_view name) const;
+  // The package with every version's artifacts (offline and wheels).
+  [[nodiscard]] Result<Recipe> load_full(std::string_view name) const;
+
+ private:
+  std::filesystem::path dir_;
+  std::vector<std::string> names_;
+  mutable std::map<std::string, std::unique_ptr<Recipe>, std::less<>> cache_;
+};
+
+// Writes `recipe` into the database at `dir`: with ArtifactSet::offline the
+// facts file and the offline artifact files (stale version files of the
+// package are removed); with ArtifactSet::wheels only the wheel files under
+// pypi/. Every file is written atomically and deterministically.
+[[nodiscard]] Result<void> write_recipe(const std::filesystem::path& dir, const Recipe& recipe,
+                                        ArtifactSet set);
+
+// The database envkit uses: --recipes, else $ENVKIT_RECIPES, else the one
+// installed beside the executable (<prefix>/share/envkit/recipes), else the
+// source tree's (a development build).
+[[nodiscard]] std::filesystem::path default_database_dir(
+    const std::optional<std::filesystem::path>& flag);
+
+}  // namespace envkit::recipes

@@ -1,0 +1,217 @@
+// `envkit recipes ...`: browse, check and refresh the recipe database.
+#include <fmt/format.h>
+
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "command.hpp"
+#include "envkit/core/text.hpp"
+#include "envkit/recipes/check.hpp"
+#include "envkit/recipes/database.hpp"
+#include "envkit/specs/package_name.hpp"
+#include "recipes_import.hpp"
+
+namespace envkit::cli {
+
+namespace {
+
+using nlohmann::json;
+using recipes::Database;
+
+// `PyTorch` -> `torch`; an unknown name stays as written so the error names it.
+std::string package_name(const std::string& written) {
+  return specs::known_package(written).value_or(written);
+}
+
+Result<Database> open_database(const Context& context) {
+  return Database::open(recipes::default_database_dir(context.options.recipes));
+}
+
+json build_json(const recipes::RecipeVersion& version, const recipes::Build& build) {
+  json requires_ = json::object();
+  for (const auto& [package, spec] : build.requires_)
+    requires_[package] = spec.to_string();
+  json system = json::object();
+  const auto drivers = [](const auto& map) {
+    json out = json::object();
+    for (const auto& [platform, driver] : map)
+      out[specs::to_string(platform)] = driver.original();
+    return out;
+  };
+  if (!build.min_driver.empty()) system["min_driver"] = drivers(build.min_driver);
+  if (!build.min_driver_compat.empty())
+    system["min_driver_compat"] = drivers(build.min_driver_compat);
+  if (!build.cuda_arch.empty()) {
+    json arch = json::array();
+    for (const auto& cc : build.cuda_arch)
+      arch.push_back(cc.to_string());
+    system["cuda_arch"] = arch;
+  }
+  json platforms = json::array();
+  for (auto p : build.platforms)
+    platforms.push_back(specs::to_string(p));
+  system["platforms"] = platforms;
+  json artifacts = json::array();
+  for (const auto& a : build.artifacts) {
+    json artifact = {{"platform", specs::to_string(a.platform)},
+                     {"component", a.component},
+                     {"kind", recipes::to_string(a.kind)},
+                     {"format", a.format},
+                     {"layout", recipes::to_string(a.layout)},
+                     {"url", a.url},
+                     {"sha256", a.sha256},
+                     {"size", a.size ? json(*a.size) : json()}};
+    if (!a.wheel_root.empty()) artifact["wheel_root"] = a.wheel_root;
+    artifacts.push_back(artifact);
+  }
+  json out = {{"version", version.version.original()},
+              {"requires", requires_},
+              {"system", system},
+              {"artifacts", artifacts}};
+  if (!build.id.empty()) out["build"] = build.id;
+  if (!build.tested.empty()) out["tested"] = build.tested;
+  if (!version.components.empty()) {
+    json components = json::object();
+    for (const auto& c : version.components)
+      components[c.name] = c.version;
+    out["components"] = components;
+  }
+  return out;
+}
+
+std::string describe_build(const recipes::RecipeVersion& version, const recipes::Build& build) {
+  std::string out = fmt::format("{}{}\n", version.version.original(),
+                                build.id.empty() ? "" : " [" + build.id + "]");
+  for (const auto& [package, spec] : build.requires_) {
+    out += fmt::format("  requires {} {}\n", package, spec.empty() ? "(any)" : spec.to_string());
+  }
+  for (const auto& [package, tested] : build.tested) {
+    out += fmt::format("  tested with {} {}\n", package, tested);
+  }
+  for (const auto& [platform, driver] : build.min_driver) {
+    out += fmt::format("  driver >= {} on {}\n", driver.original(), specs::to_string(platform));
+  }
+  for (const auto& [platform, driver] : build.min_driver_compat) {
+    out += fmt::format("  driver >= {} on {} (minor-version compatibility)\n", driver.original(),
+                       specs::to_string(platform));
+  }
+  if (!build.cuda_arch.empty()) {
+    std::vector<std::string> arch;
+    for (const auto& cc : build.cuda_arch)
+      arch.push_back(cc.to_string());
+    out += fmt::format("  compute capability {}\n", text::join(arch, ", "));
+  }
+  std::vector<std::string> platforms;
+  for (auto p : build.platforms)
+    platforms.emplace_back(specs::to_string(p));
+  out += fmt::format("  platforms {}\n", text::join(platforms, ", "));
+  for (const auto& a : build.artifacts) {
+    out += fmt::format("  {} {} {} {}{}\n", specs::to_string(a.platform), a.component,
+                       recipes::to_string(a.kind), a.url,
+                       a.size ? fmt::format(" ({} bytes)", *a.size) : "");
+  }
+  return out;
+}
+
+int run_list(Context& context, const std::optional<std::string>& name) {
+  auto db = open_database(context);
+  if (!db) return report(context, db.error());
+  std::vector<std::string> names = db->names();
+  if (name) names = {package_name(*name)};
+  json packages = json::array();
+  for (const auto& package : names) {
+    auto recipe = db->facts(package);
+    if (!recipe) return report(context, recipe.error());
+    std::vector<std::string> versions;
+    for (const auto& v : (*recipe)->versions)
+      versions.push_back(v.version.original());
+    packages.push_back({{"name", package}, {"versions", versions}});
+    if (!context.options.json) {
+      fmt::print("{} ({} versions): {}\n", package, versions.size(), text::join(versions, " "));
+    }
+  }
+  if (context.options.json) std::cout << json{{"packages", packages}}.dump() << '\n';
+  return 0;
+}
+
+int run_show(Context& context, const std::string& name, const std::optional<std::string>& version) {
+  auto db = open_database(context);
+  if (!db) return report(context, db.error());
+  const std::string package = package_name(name);
+  auto recipe = db->load_full(package);
+  if (!recipe) return report(context, recipe.error());
+  std::optional<specs::Version> wanted;
+  if (version) {
+    auto parsed = specs::Version::parse(*version);
+    if (!parsed) return report(context, parsed.error());
+    if (!recipe->find(*parsed)) {
+      return report(
+          context,
+          Error::input(fmt::format("{} has no version {}", package, text::quoted(*version)))
+              .hint(fmt::format("`envkit recipes list {}` lists them", package)));
+    }
+    wanted = *parsed;
+  }
+  json versions = json::array();
+  for (const auto& v : recipe->versions) {
+    if (wanted && !(v.version == *wanted)) continue;
+    for (const auto& build : v.builds) {
+      versions.push_back(build_json(v, build));
+      if (!context.options.json) fmt::print("{} {}", package, describe_build(v, build));
+    }
+  }
+  if (context.options.json)
+    std::cout << json{{"name", package}, {"versions", versions}}.dump() << '\n';
+  return 0;
+}
+
+int run_check(Context& context) {
+  auto db = open_database(context);
+  if (!db) return report(context, db.error());
+  auto problems = recipes::check_database(*db);
+  if (!problems) return report(context, problems.error());
+  json list = json::array();
+  for (const auto& p : *problems) {
+    list.push_back({{"where", p.where}, {"message", p.message}});
+    if (!context.options.json) fmt::print(stderr, "problem: {}: {}\n", p.where, p.message);
+  }
+  if (context.options.json) std::cout << json{{"problems", list}}.dump() << '\n';
+  if (!problems->empty()) {
+    return report(context, Error::failed(fmt::format("the recipe database {} has {} problem(s)",
+                                                     db->dir().string(), problems->size())));
+  }
+  context.console.info(
+      fmt::format("{}: {} packages, consistent", db->dir().string(), db->names().size()));
+  return 0;
+}
+
+}  // namespace
+
+void register_recipes(CLI::App& root, Commands& out) {
+  auto* recipes_cmd =
+      root.add_subcommand("recipes", "Browse, check and refresh the recipe database");
+  recipes_cmd->require_subcommand(1);
+  out.push_back({recipes_cmd, nullptr});
+
+  auto list_name = std::make_shared<std::optional<std::string>>();
+  auto* list = recipes_cmd->add_subcommand("list", "List the packages and their versions");
+  list->add_option("NAME", *list_name, "Only this package");
+  out.push_back({list, [list_name](Context& c) { return run_list(c, *list_name); }});
+
+  auto show_name = std::make_shared<std::string>();
+  auto show_version = std::make_shared<std::optional<std::string>>();
+  auto* show =
+      recipes_cmd->add_subcommand("show", "Show a package's versions, requirements and artifacts");
+  show->add_option("NAME", *show_name, "Package")->required();
+  show->add_option("VERSION", *show_version, "Only this version");
+  out.push_back({show, [show_name, show_version](Context& c) {
+                   return run_show(c, *show_name, *show_version);
+                 }});
+
+  auto* check = recipes_cmd->add_subcommand("check", "Check the database is consistent");
+  out.push_back({check, run_check});
+
+  register_recipes_import(*recipes_cmd, out);
+}
+
+}  // namespace envkit::cli

@@ -1,0 +1,102 @@
+#include "envkit/recipes/check.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+#include "envkit/specs/package_name.hpp"
+
+namespace envkit::recipes {
+
+namespace {
+
+bool is_sha256(const std::string& s) {
+  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+std::string where_of(const Recipe& r, const RecipeVersion& v, const Build& b) {
+  return b.id.empty() ? fmt::format("{} {}", r.name, v.version.original())
+                      : fmt::format("{} {} {}", r.name, v.version.original(), b.id);
+}
+
+void check_artifacts(const std::string& where, const Build& build, std::vector<Problem>& out) {
+  std::set<std::tuple<specs::Platform, std::string, ArtifactKind>> seen;
+  for (const auto& a : build.artifacts) {
+    const auto at = fmt::format("{} {} {} ({})", where, a.component, specs::to_string(a.platform),
+                                to_string(a.kind));
+    if (!seen.insert({a.platform, a.component, a.kind}).second) {
+      out.push_back({at, "the artifact appears twice"});
+    }
+    if (!is_sha256(a.sha256)) {
+      out.push_back({at, fmt::format("sha256 `{}` is not 64 lowercase hex digits", a.sha256)});
+    }
+    const bool https = a.url.starts_with("https://");
+    const bool pinned_http = a.url.starts_with("http://") && is_sha256(a.sha256);
+    if (!https && !pinned_http) {
+      out.push_back(
+          {at, fmt::format("`{}` is neither https nor http with a pinned sha256", a.url)});
+    }
+  }
+}
+
+// Versions of each package, to check that every requirement can be met.
+using VersionIndex = std::map<std::string, std::vector<specs::Version>>;
+
+void check_requirements(const std::string& where, const Build& build, const VersionIndex& index,
+                        std::vector<Problem>& out) {
+  for (const auto& [package, spec] : build.requires_) {
+    const auto it = index.find(package);
+    if (it == index.end()) {
+      out.push_back({where, fmt::format("requires `{}`, which has no recipe", package)});
+      continue;
+    }
+    const bool any = std::any_of(it->second.begin(), it->second.end(), [&](const auto& v) {
+      return spec.contains(v, specs::Prereleases::allow);
+    });
+    if (!any) {
+      out.push_back({where, fmt::format("requires {} `{}`, which no version of the database meets",
+                                        package, spec.to_string())});
+    }
+  }
+}
+
+}  // namespace
+
+Result<std::vector<Problem>> check_database(const Database& db) {
+  std::vector<Recipe> recipes;
+  VersionIndex index;
+  for (const auto& name : db.names()) {
+    auto recipe = db.load_full(name);
+    if (!recipe) return recipe.error();
+    for (const auto& v : recipe->versions)
+      index[name].push_back(v.version);
+    recipes.push_back(*std::move(recipe));
+  }
+  std::vector<Problem> problems;
+  for (const auto& recipe : recipes) {
+    if (!specs::known_package(recipe.name)) {
+      problems.push_back({recipe.name, "not a package name envkit knows"});
+    }
+    std::set<std::string> versions;
+    for (const auto& version : recipe.versions) {
+      if (!versions.insert(version.version.original()).second) {
+        problems.push_back(
+            {recipe.name, fmt::format("version {} appears twice", version.version.original())});
+      }
+      std::set<std::string> builds;
+      for (const auto& build : version.builds) {
+        const auto where = where_of(recipe, version, build);
+        if (!builds.insert(build.id).second) problems.push_back({where, "the build appears twice"});
+        check_artifacts(where, build, problems);
+        check_requirements(where, build, index, problems);
+      }
+    }
+  }
+  return problems;
+}
+
+}  // namespace envkit::recipes

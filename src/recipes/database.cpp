@@ -1,0 +1,146 @@
+#include "envkit/recipes/database.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <set>
+
+#include "envkit/core/env_vars.hpp"
+#include "envkit/core/text.hpp"
+#include "envkit/sys/fs.hpp"
+
+namespace envkit::recipes {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string file_name_of(const specs::Version& version) {
+  return version.original() + ".yaml";
+}
+
+// Reads `<name>.yaml`; errors name the path relative to the database.
+Result<Recipe> read_facts_file(const fs::path& dir, std::string_view name) {
+  const fs::path path = dir / (std::string(name) + ".yaml");
+  auto text = sys::read_file(path);
+  if (!text) return text.error();
+  auto recipe = read_facts(*text, path.string());
+  if (!recipe) return recipe;
+  if (recipe->name != name) {
+    return Error::input(
+               fmt::format("{} names the package {}", path.string(), text::quoted(recipe->name)))
+        .hint(fmt::format("a facts file is named after its package: {}.yaml", recipe->name));
+  }
+  return recipe;
+}
+
+Result<void> add_artifacts_from(const fs::path& path, Recipe& recipe) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return {};
+  auto text = sys::read_file(path);
+  if (!text) return text.error();
+  return read_artifacts(*text, path.string(), recipe);
+}
+
+}  // namespace
+
+Result<Database> Database::open(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    return Error::input(fmt::format("recipe database {} is not a directory", dir.string()))
+        .hint("pass `--recipes DIR` or set ENVKIT_RECIPES");
+  }
+  Database db;
+  db.dir_ = dir;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".yaml") {
+      db.names_.push_back(entry.path().stem().string());
+    }
+  }
+  if (ec) return Error::failed(fmt::format("cannot list {}", dir.string())).because(ec.message());
+  std::sort(db.names_.begin(), db.names_.end());
+  return db;
+}
+
+bool Database::contains(std::string_view name) const {
+  return std::binary_search(names_.begin(), names_.end(), name);
+}
+
+Result<const Recipe*> Database::facts(std::string_view name) const {
+  if (auto it = cache_.find(name); it != cache_.end()) return it->second.get();
+  if (!contains(name)) {
+    Error error =
+        Error::input(fmt::format("no recipe for {} in {}", text::quoted(name), dir_.string()));
+    const std::vector<std::string_view> known(names_.begin(), names_.end());
+    if (auto guess = text::did_you_mean(name, known)) {
+      error.hint(fmt::format("did you mean {}?", text::quoted(*guess)));
+    }
+    return error;
+  }
+  auto recipe = read_facts_file(dir_, name);
+  if (!recipe) return recipe.error();
+  auto [it, inserted] =
+      cache_.emplace(std::string(name), std::make_unique<Recipe>(*std::move(recipe)));
+  return it->second.get();
+}
+
+Result<Recipe> Database::load_full(std::string_view name) const {
+  auto facts_of = facts(name);
+  if (!facts_of) return facts_of.error();
+  Recipe recipe = **facts_of;
+  for (const auto& version : (*facts_of)->versions) {
+    const auto file = file_name_of(version.version);
+    for (const fs::path& path : {dir_ / name / file, dir_ / "pypi" / name / file}) {
+      if (auto added = add_artifacts_from(path, recipe); !added) return added.error();
+    }
+  }
+  canonicalize(recipe);
+  return recipe;
+}
+
+Result<void> write_recipe(const fs::path& dir, const Recipe& recipe, ArtifactSet set) {
+  const fs::path versions_dir =
+      set == ArtifactSet::wheels ? dir / "pypi" / recipe.name : dir / recipe.name;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (set == ArtifactSet::offline) {
+    if (auto written = sys::write_file_atomic(dir / (recipe.name + ".yaml"), write_facts(recipe));
+        !written) {
+      return written;
+    }
+  }
+  std::set<std::string> wanted;
+  for (const auto& version : recipe.versions) {
+    const std::string text = write_artifacts(version, set);
+    if (text.empty()) continue;
+    fs::create_directories(versions_dir, ec);
+    const auto file = file_name_of(version.version);
+    wanted.insert(file);
+    if (auto written = sys::write_file_atomic(versions_dir / file, text); !written) return written;
+  }
+  // A version that left the recipe must not leave its artifacts behind.
+  if (fs::is_directory(versions_dir, ec)) {
+    for (const auto& entry : fs::directory_iterator(versions_dir, ec)) {
+      if (entry.path().extension() == ".yaml" &&
+          !wanted.contains(entry.path().filename().string())) {
+        fs::remove(entry.path(), ec);
+      }
+    }
+  }
+  return {};
+}
+
+fs::path default_database_dir(const std::optional<fs::path>& flag) {
+  if (flag) return *flag;
+  if (auto from_env = env::get(env::kRecipes); from_env && !from_env->empty()) return *from_env;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path installed = exe.parent_path().parent_path() / "share" / "envkit" / "recipes";
+    if (fs::is_directory(installed, ec)) return installed;
+  }
+  return fs::path(ENVKIT_SOURCE_RECIPES_DIR);
+}
+
+}  // namespace envkit::recipes

@@ -1,0 +1,130 @@
+#include "envkit/recipes/database.hpp"
+
+#include <catch2/catch.hpp>
+
+#include "envkit/recipes/check.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace envkit;
+using namespace envkit::recipes;
+namespace fs = std::filesystem;
+
+namespace {
+
+specs::Version v(std::string_view text) {
+  return specs::Version::parse(text).value();
+}
+specs::VersionSpec spec(std::string_view text) {
+  return specs::VersionSpec::parse(text).value();
+}
+
+Artifact artifact(std::string component, ArtifactKind kind, std::string url, char hash = 'a') {
+  return {.platform = specs::Platform::linux_x86_64,
+          .component = std::move(component),
+          .kind = kind,
+          .url = std::move(url),
+          .sha256 = std::string(64, hash),
+          .size = 10,
+          .format = kind == ArtifactKind::wheel ? "whl" : "tar.xz",
+          .layout = kind == ArtifactKind::wheel ? Layout::nvidia_wheel : Layout::nvidia_redist,
+          .wheel_root = kind == ArtifactKind::wheel ? "nvidia/cuda_runtime" : ""};
+}
+
+Recipe cuda() {
+  Build build;
+  build.platforms = {specs::Platform::linux_x86_64};
+  build.artifacts = {
+      artifact("cuda_cudart", ArtifactKind::archive, "https://nvidia.example/cudart.tar.xz"),
+      artifact("cuda_cudart", ArtifactKind::wheel, "https://pypi.example/cudart.whl", 'b')};
+  return {.name = "cuda",
+          .sources = {"test"},
+          .default_components = {"cuda_cudart"},
+          .versions = {{.version = v("12.4.1"),
+                        .release_date = {},
+                        .components = {{"cuda_cudart", "12.4.127"}},
+                        .builds = {build}}}};
+}
+
+Recipe torch(std::string cuda_spec) {
+  Build cu121;
+  cu121.id = "cu121";
+  cu121.requires_ = {{"cuda", spec(cuda_spec)}};
+  cu121.platforms = {specs::Platform::linux_x86_64};
+  return {
+      .name = "torch",
+      .sources = {"test"},
+      .default_components = {},
+      .versions = {{.version = v("2.1"), .release_date = {}, .components = {}, .builds = {cu121}}}};
+}
+
+void write_all(const fs::path& dir, const std::vector<Recipe>& recipes) {
+  for (const auto& r : recipes) {
+    REQUIRE(write_recipe(dir, r, ArtifactSet::offline));
+    REQUIRE(write_recipe(dir, r, ArtifactSet::wheels));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a database is facts files plus per-version artifact files", "[recipes][db]") {
+  test::TempDir dir;
+  write_all(dir.path(), {cuda(), torch(">=12.1,<13")});
+  CHECK(fs::exists(dir.path() / "cuda.yaml"));
+  CHECK(fs::exists(dir.path() / "cuda" / "12.4.1.yaml"));
+  CHECK(fs::exists(dir.path() / "pypi" / "cuda" / "12.4.1.yaml"));
+  CHECK_FALSE(fs::exists(dir.path() / "torch"));  // no artifacts, no folder
+
+  auto db = Database::open(dir.path());
+  REQUIRE(db);
+  CHECK(db->names() == std::vector<std::string>{"cuda", "torch"});
+  auto facts = db->facts("cuda");
+  REQUIRE(facts);
+  CHECK((*facts)->versions.at(0).builds.at(0).artifacts.empty());  // facts only
+  auto full = db->load_full("cuda");
+  REQUIRE(full);
+  CHECK(full->versions.at(0).builds.at(0).artifacts.size() == 2);
+
+  auto missing = db->facts("cudnn");
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().message() == "no recipe for `cudnn` in " + dir.path().string());
+  CHECK(missing.error().hints().at(0) == "did you mean `cuda`?");
+}
+
+TEST_CASE("rewriting a recipe removes versions that left it", "[recipes][db]") {
+  test::TempDir dir;
+  Recipe two = cuda();
+  two.versions.push_back(two.versions[0]);
+  two.versions[1].version = v("12.5.0");
+  write_all(dir.path(), {two});
+  CHECK(fs::exists(dir.path() / "cuda" / "12.5.0.yaml"));
+  write_all(dir.path(), {cuda()});
+  CHECK_FALSE(fs::exists(dir.path() / "cuda" / "12.5.0.yaml"));
+  CHECK(fs::exists(dir.path() / "cuda" / "12.4.1.yaml"));
+}
+
+TEST_CASE("check finds what would mislead the solver or the installer", "[recipes][db][check]") {
+  test::TempDir dir;
+  Recipe bad = cuda();
+  auto& artifacts = bad.versions[0].builds[0].artifacts;
+  artifacts[0].url = "ftp://nvidia.example/cudart.tar.xz";
+  artifacts[1].sha256 = "ABC";
+  write_all(dir.path(), {bad, torch(">=13,<14")});
+  auto db = Database::open(dir.path());
+  REQUIRE(db);
+  auto problems = check_database(*db);
+  REQUIRE(problems);
+  REQUIRE(problems->size() == 3);
+  CHECK((*problems)[0].where == "cuda 12.4.1 cuda_cudart linux-x86_64 (archive)");
+  CHECK((*problems)[0].message ==
+        "`ftp://nvidia.example/cudart.tar.xz` is neither https nor http with a pinned sha256");
+  CHECK((*problems)[1].message == "sha256 `ABC` is not 64 lowercase hex digits");
+  CHECK((*problems)[2].where == "torch 2.1 cu121");
+  CHECK((*problems)[2].message ==
+        "requires cuda `<14,>=13`, which no version of the database meets");
+
+  test::TempDir good;
+  write_all(good.path(), {cuda(), torch(">=12.1,<13")});
+  auto clean = check_database(Database::open(good.path()).value());
+  REQUIRE(clean);
+  CHECK(clean->empty());
+}

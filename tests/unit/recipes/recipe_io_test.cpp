@@ -1,0 +1,149 @@
+#include "envkit/recipes/recipe_io.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace envkit;
+using namespace envkit::recipes;
+
+namespace {
+
+specs::Version v(std::string_view text) {
+  return specs::Version::parse(text).value();
+}
+specs::VersionSpec spec(std::string_view text) {
+  return specs::VersionSpec::parse(text).value();
+}
+
+Recipe sample_cudnn() {
+  Artifact archive{.platform = specs::Platform::linux_x86_64,
+                   .component = "cudnn",
+                   .kind = ArtifactKind::archive,
+                   .url =
+                       "https://developer.download.nvidia.com/compute/cudnn/redist/cudnn/"
+                       "linux-x86_64/cudnn-linux-x86_64-9.1.0.70_cuda12-archive.tar.xz",
+                   .sha256 = std::string(64, 'a'),
+                   .size = 862715244,
+                   .format = "tar.xz",
+                   .layout = Layout::nvidia_redist,
+                   .wheel_root = ""};
+  Artifact wheel = archive;
+  wheel.kind = ArtifactKind::wheel;
+  wheel.format = "whl";
+  wheel.layout = Layout::nvidia_wheel;
+  wheel.wheel_root = "nvidia/cudnn";
+  wheel.url = "https://files.example/nvidia_cudnn_cu12-9.1.0.70-py3-none-manylinux2014_x86_64.whl";
+  wheel.size.reset();
+  Build cuda12{.id = "cuda12",
+               .requires_ = {{"cuda", spec(">=12,<13")}, {"zlib", spec("")}},
+               .min_driver = {},
+               .min_driver_compat = {},
+               .tested = {{"cuda", "12.4"}},
+               .cuda_arch = {{5, 0}, {9, 0}},
+               .platforms = {specs::Platform::linux_x86_64},
+               .artifacts = {archive, wheel}};
+  Recipe recipe{.name = "cudnn",
+                .sources = {"nvidia-redist-cudnn/redistrib_9.1.0.json"},
+                .default_components = {},
+                .versions = {{.version = v("9.1.0.70"),
+                              .release_date = "2024-04-12",
+                              .components = {},
+                              .builds = {cuda12}}}};
+  return recipe;
+}
+
+}  // namespace
+
+TEST_CASE("facts and artifacts round-trip through YAML", "[recipes][io]") {
+  const Recipe original = sample_cudnn();
+  const std::string facts = write_facts(original);
+  const std::string offline = write_artifacts(original.versions[0], ArtifactSet::offline);
+  const std::string wheels = write_artifacts(original.versions[0], ArtifactSet::wheels);
+  CHECK_THAT(facts, Catch::Contains("  - version: \"9.1.0.70\"\n"));
+  CHECK_THAT(facts, Catch::Contains("        requires:\n          cuda: \"<13,>=12\"\n"
+                                    "          zlib: \"\"\n"));
+  CHECK_THAT(offline, !Catch::Contains("whl"));
+  CHECK_THAT(wheels, Catch::Contains("wheel-root: nvidia/cudnn"));
+
+  auto read = read_facts(facts, "cudnn.yaml");
+  if (!read) FAIL(read.error().to_string());
+  REQUIRE(read_artifacts(offline, "cudnn/9.1.0.70.yaml", *read));
+  REQUIRE(read_artifacts(wheels, "pypi/cudnn/9.1.0.70.yaml", *read));
+  canonicalize(*read);
+  Recipe expected = original;
+  canonicalize(expected);
+  CHECK(write_facts(*read) == facts);
+  const auto& build = read->versions.at(0).builds.at(0);
+  CHECK(build.artifacts == expected.versions[0].builds[0].artifacts);
+  CHECK(build.tested.at("cuda") == "12.4");
+  CHECK(build.requires_.at("zlib").empty());
+  CHECK(read->versions[0].version.original() == "9.1.0.70");
+}
+
+TEST_CASE("drivers keep upstream spelling", "[recipes][io]") {
+  Recipe cuda{.name = "cuda", .sources = {}, .default_components = {"cuda_cudart"}, .versions = {}};
+  Build build;
+  build.min_driver.emplace(specs::Platform::linux_x86_64, v("450.80.02"));
+  build.min_driver_compat.emplace(specs::Platform::windows_x86_64, v("452.39"));
+  build.platforms = {specs::Platform::linux_x86_64};
+  cuda.versions.push_back({.version = v("11.4.2"),
+                           .release_date = {},
+                           .components = {{"cuda_cudart", "11.4.108"}},
+                           .builds = {build}});
+  const auto text = write_facts(cuda);
+  CHECK_THAT(text, Catch::Contains("      - min-driver:\n          linux-x86_64: \"450.80.02\"\n"));
+  auto read = read_facts(text, "cuda.yaml");
+  REQUIRE(read);
+  CHECK(read->versions[0].builds[0].min_driver.at(specs::Platform::linux_x86_64).original() ==
+        "450.80.02");
+  CHECK(read->versions[0].components.at(0).version == "11.4.108");
+  CHECK(write_facts(*read) == text);
+}
+
+TEST_CASE("recipe schema errors name file, line and column", "[recipes][io]") {
+  const auto error_of = [](std::string_view text) {
+    auto read = read_facts(text, "cuda.yaml");
+    REQUIRE_FALSE(read);
+    return read.error();
+  };
+  auto typo = error_of("name: cuda\nversion:\n  - version: \"1.0\"\n");
+  CHECK(typo.headline() == "cuda.yaml:2:1: unknown key `version` in `recipe`");
+  CHECK(typo.hints().at(0) == "did you mean `versions`?");
+
+  auto bad_version = error_of(
+      "name: cuda\nversions:\n  - version: \"1..0\"\n    builds:\n      - platforms: []\n");
+  CHECK(bad_version.headline() == "cuda.yaml:3:14: `version`: `1..0` is not a valid version");
+
+  auto bad_spec = error_of(
+      "name: torch\nversions:\n  - version: \"2.1\"\n    builds:\n      - requires:\n"
+      "          cuda: \">=11.8,<<12\"\n        platforms: [linux-x86_64]\n");
+  CHECK(bad_spec.headline() == "cuda.yaml:6:17: `<<12` is not a valid version specifier");
+
+  auto bad_platform = error_of(
+      "name: cuda\nversions:\n  - version: \"12.4.1\"\n    builds:\n      - platforms: "
+      "[linux-sbsa]\n");
+  CHECK(bad_platform.headline() == "cuda.yaml:5:21: unknown platform `linux-sbsa`");
+
+  auto no_builds = error_of("name: cuda\nversions:\n  - version: \"12.4.1\"\n");
+  CHECK(no_builds.headline() == "cuda.yaml:3:5: version `12.4.1` has no builds");
+}
+
+TEST_CASE("artifact files must match the recipe", "[recipes][io]") {
+  Recipe recipe = sample_cudnn();
+  auto unknown_build = read_artifacts(
+      "version: \"9.1.0.70\"\nartifacts:\n  - build: cuda13\n    platform: linux-x86_64\n"
+      "    component: cudnn\n    kind: archive\n    format: tar.xz\n    layout: nvidia-redist\n"
+      "    url: \"https://x/y.tar.xz\"\n    sha256: \"" +
+          std::string(64, 'b') + "\"\n",
+      "cudnn/9.1.0.70.yaml", recipe);
+  REQUIRE_FALSE(unknown_build);
+  CHECK(unknown_build.error().headline() ==
+        "cudnn/9.1.0.70.yaml:3:5: cudnn 9.1.0.70 has no build `cuda13`");
+  auto bad_kind = read_artifacts(
+      "version: \"9.1.0.70\"\nartifacts:\n  - build: cuda12\n    platform: linux-x86_64\n"
+      "    kind: tarball\n    url: u\n    sha256: s\n",
+      "cudnn/9.1.0.70.yaml", recipe);
+  REQUIRE_FALSE(bad_kind);
+  CHECK(bad_kind.error().headline() ==
+        "cudnn/9.1.0.70.yaml:5:11: `kind`: expected archive, wheel, runfile or source, found "
+        "`tarball`");
+}
