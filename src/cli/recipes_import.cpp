@@ -1,5 +1,169 @@
+// `envkit recipes import ...`: refresh the recipe database from upstream metadata.
 #include "recipes_import.hpp"
 
+#include <fmt/format.h>
+
+#include "envkit/core/text.hpp"
+#include "envkit/net/fetch.hpp"
+#include "envkit/recipes/database.hpp"
+#include "envkit/recipes/import_nvidia_redist.hpp"
+#include "envkit/recipes/import_pypi.hpp"
+#include "envkit/recipes/import_upstream.hpp"
+#include "envkit/sys/fs.hpp"
+
 namespace envkit::cli {
-void register_recipes_import(CLI::App&, Commands&) {}
+
+namespace {
+
+namespace fs = std::filesystem;
+using recipes::ArtifactSet;
+using recipes::Recipe;
+
+// The database being written: --recipes, else the default one.
+fs::path target_dir(const Context& context) {
+  return recipes::default_database_dir(context.options.recipes);
+}
+
+// What the database already holds for `name` (facts and every artifact), or an
+// empty recipe when it has none yet.
+Result<Recipe> existing(const fs::path& dir, const std::string& name) {
+  std::error_code ec;
+  if (!fs::exists(dir / (name + ".yaml"), ec)) {
+    return Recipe{.name = name, .sources = {}, .default_components = {}, .versions = {}};
+  }
+  auto db = recipes::Database::open(dir);
+  if (!db) return db.error();
+  return db->load_full(name);
+}
+
+int run_import_upstream(Context& context, const fs::path& upstream) {
+  auto imported = recipes::import_upstream(upstream);
+  if (!imported) return report(context, imported.error());
+  const fs::path dir = target_dir(context);
+  for (const auto& gap : imported->left_out)
+    context.console.info("left out: " + gap);
+  for (const auto& recipe : imported->recipes) {
+    if (auto written = recipes::write_recipe(dir, recipe, ArtifactSet::offline); !written) {
+      return report(context, written.error());
+    }
+    context.console.info(
+        fmt::format("{}: {} versions -> {}", recipe.name, recipe.versions.size(), dir.string()));
+  }
+  return 0;
+}
+
+struct RedistArgs {
+  std::vector<std::string> files;
+  std::optional<std::string> base_url;
+};
+
+int run_import_nvidia_redist(Context& context, const RedistArgs& args) {
+  const fs::path dir = target_dir(context);
+  std::map<std::string, Recipe> touched;
+  for (const auto& file : args.files) {
+    auto text = sys::read_file(file);
+    if (!text) return report(context, text.error());
+    auto imported = recipes::import_nvidia_redist(*text, file, {.base_url = args.base_url});
+    if (!imported) return report(context, imported.error());
+    auto it = touched.find(imported->name);
+    if (it == touched.end()) {
+      auto base = existing(dir, imported->name);
+      if (!base) return report(context, base.error());
+      it = touched.emplace(imported->name, *std::move(base)).first;
+    }
+    recipes::merge_into(it->second, *imported);
+    context.console.info(fmt::format("{} {} from {}", imported->name,
+                                     imported->versions.at(0).version.original(), file));
+  }
+  for (const auto& [name, recipe] : touched) {
+    if (auto written = recipes::write_recipe(dir, recipe, ArtifactSet::offline); !written) {
+      return report(context, written.error());
+    }
+  }
+  return 0;
+}
+
+// The index adapter: the recipes module reads pages, the net module fetches them.
+Result<recipes::IndexResponse> fetch_index_page(const std::string& url,
+                                                const std::vector<std::string>& headers) {
+  auto response = net::fetch(url, {.headers = headers});
+  if (!response) return std::move(response).error();
+  return recipes::IndexResponse{response->status, response->content_type, response->url,
+                                std::move(response->body)};
+}
+
+int run_import_pypi(Context& context, const std::optional<std::string>& index) {
+  const fs::path dir = target_dir(context);
+  auto db = recipes::Database::open(dir);
+  if (!db) return report(context, db.error());
+  auto cuda = db->load_full("cuda");
+  if (!cuda) return report(context, cuda.error());
+  auto cudnn = db->load_full("cudnn");
+  if (!cudnn) return report(context, cudnn.error());
+  const std::string index_url =
+      index.value_or(recipes::pip_index_url(recipes::PipIndexSettings::from_environment()));
+  context.console.info(
+      fmt::format("asking {} for NVIDIA's CUDA and cuDNN wheels", net::redact_url(index_url)));
+  auto imported = recipes::import_pypi_nvidia(*cuda, *cudnn,
+                                              {.index_url = index_url, .fetch = fetch_index_page});
+  if (!imported) return report(context, imported.error());
+  for (auto* pair : {&*cuda, &*cudnn}) {
+    const Recipe& wheels = pair->name == "cuda" ? imported->cuda : imported->cudnn;
+    // Replace this set wholesale: wheels that left the index leave the database.
+    for (auto& version : pair->versions) {
+      for (auto& build : version.builds) {
+        std::erase_if(build.artifacts, [](const recipes::Artifact& a) {
+          return recipes::belongs_to(a, ArtifactSet::wheels);
+        });
+      }
+    }
+    recipes::merge_into(*pair, wheels);
+    if (auto written = recipes::write_recipe(dir, *pair, ArtifactSet::wheels); !written) {
+      return report(context, written.error());
+    }
+  }
+  context.console.info(fmt::format(
+      "{} projects asked ({} not on the index); {} components and cuDNN builds have wheels, {} "
+      "have none of their version; {} wheel artifacts",
+      imported->projects_fetched, imported->projects_missing, imported->matched,
+      imported->unmatched, imported->artifacts));
+  return 0;
+}
+
+}  // namespace
+
+void register_recipes_import(CLI::App& recipes, Commands& out) {
+  auto* import = recipes.add_subcommand(
+      "import", "Refresh the database (--recipes DIR is the one written) from upstream metadata");
+  import->require_subcommand(1);
+  out.push_back({import, nullptr});
+
+  auto redist = std::make_shared<RedistArgs>();
+  auto* nvidia = import->add_subcommand(
+      "nvidia-redist", "Import NVIDIA redistrib_<version>.json manifests (CUDA and cuDNN)");
+  nvidia->add_option("FILE", redist->files, "redistrib_*.json files")->required();
+  nvidia
+      ->add_option("--base-url", redist->base_url,
+                   "Download base replacing NVIDIA's (an internal mirror)")
+      ->option_text("URL");
+  out.push_back({nvidia, [redist](Context& c) { return run_import_nvidia_redist(c, *redist); }});
+
+  auto index = std::make_shared<std::optional<std::string>>();
+  auto* pypi = import->add_subcommand(
+      "pypi-nvidia",
+      "Add NVIDIA's CUDA and cuDNN wheels (PyPI or the index pip uses) as second artifacts");
+  pypi->add_option("--index", *index,
+                   "Simple-API index URL (default: as pip: PIP_INDEX_URL, pip.conf, PyPI)")
+      ->option_text("URL");
+  out.push_back({pypi, [index](Context& c) { return run_import_pypi(c, *index); }});
+
+  auto upstream_dir = std::make_shared<std::string>();
+  auto* upstream = import->add_subcommand(
+      "upstream",
+      "Run every offline importer over a folder of upstream metadata (scripts/regen-recipes)");
+  upstream->add_option("DIR", *upstream_dir, "The upstream metadata folder")->required();
+  out.push_back(
+      {upstream, [upstream_dir](Context& c) { return run_import_upstream(c, *upstream_dir); }});
+}
+
 }  // namespace envkit::cli

@@ -43,39 +43,39 @@ void check_artifacts(const std::string& where, const Build& build, std::vector<P
   }
 }
 
-// Versions of each package, to check that every requirement can be met.
-using VersionIndex = std::map<std::string, std::vector<specs::Version>>;
+}  // namespace
 
-void check_requirements(const std::string& where, const Build& build, const VersionIndex& index,
-                        std::vector<Problem>& out) {
-  for (const auto& [package, spec] : build.requires_) {
-    const auto it = index.find(package);
-    if (it == index.end()) {
-      out.push_back({where, fmt::format("requires `{}`, which has no recipe", package)});
-      continue;
-    }
-    const bool any = std::any_of(it->second.begin(), it->second.end(), [&](const auto& v) {
-      return spec.contains(v, specs::Prereleases::allow);
-    });
-    if (!any) {
-      out.push_back({where, fmt::format("requires {} `{}`, which no version of the database meets",
-                                        package, spec.to_string())});
-    }
+VersionIndex index_versions(const std::vector<Recipe>& recipes) {
+  VersionIndex index;
+  for (const auto& recipe : recipes) {
+    for (const auto& v : recipe.versions)
+      index[recipe.name].push_back(v.version);
   }
+  return index;
 }
 
-}  // namespace
+std::vector<std::string> unmet_requirements(const Build& build, const VersionIndex& index) {
+  std::vector<std::string> unmet;
+  for (const auto& [package, spec] : build.requires_) {
+    if (package == "python") continue;
+    const auto it = index.find(package);
+    const bool met =
+        it != index.end() && std::any_of(it->second.begin(), it->second.end(), [&](const auto& v) {
+          return spec.contains(v, specs::Prereleases::allow);
+        });
+    if (!met) unmet.push_back(fmt::format("{} `{}`", package, spec.to_string()));
+  }
+  return unmet;
+}
 
 Result<std::vector<Problem>> check_database(const Database& db) {
   std::vector<Recipe> recipes;
-  VersionIndex index;
   for (const auto& name : db.names()) {
     auto recipe = db.load_full(name);
     if (!recipe) return recipe.error();
-    for (const auto& v : recipe->versions)
-      index[name].push_back(v.version);
     recipes.push_back(*std::move(recipe));
   }
+  const VersionIndex index = index_versions(recipes);
   std::vector<Problem> problems;
   for (const auto& recipe : recipes) {
     if (!specs::known_package(recipe.name)) {
@@ -92,7 +92,16 @@ Result<std::vector<Problem>> check_database(const Database& db) {
         const auto where = where_of(recipe, version, build);
         if (!builds.insert(build.id).second) problems.push_back({where, "the build appears twice"});
         check_artifacts(where, build, problems);
-        check_requirements(where, build, index, problems);
+        for (const auto& unmet : unmet_requirements(build, index)) {
+          problems.push_back(
+              {where, fmt::format("requires {}, which no version of the database meets", unmet)});
+        }
+        for (const auto& [package, spec] : build.requires_) {
+          if (!specs::known_package(package)) {
+            problems.push_back(
+                {where, fmt::format("requires `{}`, not a package envkit knows", package)});
+          }
+        }
       }
     }
   }

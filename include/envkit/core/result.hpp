@@ -30,6 +30,7 @@ class [[nodiscard]] Result {
   const T* operator->() const { return &value(); }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
+  T&& operator*() && { return std::move(*this).value(); }
 
   [[nodiscard]] const Error& error() const& { return std::get<1>(state_); }
   [[nodiscard]] Error&& error() && { return std::get<1>(std::move(state_)); }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,5 +21,16 @@ struct Problem {
 // least one of its versions, no version, build or artifact appears twice.
 // Unreadable files are errors; inconsistencies are the returned problems.
 [[nodiscard]] Result<std::vector<Problem>> check_database(const Database& db);
+
+// The versions of each package of a database.
+using VersionIndex = std::map<std::string, std::vector<specs::Version>>;
+[[nodiscard]] VersionIndex index_versions(const std::vector<Recipe>& recipes);
+
+// The requirements of `build` that no version of the database meets, as
+// "cuda `<14,>=13.2`". Python is exempt: a machine can provide a Python the
+// database lacks (`external: {python: ...}` in the manifest), which is how
+// tensorflow-gpu 1.x (Python <= 3.6) stacks are served.
+[[nodiscard]] std::vector<std::string> unmet_requirements(const Build& build,
+                                                          const VersionIndex& index);
 
 }  // namespace envkit::recipes

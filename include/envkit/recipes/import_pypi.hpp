@@ -1,0 +1,130 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "envkit/core/result.hpp"
+#include "envkit/recipes/recipe.hpp"
+#include "envkit/specs/platform.hpp"
+
+// Importer for NVIDIA's CUDA and cuDNN wheels on a Python package index
+// (PyPI's simple API: PEP 691 JSON, PEP 503 HTML). It adds a second artifact of
+// kind `wheel` to CUDA components and cuDNN builds that the redist importer
+// already knows, matched by exact version; it never creates a version.
+namespace envkit::recipes {
+
+// What an index answered for one URL. The importer does not link the network
+// module: the CLI adapts net::fetch to this, tests pass a fake.
+struct IndexResponse {
+  int status = 0;            // HTTP status (200 for a page read from a file)
+  std::string content_type;  // decides JSON or HTML (the body is sniffed when it is empty)
+  std::string url;           // after redirects; relative links resolve against it (empty = asked)
+  std::string body;
+};
+using FetchIndexPage = std::function<Result<IndexResponse>(
+    const std::string& url, const std::vector<std::string>& headers)>;
+
+// --- Which index: the one pip would use ---------------------------------------
+
+inline constexpr std::string_view kPypiSimpleUrl = "https://pypi.org/simple/";
+
+// The inputs pip reads to choose its index, as values (tests build them by hand).
+struct PipIndexSettings {
+  std::optional<std::string> index_url_variable;  // PIP_INDEX_URL
+  // pip.conf files in the order pip reads them; later files win.
+  std::vector<std::filesystem::path> config_files;
+
+  // From this process: PIP_INDEX_URL; /etc/xdg/pip/pip.conf, /etc/pip.conf,
+  // ~/.pip/pip.conf, $XDG_CONFIG_HOME/pip/pip.conf (or ~/.config/pip/pip.conf),
+  // then PIP_CONFIG_FILE (which, when it exists, replaces the two per-user files).
+  [[nodiscard]] static PipIndexSettings from_environment();
+};
+
+// PIP_INDEX_URL, else the last `index-url` in the config files ([install]
+// over [global] within a file), else PyPI. Missing or unreadable files are skipped.
+[[nodiscard]] std::string pip_index_url(const PipIndexSettings& settings);
+
+// --- Reading an index page -------------------------------------------------------
+
+// One file a project page lists.
+struct IndexFile {
+  std::string filename;
+  std::string url;                            // absolute, without the #hash fragment
+  std::map<std::string, std::string> hashes;  // algorithm -> lowercase hex
+  std::optional<std::uint64_t> size;          // PEP 700 (JSON pages only)
+  bool yanked = false;
+  bool has_metadata = false;  // PEP 658/714: <url>.metadata exists
+};
+
+// Parses a project page. JSON (PEP 691) when the content type says so or the
+// body starts with `{`, else HTML (PEP 503). Errors name `page_url`.
+[[nodiscard]] Result<std::vector<IndexFile>> parse_index_page(const IndexResponse& page,
+                                                              std::string_view page_url);
+
+// The parts of a wheel filename (PEP 427), e.g.
+// nvidia_cudnn_cu12-9.1.0.70-py3-none-manylinux2014_x86_64.whl.
+struct WheelFilename {
+  std::string distribution;
+  std::string version;
+  std::optional<std::uint64_t> build;  // the optional build tag's number
+  std::vector<std::string> python_tags;
+  std::vector<std::string> abi_tags;
+  std::vector<std::string> platform_tags;
+};
+[[nodiscard]] std::optional<WheelFilename> parse_wheel_filename(std::string_view filename);
+
+// The envkit platform a wheel installs on: manylinux x86_64 / aarch64 and
+// win_amd64 wheels that need no particular Python (py3-none); else nullopt.
+[[nodiscard]] std::optional<specs::Platform> wheel_platform(const WheelFilename& wheel);
+
+// The glibc a manylinux wheel needs at least, as {major, minor} (manylinux1 ->
+// 2.5, manylinux2014 -> 2.17, manylinux_2_28 -> 2.28); the lowest of its tags.
+[[nodiscard]] std::optional<std::pair<unsigned, unsigned>> manylinux_glibc(
+    const WheelFilename& wheel);
+
+// --- NVIDIA's names ---------------------------------------------------------------
+
+// Where NVIDIA publishes a CUDA component or cuDNN as a wheel.
+struct WheelProject {
+  std::string project;     // nvidia-cuda-runtime-cu12, nvidia-cuda-runtime (13.x)
+  std::string wheel_root;  // nvidia/cuda_runtime, nvidia/cu13, nvidia/cudnn
+};
+
+// The wheel project for CUDA component `component` of a CUDA release with
+// major version `cuda_major` (11, 12, 13); nullopt when NVIDIA publishes none.
+[[nodiscard]] std::optional<WheelProject> cuda_component_wheel(std::string_view component,
+                                                               std::uint64_t cuda_major);
+// The wheel project for a cuDNN build id (`cuda11`, `cuda12`, `cuda13`).
+[[nodiscard]] std::optional<WheelProject> cudnn_build_wheel(std::string_view build_id);
+
+// --- The import -------------------------------------------------------------------
+
+struct PypiImportOptions {
+  std::string index_url = std::string(kPypiSimpleUrl);
+  FetchIndexPage fetch;
+};
+
+struct PypiImport {
+  // Only what the wheels add: versions (same spelling as the input), builds
+  // (same ids) and artifacts of kind wheel. merge_into() lays them over the database.
+  Recipe cuda;
+  Recipe cudnn;
+  std::size_t projects_fetched = 0;
+  std::size_t projects_missing = 0;  // the index has no such project (404)
+  std::size_t matched = 0;           // components and cuDNN builds given at least one wheel
+  std::size_t unmatched = 0;         // ...with a wheel project but no wheel of their version
+  std::size_t artifacts = 0;         // wheel artifacts, all platforms
+};
+
+// Queries the index once per wheel project `cuda` and `cudnn` need.
+[[nodiscard]] Result<PypiImport> import_pypi_nvidia(const Recipe& cuda, const Recipe& cudnn,
+                                                    const PypiImportOptions& options);
+
+}  // namespace envkit::recipes

@@ -1,0 +1,109 @@
+// `envkit recipes ...` as recipe authors and users run it.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "support/envkit_runner.hpp"
+#include "support/temp_dir.hpp"
+
+using envkit::test::run_envkit;
+using envkit::test::TempDir;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+std::string fixture(const char* name) {
+  return (envkit::test::test_data_dir() / "recipes" / "nvidia" / name).string();
+}
+std::string committed_recipes() {
+  return (envkit::test::source_dir() / "recipes").string();
+}
+}  // namespace
+
+TEST_CASE("recipes list and show answer in JSON as CLI.md says", "[cli][recipes]") {
+  const auto list =
+      run_envkit({.args = {"--recipes", committed_recipes(), "recipes", "list", "--json"}});
+  REQUIRE(list.exit_code == 0);
+  const auto packages = json::parse(list.out).at("packages");
+  std::vector<std::string> names;
+  for (const auto& p : packages)
+    names.push_back(p.at("name"));
+  CHECK(names == std::vector<std::string>{"cuda", "cudnn", "python", "tensorflow", "tensorflow-gpu",
+                                          "torch", "zlib"});
+
+  const auto show = run_envkit(
+      {.args = {"--recipes", committed_recipes(), "recipes", "show", "cuda", "12.4.1", "--json"}});
+  REQUIRE(show.exit_code == 0);
+  const auto shown = json::parse(show.out);
+  CHECK(shown.at("name") == "cuda");
+  const auto& version = shown.at("versions").at(0);
+  CHECK(version.at("version") == "12.4.1");
+  CHECK(version.at("components").at("cuda_cudart") == "12.4.127");
+  CHECK(version.at("system").at("min_driver").contains("linux-x86_64"));
+  bool cudart_archive = false;
+  for (const auto& a : version.at("artifacts")) {
+    CHECK(a.at("sha256").get<std::string>().size() == 64);
+    if (a.at("component") == "cuda_cudart" && a.at("kind") == "archive" &&
+        a.at("platform") == "linux-x86_64") {
+      cudart_archive = true;
+      CHECK(a.at("url").get<std::string>().starts_with("https://developer.download.nvidia.com/"));
+    }
+  }
+  CHECK(cudart_archive);
+
+  const auto alias =
+      run_envkit({.args = {"--recipes", committed_recipes(), "recipes", "show", "PyTorch", "2.1"}});
+  CHECK(alias.exit_code == 0);
+  CHECK_THAT(alias.out, Catch::Contains("torch 2.1 [cu121]"));
+}
+
+TEST_CASE("recipes show names what is missing", "[cli][recipes]") {
+  const auto r =
+      run_envkit({.args = {"--recipes", committed_recipes(), "recipes", "show", "cudaa"}});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err,
+             Catch::Contains("no recipe for `cudaa`") && Catch::Contains("did you mean `cuda`?"));
+  const auto v =
+      run_envkit({.args = {"--recipes", committed_recipes(), "recipes", "show", "cuda", "99.0"}});
+  CHECK(v.exit_code == 2);
+  CHECK_THAT(v.err, Catch::Contains("cuda has no version `99.0`"));
+}
+
+TEST_CASE("recipes check passes on the committed database", "[cli][recipes]") {
+  const auto r = run_envkit({.args = {"--recipes", committed_recipes(), "recipes", "check"}});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.err, Catch::Contains("7 packages, consistent"));
+}
+
+TEST_CASE("recipes import nvidia-redist writes a database with a mirror base URL",
+          "[cli][recipes]") {
+  TempDir dir;
+  const auto db = (dir.path() / "db").string();
+  const auto r =
+      run_envkit({.args = {"--recipes", db, "recipes", "import", "nvidia-redist",
+                           fixture("redistrib_12.4.1.json"), fixture("redistrib_9.1.0.json"),
+                           "--base-url", "https://mirror.example/nvidia"}});
+  REQUIRE(r.exit_code == 0);
+  CHECK(fs::exists(dir.path() / "db" / "cuda.yaml"));
+  CHECK(fs::exists(dir.path() / "db" / "cudnn.yaml"));
+  const auto show = run_envkit({.args = {"--recipes", db, "recipes", "show", "cuda", "--json"}});
+  REQUIRE(show.exit_code == 0);
+  for (const auto& a : json::parse(show.out).at("versions").at(0).at("artifacts")) {
+    CHECK_THAT(a.at("url").get<std::string>(), Catch::StartsWith("https://mirror.example/nvidia/"));
+  }
+  // A second import adds to the database instead of replacing it.
+  const auto again = run_envkit({.args = {"--recipes", db, "recipes", "import", "nvidia-redist",
+                                          fixture("redistrib_11.5.0.json")}});
+  REQUIRE(again.exit_code == 0);
+  const auto list = run_envkit({.args = {"--recipes", db, "recipes", "list", "cuda", "--json"}});
+  CHECK(json::parse(list.out).at("packages").at(0).at("versions") ==
+        json::array({"11.5.0", "12.4.1"}));
+}
+
+TEST_CASE("a malformed manifest is an input error naming the file", "[cli][recipes]") {
+  TempDir dir;
+  const auto bad = dir.write("redistrib_1.0.json", "{\"release_label\": \"1.0\",\n  oops}\n");
+  const auto r = run_envkit({.args = {"--recipes", (dir.path() / "db").string(), "recipes",
+                                      "import", "nvidia-redist", bad.string()}});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains(bad.string() + ":2:"));
+}

@@ -1,0 +1,152 @@
+// The database committed in recipes/ is what a user gets: it loads, it is
+// consistent, and it says what NVIDIA's manifests say.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "envkit/recipes/check.hpp"
+#include "envkit/recipes/database.hpp"
+#include "envkit/recipes/import_nvidia_redist.hpp"
+#include "support/envkit_runner.hpp"
+
+using namespace envkit;
+using namespace envkit::recipes;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+Database committed() {
+  auto db = Database::open(test::source_dir() / "recipes");
+  if (!db) FAIL(db.error().to_string());
+  return *std::move(db);
+}
+
+fs::path upstream_dir() {
+  return test::source_dir().parent_path() / "shared" / "upstream";
+}
+
+json read_json(const fs::path& path) {
+  std::ifstream in(path);
+  return json::parse(in);
+}
+
+// Every sha256 of the kept platforms' archives in one NVIDIA manifest entry.
+std::set<std::string> upstream_hashes(const json& component) {
+  std::set<std::string> hashes;
+  for (const auto& [platform, value] : component.items()) {
+    if (!value.is_object() || !nvidia::envkit_platform(platform)) continue;
+    if (value.contains("sha256")) {
+      hashes.insert(value["sha256"].get<std::string>());
+      continue;
+    }
+    for (const auto& [variant, archive] : value.items()) {
+      if (archive.is_object() && archive.contains("sha256")) {
+        hashes.insert(archive["sha256"].get<std::string>());
+      }
+    }
+  }
+  return hashes;
+}
+
+std::set<std::string> database_hashes(const RecipeVersion& version, const std::string& component) {
+  std::set<std::string> hashes;
+  for (const auto& build : version.builds) {
+    for (const auto& a : build.artifacts) {
+      if (a.component == component && a.kind == ArtifactKind::archive) hashes.insert(a.sha256);
+    }
+  }
+  return hashes;
+}
+
+std::vector<fs::path> manifests(const std::string& folder) {
+  std::vector<fs::path> out;
+  for (const auto& e : fs::directory_iterator(upstream_dir() / folder)) {
+    if (e.path().extension() == ".json" && e.path().filename().string().starts_with("redistrib_")) {
+      out.push_back(e.path());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the committed database loads and is consistent", "[recipes][database]") {
+  const Database db = committed();
+  CHECK(db.names() == std::vector<std::string>{"cuda", "cudnn", "python", "tensorflow",
+                                               "tensorflow-gpu", "torch", "zlib"});
+  auto problems = check_database(db);
+  REQUIRE(problems);
+  for (const auto& p : *problems)
+    UNSCOPED_INFO(p.where << ": " << p.message);
+  CHECK(problems->empty());
+}
+
+TEST_CASE("the committed database says what the framework tables say", "[recipes][database]") {
+  const Database db = committed();
+  auto tf = db.facts("tensorflow-gpu");
+  REQUIRE(tf);
+  const auto* tf16 = (*tf)->find(specs::Version::parse("1.6.0").value());
+  REQUIRE(tf16 != nullptr);
+  const auto& build = tf16->builds.at(0);
+  CHECK(build.requires_.at("cuda").to_string() == "==9.0.*");
+  CHECK(build.requires_.at("cudnn").to_string() == "<8,>=7");
+  auto cuda = db.facts("cuda");
+  REQUIRE(cuda);
+  const auto* cuda124 = (*cuda)->find(specs::Version::parse("12.4.1").value());
+  REQUIRE(cuda124 != nullptr);
+  const auto component = [&](std::string_view name) {
+    for (const auto& c : cuda124->components) {
+      if (c.name == name) return c.version;
+    }
+    return std::string();
+  };
+  CHECK(component("cuda_cudart") == "12.4.127");
+  CHECK(component("cuda_nvcc") == "12.4.131");
+}
+
+TEST_CASE("the committed database agrees with every NVIDIA manifest",
+          "[recipes][database][upstream]") {
+  if (!fs::is_directory(upstream_dir())) {
+    WARN("skipped: no upstream metadata at " << upstream_dir().string());
+    return;
+  }
+  const Database db = committed();
+  auto cuda = db.load_full("cuda");
+  REQUIRE(cuda);
+  const auto cuda_manifests = manifests("nvidia-redist-cuda");
+  CHECK(cuda_manifests.size() == 37);
+  for (const auto& path : cuda_manifests) {
+    const json manifest = read_json(path);
+    const std::string label = path.stem().string().substr(std::string("redistrib_").size());
+    INFO(path.filename().string());
+    const auto* version = cuda->find(specs::Version::parse(label).value());
+    REQUIRE(version != nullptr);
+    std::set<std::string> upstream_components, database_components;
+    for (const auto& [key, value] : manifest.items()) {
+      if (!value.is_object()) continue;
+      upstream_components.insert(key);
+      CHECK(database_hashes(*version, key) == upstream_hashes(value));
+    }
+    for (const auto& c : version->components)
+      database_components.insert(c.name);
+    CHECK(database_components == upstream_components);
+  }
+
+  auto cudnn = db.load_full("cudnn");
+  REQUIRE(cudnn);
+  for (const std::string folder : {"nvidia-redist-cudnn", "nvidia-redist-cudnn-nixpkgs-newer"}) {
+    for (const auto& path : manifests(folder)) {
+      const json manifest = read_json(path);
+      INFO(path.filename().string());
+      const auto& entry = manifest.at("cudnn");
+      const auto* version =
+          cudnn->find(specs::Version::parse(entry.at("version").get<std::string>()).value());
+      REQUIRE(version != nullptr);
+      CHECK(database_hashes(*version, "cudnn") == upstream_hashes(entry));
+    }
+  }
+}

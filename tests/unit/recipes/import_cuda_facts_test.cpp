@@ -1,0 +1,297 @@
+#include "envkit/recipes/import_cuda_facts.hpp"
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "envkit/recipes/import_nvidia_redist.hpp"
+#include "support/envkit_runner.hpp"
+
+namespace fs = std::filesystem;
+using envkit::ErrorCode;
+using envkit::recipes::ArtifactKind;
+using envkit::recipes::Build;
+using envkit::recipes::CsvSource;
+using envkit::recipes::Layout;
+using envkit::recipes::Recipe;
+using envkit::recipes::RecipeVersion;
+using envkit::specs::ComputeCapability;
+using envkit::specs::Platform;
+using envkit::specs::Version;
+
+namespace {
+
+// A fixture file kept alive for the CsvSource views that point into it.
+struct Fixture {
+  std::string path;
+  std::string text;
+  [[nodiscard]] CsvSource source() const { return {text, path}; }
+};
+
+Fixture fixture(const std::string& name) {
+  const auto path = envkit::test::test_data_dir() / "recipes" / "nvidia" / name;
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return {path.string(), text.str()};
+}
+
+Recipe imported_manifest(const std::string& name) {
+  const auto file = fixture(name);
+  auto recipe = envkit::recipes::import_nvidia_redist(file.text, file.path, {});
+  REQUIRE(recipe.ok());
+  return std::move(recipe).value();
+}
+
+// A cuda recipe holding just these versions, one empty build each.
+Recipe cuda_with(std::initializer_list<std::string_view> versions) {
+  Recipe recipe{.name = "cuda"};
+  for (auto text : versions) {
+    recipe.versions.push_back(
+        RecipeVersion{.version = Version::parse(text).value(), .builds = {{}}});
+  }
+  return recipe;
+}
+
+const RecipeVersion& version_of(const Recipe& recipe, std::string_view text) {
+  const auto* version = recipe.find(Version::parse(text).value());
+  INFO(text);
+  REQUIRE(version != nullptr);
+  return *version;
+}
+
+const Build& build_of(const Recipe& recipe, std::string_view version, std::string_view id) {
+  const auto& builds = version_of(recipe, version).builds;
+  const auto it =
+      std::find_if(builds.begin(), builds.end(), [&](const Build& b) { return b.id == id; });
+  INFO(version << " " << id);
+  REQUIRE(it != builds.end());
+  return *it;
+}
+
+std::string driver(const std::map<Platform, Version>& minimums, Platform platform) {
+  const auto it = minimums.find(platform);
+  return it == minimums.end() ? "absent" : it->second.original();
+}
+
+std::vector<std::string> versions_of(const Recipe& recipe) {
+  std::vector<std::string> versions;
+  for (const auto& version : recipe.versions)
+    versions.push_back(version.version.original());
+  return versions;
+}
+
+std::vector<ComputeCapability> capabilities(std::initializer_list<std::string_view> texts) {
+  std::vector<ComputeCapability> result;
+  for (auto text : texts)
+    result.push_back(ComputeCapability::parse(text).value());
+  return result;
+}
+
+}  // namespace
+
+TEST_CASE("driver minimums join by exact version, else by major.minor", "[nvidia][facts]") {
+  auto cuda = cuda_with({"9.0.176", "10.1.243", "12.3.2", "12.4.1", "13.0.0", "12.6.0"});
+  const auto table = fixture("cuda_toolkit_driver_versions.csv");
+  REQUIRE(add_min_drivers(cuda, table.source()).ok());
+
+  SECTION("exact") {
+    const auto& minimums = build_of(cuda, "12.4.1", "").min_driver;
+    CHECK(driver(minimums, Platform::linux_x86_64) == "550.54.15");
+    CHECK(driver(minimums, Platform::linux_aarch64) == "550.54.15");
+    CHECK(driver(minimums, Platform::windows_x86_64) == "551.78");
+  }
+  SECTION("by major.minor: the newest row not newer than the version") {
+    CHECK(driver(build_of(cuda, "12.3.2", "").min_driver, Platform::linux_x86_64) == "545.23.08");
+    CHECK(driver(build_of(cuda, "9.0.176", "").min_driver, Platform::linux_x86_64) == "384.81");
+    CHECK(driver(build_of(cuda, "10.1.243", "").min_driver, Platform::windows_x86_64) == "418.96");
+  }
+  SECTION("N/A is absent") {
+    const auto& minimums = build_of(cuda, "13.0.0", "").min_driver;
+    CHECK(driver(minimums, Platform::linux_x86_64) == "580.65.06");
+    CHECK(driver(minimums, Platform::windows_x86_64) == "absent");
+  }
+  SECTION("no row of the series: nothing") {
+    CHECK(build_of(cuda, "12.6.0", "").min_driver.empty());
+  }
+  CHECK(std::count(cuda.sources.begin(), cuda.sources.end(),
+                   "nvidia/cuda_toolkit_driver_versions.csv") == 1);
+}
+
+TEST_CASE("minor-version compatibility minimums per CUDA family", "[nvidia][facts]") {
+  auto cuda = cuda_with({"10.2.89", "11.0.3", "11.8.0", "12.4.1", "13.0.0"});
+  const auto table = fixture("minor_version_compat.csv");
+  REQUIRE(add_minor_version_compat(cuda, table.source()).ok());
+
+  const auto compat = [&](std::string_view version, Platform platform) {
+    return driver(build_of(cuda, version, "").min_driver_compat, platform);
+  };
+  CHECK(compat("11.0.3", Platform::linux_x86_64) == "450.80.02");  // spelled as upstream
+  CHECK(compat("11.8.0", Platform::linux_aarch64) == "450.80.02");
+  CHECK(compat("11.8.0", Platform::windows_x86_64) == "452.39");
+  CHECK(compat("12.4.1", Platform::linux_x86_64) == "525.60.13");
+  CHECK(compat("12.4.1", Platform::windows_x86_64) == "528.33");
+  CHECK(compat("13.0.0", Platform::linux_x86_64) == "580.65.06");
+  CHECK(compat("13.0.0", Platform::windows_x86_64) == "absent");
+  CHECK(build_of(cuda, "10.2.89", "").min_driver_compat.empty());
+}
+
+TEST_CASE("supported compute capabilities per CUDA version", "[nvidia][facts]") {
+  auto cuda = cuda_with({"9.2.148", "11.8.0", "12.0.0", "12.8.0", "13.0.0"});
+  const auto table = fixture("cuda_capabilities.csv");
+  REQUIRE(add_compute_capabilities(cuda, table.source()).ok());
+
+  // 3.5's max 11.8 is inclusive; Jetson 7.2 and the 9.0a/10.0f variants are skipped.
+  CHECK(build_of(cuda, "11.8.0", "").cuda_arch == capabilities({"3.5", "7.0", "7.5", "9.0"}));
+  CHECK(build_of(cuda, "12.0.0", "").cuda_arch == capabilities({"7.0", "7.5", "9.0"}));
+  CHECK(build_of(cuda, "12.8.0", "").cuda_arch ==
+        capabilities({"7.0", "7.5", "9.0", "10.0", "12.0"}));
+  CHECK(build_of(cuda, "13.0.0", "").cuda_arch == capabilities({"7.5", "9.0", "10.0", "12.0"}));
+  // The table starts at CUDA 10.0: unknown, not "none".
+  CHECK(build_of(cuda, "9.2.148", "").cuda_arch.empty());
+}
+
+TEST_CASE("CUDA 9.0 to 11.4.1 from the driver table and the runfiles", "[nvidia][facts]") {
+  const auto table = fixture("cuda_toolkit_driver_versions.csv");
+  const auto runfiles = fixture("cuda_runfiles.csv");
+  const auto legacy = fixture("cuda_runfiles_legacy.csv");
+  auto imported = import_cuda_runfiles(table.source(), runfiles.source(), legacy.source());
+  INFO((imported.ok() ? "" : imported.error().to_string()));
+  REQUIRE(imported.ok());
+  const auto& cuda = *imported;
+
+  // 9.0.76 is the 9.0.176 runfile, 10.1.105 the 10.1.243 one; 9.2.88 stays without a runfile;
+  // 8.0 is older than envkit's CUDA, 11.4.2 has redist archives, and 10.0.130 comes from
+  // cuda_runfiles.csv only (the old nixpkgs table is read for 9.x).
+  CHECK(versions_of(cuda) ==
+        std::vector<std::string>{"9.0.176", "9.2.88", "9.2.148", "10.1.243", "10.2.89", "11.4.1"});
+  CHECK(cuda.sources == std::vector<std::string>{"nvidia/cuda_runfiles.csv",
+                                                 "nvidia/cuda_runfiles_legacy.csv",
+                                                 "nvidia/cuda_toolkit_driver_versions.csv"});
+
+  const auto& cuda_9_0 = build_of(cuda, "9.0.176", "");
+  REQUIRE(cuda_9_0.artifacts.size() == 1);  // the patch runfile is not recorded
+  const auto& runfile = cuda_9_0.artifacts.front();
+  CHECK(runfile.kind == ArtifactKind::runfile);
+  CHECK(runfile.layout == Layout::none);
+  CHECK(runfile.format == "run");
+  CHECK(runfile.component == "cuda");
+  CHECK(runfile.platform == Platform::linux_x86_64);
+  CHECK(runfile.url ==
+        "https://developer.nvidia.com/compute/cuda/9.0/Prod/local_installers/"
+        "cuda_9.0.176_384.81_linux-run");
+  CHECK(cuda_9_0.platforms == std::vector<Platform>{Platform::linux_x86_64});
+
+  CHECK(build_of(cuda, "10.2.89", "").artifacts.size() == 1);
+  const auto& without_runfile = build_of(cuda, "9.2.88", "");
+  CHECK(without_runfile.artifacts.empty());
+  CHECK(without_runfile.platforms.empty());
+  CHECK(build_of(cuda, "11.4.1", "").artifacts.empty());
+}
+
+TEST_CASE("a whole cuda recipe: redist, runfiles and facts merged", "[nvidia][facts]") {
+  auto cuda = imported_manifest("redistrib_12.4.1.json");
+  envkit::recipes::merge_into(cuda, imported_manifest("redistrib_11.5.0.json"));
+  const auto table = fixture("cuda_toolkit_driver_versions.csv");
+  const auto runfiles = fixture("cuda_runfiles.csv");
+  const auto legacy = fixture("cuda_runfiles_legacy.csv");
+  envkit::recipes::merge_into(
+      cuda, import_cuda_runfiles(table.source(), runfiles.source(), legacy.source()).value());
+  REQUIRE(add_min_drivers(cuda, table.source()).ok());
+
+  CHECK(versions_of(cuda).front() == "9.0.176");
+  CHECK(versions_of(cuda).back() == "12.4.1");
+  CHECK(driver(build_of(cuda, "11.5.0", "").min_driver, Platform::windows_x86_64) == "496.04");
+  CHECK(driver(build_of(cuda, "9.0.176", "").min_driver, Platform::linux_x86_64) == "384.81");
+  // The redist build keeps its archives.
+  CHECK(build_of(cuda, "12.4.1", "").artifacts.size() == 8);
+}
+
+TEST_CASE("legacy cuDNN tarballs: one build per CUDA range", "[nvidia][facts]") {
+  const auto releases = fixture("cudnn_releases.csv");
+  const auto old = fixture("cudnn_tarballs_legacy.csv");
+  const auto redist = imported_manifest("redistrib_9.1.0.json");
+  auto imported = import_legacy_cudnn(releases.source(), old.source(), redist);
+  INFO((imported.ok() ? "" : imported.error().to_string()));
+  REQUIRE(imported.ok());
+  const auto& cudnn = *imported;
+
+  // cuDNN 6 and builds for CUDA 8.0 are left out; 7.3.0 is spelled as its file name spells it.
+  CHECK(versions_of(cudnn) == std::vector<std::string>{"7.0.5", "7.3.0.29", "7.6.5.32", "8.1.1.33",
+                                                       "8.4.1.50", "9.1.0.70"});
+  CHECK(cudnn.sources ==
+        std::vector<std::string>{"nvidia/cudnn_releases.csv", "nvidia/cudnn_tarballs_legacy.csv"});
+
+  SECTION("one CUDA minor: cuda<MIN>") {
+    const auto& build = build_of(cudnn, "7.0.5", "cuda9.0");
+    CHECK(build.requires_.at("cuda").to_string() == "<9.1,>=9.0");
+    CHECK_FALSE(build.requires_.contains("zlib"));
+    REQUIRE(build.artifacts.size() == 1);
+    CHECK(build.artifacts.front().layout == Layout::cudnn_legacy);
+    CHECK(build.artifacts.front().format == "tgz");
+    CHECK(build.artifacts.front().component == "cudnn");
+  }
+  SECTION("the same tarball from both tables is recorded once") {
+    REQUIRE(version_of(cudnn, "7.6.5.32").builds.size() == 2);
+    CHECK(build_of(cudnn, "7.6.5.32", "cuda10.1").artifacts.size() == 1);
+    CHECK(build_of(cudnn, "7.6.5.32", "cuda10.2").artifacts.size() == 1);
+  }
+  SECTION("a range of minors: cuda<MIN>-<MAX>, up to the minor after MAX") {
+    const auto& build = build_of(cudnn, "8.1.1.33", "cuda11.0-11.2");
+    CHECK(build.requires_.at("cuda").to_string() == "<11.3,>=11.0");
+  }
+  SECTION("redist-style archives; linux-sbsa joins the same build; Jetson is skipped") {
+    const auto& build = build_of(cudnn, "8.4.1.50", "cuda11.0-11.7");
+    CHECK(build.requires_.at("cuda").to_string() == "<11.8,>=11.0");
+    CHECK(build.requires_.contains("zlib"));
+    CHECK(build.platforms ==
+          std::vector<Platform>{Platform::linux_x86_64, Platform::linux_aarch64});
+    CHECK(build.artifacts.front().layout == Layout::nvidia_redist);
+    CHECK(build.artifacts.front().format == "tar.xz");
+    CHECK(cudnn.find(Version::parse("8.9.5.30").value()) == nullptr);
+  }
+  SECTION("a version NVIDIA's manifests hold only has its cuda floor raised") {
+    REQUIRE(version_of(cudnn, "9.1.0.70").builds.size() == 1);
+    const auto& refinement = build_of(cudnn, "9.1.0.70", "cuda11");
+    CHECK(refinement.artifacts.empty());
+    CHECK(refinement.requires_.at("cuda").to_string() == "<12,>=11.8");
+
+    auto merged = redist;
+    envkit::recipes::merge_into(merged, cudnn);
+    const auto& cuda11 = build_of(merged, "9.1.0.70", "cuda11");
+    CHECK(cuda11.requires_.at("cuda").to_string() == "<12,>=11.8");
+    CHECK(cuda11.requires_.contains("zlib"));
+    CHECK(cuda11.artifacts.size() == 2);
+    CHECK(build_of(merged, "9.1.0.70", "cuda12").requires_.at("cuda").to_string() == "<13,>=12");
+  }
+}
+
+TEST_CASE("broken fact tables are input errors naming the file", "[nvidia][facts]") {
+  auto cuda = cuda_with({"12.4.1"});
+  SECTION("a missing column") {
+    const auto result =
+        add_min_drivers(cuda, {"cuda_version,min_driver_linux\n12.4.1,550\n", "t.csv"});
+    REQUIRE_FALSE(result.ok());
+    CHECK(result.error().code() == ErrorCode::input);
+    CHECK(result.error().headline() == "t.csv:1: no column `min_driver_windows`");
+  }
+  SECTION("a bad digest, with its line") {
+    const auto result = envkit::recipes::import_cuda_runfiles(
+        {"cuda_version,min_driver_linux,min_driver_windows\n", "drivers.csv"},
+        {"cuda_version,url,sha256_hex\n10.2.89,https://x/cuda_10.2.89_440.33.01_linux.run,abc\n",
+         "runfiles.csv"},
+        {"nixpkgs_version,kind,url,sha256_hex_derived\n", "legacy.csv"});
+    REQUIRE_FALSE(result.ok());
+    CHECK_THAT(result.error().headline(), Catch::StartsWith("runfiles.csv:2: sha256_hex"));
+  }
+  SECTION("a capability that is not one") {
+    const auto result = add_compute_capabilities(
+        cuda, {"cuda_capability,is_jetson,is_architecture_specific,is_family_specific,"
+               "min_cuda_major_minor,max_cuda_major_minor\nsm8x,false,false,false,11.0,\n",
+               "caps.csv"});
+    REQUIRE_FALSE(result.ok());
+    CHECK_THAT(result.error().headline(), Catch::StartsWith("caps.csv:2: "));
+  }
+}
