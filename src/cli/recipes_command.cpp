@@ -138,23 +138,16 @@ int run_show(Context& context, const std::string& name, const std::optional<std:
   auto db = open_database(context);
   if (!db) return report(context, db.error());
   const std::string package = package_name(name);
-  auto recipe = db->load_full(package);
-  if (!recipe) return report(context, recipe.error());
   std::optional<specs::Version> wanted;
   if (version) {
     auto parsed = specs::Version::parse(*version);
     if (!parsed) return report(context, parsed.error());
-    if (!recipe->find(*parsed)) {
-      return report(
-          context,
-          Error::input(fmt::format("{} has no version {}", package, text::quoted(*version)))
-              .hint(fmt::format("`envkit recipes list {}` lists them", package)));
-    }
-    wanted = *parsed;
+    wanted = *std::move(parsed);
   }
+  auto recipe = wanted ? db->load_version(package, *wanted) : db->load_full(package);
+  if (!recipe) return report(context, recipe.error());
   json versions = json::array();
   for (const auto& v : recipe->versions) {
-    if (wanted && !(v.version == *wanted)) continue;
     for (const auto& build : v.builds) {
       versions.push_back(build_json(v, build));
       if (!context.options.json) fmt::print("{} {}", package, describe_build(v, build));

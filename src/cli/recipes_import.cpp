@@ -8,6 +8,7 @@
 #include "envkit/recipes/database.hpp"
 #include "envkit/recipes/import_nvidia_redist.hpp"
 #include "envkit/recipes/import_pypi.hpp"
+#include "envkit/recipes/import_pypi_torch.hpp"
 #include "envkit/recipes/import_upstream.hpp"
 #include "envkit/sys/fs.hpp"
 
@@ -130,6 +131,46 @@ int run_import_pypi(Context& context, const std::optional<std::string>& index) {
   return 0;
 }
 
+std::string describe(const recipes::TorchPatch& patch) {
+  if (!patch.metadata_read) return "no wheel metadata; builds copied";
+  const auto& pins = patch.pins;
+  return fmt::format("{} pins cuda-runtime {}, cudnn {}, cublas {} -> {}", patch.wheel,
+                     pins.cuda_runtime.value_or("-"), pins.cudnn.value_or("-"),
+                     pins.cublas.value_or("-"),
+                     patch.build_id ? "tested of " + *patch.build_id : "no build refined");
+}
+
+// torch's facts from the tables alone (<name>.yaml, not a previous overlay): the minors to refine.
+Result<Recipe> torch_tables(const fs::path& dir) {
+  const fs::path path = dir / "torch.yaml";
+  auto text = sys::read_file(path);
+  if (!text) return text.error();
+  return recipes::read_facts(*text, path.string());
+}
+
+int run_import_pypi_torch(Context& context, const std::optional<std::string>& index) {
+  const fs::path dir = target_dir(context);
+  auto tables = torch_tables(dir);
+  if (!tables) return report(context, tables.error());
+  const std::string index_url =
+      index.value_or(recipes::pip_index_url(recipes::PipIndexSettings::from_environment()));
+  context.console.info(
+      fmt::format("asking {} for torch's patch releases", net::redact_url(index_url)));
+  auto imported =
+      recipes::import_pypi_torch(*tables, {.index_url = index_url, .fetch = fetch_index_page});
+  if (!imported) return report(context, imported.error());
+  for (const auto& patch : imported->patches)
+    context.console.info(
+        fmt::format("torch {} -> {}: {}", patch.minor, patch.version, describe(patch)));
+  if (auto written = recipes::write_facts_overlay(dir, imported->torch); !written) {
+    return report(context, written.error());
+  }
+  context.console.info(fmt::format(
+      "replaced {} ({} metadata files read) -> {}", text::join(imported->torch.replaces, ", "),
+      imported->metadata_fetched, (dir / "pypi" / "torch.yaml").string()));
+  return 0;
+}
+
 }  // namespace
 
 void register_recipes_import(CLI::App& recipes, Commands& out) {
@@ -156,6 +197,17 @@ void register_recipes_import(CLI::App& recipes, Commands& out) {
                    "Simple-API index URL (default: as pip: PIP_INDEX_URL, pip.conf, PyPI)")
       ->option_text("URL");
   out.push_back({pypi, [index](Context& c) { return run_import_pypi(c, *index); }});
+
+  auto torch_index = std::make_shared<std::optional<std::string>>();
+  auto* torch = import->add_subcommand(
+      "pypi-torch",
+      "Refine minor-keyed torch versions into PyPI's patch releases, with their wheels' pins");
+  torch
+      ->add_option("--index", *torch_index,
+                   "Simple-API index URL (default: as pip: PIP_INDEX_URL, pip.conf, PyPI)")
+      ->option_text("URL");
+  out.push_back(
+      {torch, [torch_index](Context& c) { return run_import_pypi_torch(c, *torch_index); }});
 
   auto upstream_dir = std::make_shared<std::string>();
   auto* upstream = import->add_subcommand(

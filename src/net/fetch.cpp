@@ -15,11 +15,6 @@ namespace envkit::net {
 
 namespace {
 
-// Read here; listed for env_vars.hpp in the module's report.
-constexpr env::Variable kSslCertFile{
-    "SSL_CERT_FILE", "CA bundle used to verify HTTPS servers (replaces the default)"};
-constexpr env::Variable kSslCertDir{"SSL_CERT_DIR", "directory of CA certificates for HTTPS"};
-
 struct EasyDeleter {
   void operator()(CURL* handle) const { curl_easy_cleanup(handle); }
 };
@@ -73,7 +68,7 @@ HeaderList header_list(const std::vector<std::string>& headers) {
 
 std::optional<std::string> ca_file_for(const FetchOptions& options) {
   if (options.ca_file) return options.ca_file->string();
-  return env::get(kSslCertFile);
+  return env::get(env::kSslCertFile);
 }
 
 void set_options(CURL* curl, const std::string& url, const FetchOptions& options,
@@ -87,7 +82,7 @@ void set_options(CURL* curl, const std::string& url, const FetchOptions& options
   curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
   curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
   if (auto ca = ca_file_for(options)) curl_easy_setopt(curl, CURLOPT_CAINFO, ca->c_str());
-  if (auto dir = env::get(kSslCertDir)) curl_easy_setopt(curl, CURLOPT_CAPATH, dir->c_str());
+  if (auto dir = env::get(env::kSslCertDir)) curl_easy_setopt(curl, CURLOPT_CAPATH, dir->c_str());
   curl_easy_setopt(curl, CURLOPT_NETRC, static_cast<long>(CURL_NETRC_OPTIONAL));
   curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "");  // whatever libcurl can decode
   curl_easy_setopt(curl, CURLOPT_USERAGENT, "envkit/" ENVKIT_NET_VERSION);

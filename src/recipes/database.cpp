@@ -20,9 +20,12 @@ std::string file_name_of(const specs::Version& version) {
   return version.original() + ".yaml";
 }
 
-// Reads `<name>.yaml`; errors name the path relative to the database.
-Result<Recipe> read_facts_file(const fs::path& dir, std::string_view name) {
-  const fs::path path = dir / (std::string(name) + ".yaml");
+fs::path overlay_path(const fs::path& dir, std::string_view name) {
+  return dir / "pypi" / (std::string(name) + ".yaml");
+}
+
+// Reads a facts file of package `name` (`<name>.yaml` or its overlay).
+Result<Recipe> read_facts_file(const fs::path& path, std::string_view name) {
   auto text = sys::read_file(path);
   if (!text) return text.error();
   auto recipe = read_facts(*text, path.string());
@@ -78,8 +81,14 @@ Result<const Recipe*> Database::facts(std::string_view name) const {
     }
     return error;
   }
-  auto recipe = read_facts_file(dir_, name);
+  auto recipe = read_facts_file(dir_ / (std::string(name) + ".yaml"), name);
   if (!recipe) return recipe.error();
+  std::error_code ec;
+  if (const auto overlay = overlay_path(dir_, name); fs::exists(overlay, ec)) {
+    auto refined = read_facts_file(overlay, name);
+    if (!refined) return refined.error();
+    merge_into(*recipe, *refined);
+  }
   auto [it, inserted] =
       cache_.emplace(std::string(name), std::make_unique<Recipe>(*std::move(recipe)));
   return it->second.get();
@@ -89,14 +98,33 @@ Result<Recipe> Database::load_full(std::string_view name) const {
   auto facts_of = facts(name);
   if (!facts_of) return facts_of.error();
   Recipe recipe = **facts_of;
-  for (const auto& version : (*facts_of)->versions) {
+  if (auto added = add_version_files(recipe); !added) return added.error();
+  return recipe;
+}
+
+Result<Recipe> Database::load_version(std::string_view name, const specs::Version& version) const {
+  auto facts_of = facts(name);
+  if (!facts_of) return facts_of.error();
+  const RecipeVersion* found = (*facts_of)->find(version);
+  if (found == nullptr) {
+    return Error::input(fmt::format("{} has no version {}", name, text::quoted(version.original())))
+        .hint(fmt::format("`envkit recipes list {}` lists them", name));
+  }
+  Recipe recipe = **facts_of;
+  recipe.versions = {*found};
+  if (auto added = add_version_files(recipe); !added) return added.error();
+  return recipe;
+}
+
+Result<void> Database::add_version_files(Recipe& recipe) const {
+  for (const auto& version : std::vector<RecipeVersion>(recipe.versions)) {
     const auto file = file_name_of(version.version);
-    for (const fs::path& path : {dir_ / name / file, dir_ / "pypi" / name / file}) {
-      if (auto added = add_artifacts_from(path, recipe); !added) return added.error();
+    for (const fs::path& path : {dir_ / recipe.name / file, dir_ / "pypi" / recipe.name / file}) {
+      if (auto added = add_artifacts_from(path, recipe); !added) return added;
     }
   }
   canonicalize(recipe);
-  return recipe;
+  return {};
 }
 
 Result<void> write_recipe(const fs::path& dir, const Recipe& recipe, ArtifactSet set) {
@@ -129,6 +157,17 @@ Result<void> write_recipe(const fs::path& dir, const Recipe& recipe, ArtifactSet
     }
   }
   return {};
+}
+
+Result<void> write_facts_overlay(const fs::path& dir, const Recipe& recipe) {
+  const fs::path path = overlay_path(dir, recipe.name);
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);
+  if (ec) {
+    return Error::failed(fmt::format("cannot create {}", path.parent_path().string()))
+        .because(ec.message());
+  }
+  return sys::write_file_atomic(path, write_facts(recipe));
 }
 
 fs::path default_database_dir(const std::optional<fs::path>& flag) {

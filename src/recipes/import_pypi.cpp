@@ -20,12 +20,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// Read here; listed for env_vars.hpp in the importer's report.
-constexpr env::Variable kPipIndexUrl{"PIP_INDEX_URL", "package index pip (and envkit) query"};
-constexpr env::Variable kPipConfigFile{"PIP_CONFIG_FILE", "pip configuration file to read"};
-constexpr env::Variable kXdgConfigHome{"XDG_CONFIG_HOME", "base of per-user configuration"};
-constexpr env::Variable kHome{"HOME", "the user's home directory"};
-
 // pip's own Accept header: JSON preferred, HTML understood.
 constexpr std::string_view kAcceptHeader =
     "Accept: application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html; q=0.1, "
@@ -537,24 +531,6 @@ std::string project_url(std::string_view index_url, std::string_view project) {
   return url + std::string(project) + "/";
 }
 
-// The files of `project`, or nullopt when the index does not have it.
-Result<std::optional<std::vector<IndexFile>>> project_files(const PypiImportOptions& options,
-                                                            const std::string& project) {
-  const auto url = project_url(options.index_url, project);
-  auto response = options.fetch(url, {std::string(kAcceptHeader)});
-  if (!response) return std::move(response).error();
-  if (response->status == 404 || response->status == 410) {
-    return std::optional<std::vector<IndexFile>>{};
-  }
-  if (response->status < 200 || response->status > 299) {
-    return page_error(url, fmt::format("the server answered HTTP {}", response->status));
-  }
-  if (response->url.empty()) response->url = url;
-  auto files = parse_index_page(*response, response->url);
-  if (!files) return std::move(files).error();
-  return std::optional(std::move(files).value());
-}
-
 void add_source(Recipe& recipe, std::string_view index_url) {
   if (recipe.versions.empty()) return;
   recipe.sources.push_back("wheels: " + redacted(index_url) + " (PEP 691/503 simple API)");
@@ -565,14 +541,14 @@ void add_source(Recipe& recipe, std::string_view index_url) {
 
 PipIndexSettings PipIndexSettings::from_environment() {
   PipIndexSettings settings;
-  settings.index_url_variable = env::get(kPipIndexUrl);
+  settings.index_url_variable = env::get(env::kPipIndexUrl);
   settings.config_files = {"/etc/xdg/pip/pip.conf", "/etc/pip.conf"};
-  const auto config_file = env::get(kPipConfigFile);
+  const auto config_file = env::get(env::kPipConfigFile);
   const bool config_file_exists = config_file && fs::exists(*config_file);
-  const auto home = env::get(kHome);
+  const auto home = env::get(env::kHome);
   if (!config_file_exists && home) {
     settings.config_files.push_back(fs::path(*home) / ".pip" / "pip.conf");
-    const auto xdg = env::get(kXdgConfigHome);
+    const auto xdg = env::get(env::kXdgConfigHome);
     const fs::path config_home =
         xdg && !xdg->empty() ? fs::path(*xdg) : fs::path(*home) / ".config";
     settings.config_files.push_back(config_home / "pip" / "pip.conf");
@@ -668,6 +644,27 @@ std::optional<WheelProject> cudnn_build_wheel(std::string_view build_id) {
   return std::nullopt;
 }
 
+std::string redact_index_url(std::string_view url) {
+  return redacted(url);
+}
+
+Result<std::optional<std::vector<IndexFile>>> fetch_project_files(const PypiImportOptions& options,
+                                                                  std::string_view project) {
+  const auto url = project_url(options.index_url, project);
+  auto response = options.fetch(url, {std::string(kAcceptHeader)});
+  if (!response) return std::move(response).error();
+  if (response->status == 404 || response->status == 410) {
+    return std::optional<std::vector<IndexFile>>{};
+  }
+  if (response->status < 200 || response->status > 299) {
+    return page_error(url, fmt::format("the server answered HTTP {}", response->status));
+  }
+  if (response->url.empty()) response->url = url;
+  auto files = parse_index_page(*response, response->url);
+  if (!files) return std::move(files).error();
+  return std::optional(std::move(files).value());
+}
+
 Result<PypiImport> import_pypi_nvidia(const Recipe& cuda, const Recipe& cudnn,
                                       const PypiImportOptions& options) {
   if (!options.fetch) return Error::internal("import_pypi_nvidia: no fetch function");
@@ -679,7 +676,7 @@ Result<PypiImport> import_pypi_nvidia(const Recipe& cuda, const Recipe& cudnn,
   result.cuda.name = cuda.name.empty() ? "cuda" : cuda.name;
   result.cudnn.name = cudnn.name.empty() ? "cudnn" : cudnn.name;
   for (const auto& [project, project_targets] : targets) {
-    auto files = project_files(options, project);
+    auto files = fetch_project_files(options, project);
     if (!files) return std::move(files).error();
     ++result.projects_fetched;
     if (!*files) {

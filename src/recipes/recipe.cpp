@@ -144,6 +144,10 @@ void merge_into(Recipe& base, const Recipe& update) {
   if (base.name.empty()) base.name = update.name;
   base.sources.insert(base.sources.end(), update.sources.begin(), update.sources.end());
   if (!update.default_components.empty()) base.default_components = update.default_components;
+  std::erase_if(base.versions, [&](const RecipeVersion& v) {
+    return std::find(update.replaces.begin(), update.replaces.end(), v.version.original()) !=
+           update.replaces.end();
+  });
   for (const auto& version : update.versions) {
     auto it = std::find_if(base.versions.begin(), base.versions.end(), [&](const RecipeVersion& v) {
       return v.version.original() == version.version.original();

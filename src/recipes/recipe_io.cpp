@@ -287,40 +287,31 @@ Result<RecipeVersion> read_recipe_version(const Source& source, const YAML::Node
                         .components = {},
                         .builds = {}};
   bool has_version = false;
-  auto read = read_mapping(
-      source, node, "versions",
-      {{"version",
-        [&](const Entry& e) -> Result<void> {
-          auto v = read_version(source, e.value, "version");
-          if (!v) return v.error();
-          version.version = *std::move(v);
-          has_version = true;
-          return {};
-        }},
-       {"release-date",
-        [&](const Entry& e) -> Result<void> {
-          auto date = read_text(source, e, "release-date");
-          if (!date) return date.error();
-          version.release_date = *date;
-          return {};
-        }},
-       {"components",
-        [&](const Entry& e) {
-          return read_string_map(
-              source, e, [&](const std::string& name, const YAML::Node& value) -> Result<void> {
-                if (!value.IsScalar()) return wrong(source, value, name, "a version");
-                version.components.push_back({name, value.Scalar()});
-                return {};
-              });
-        }},
-       {"builds", [&](const Entry& e) {
-          return read_list(source, e, [&](const YAML::Node& item) -> Result<void> {
-            auto build = read_build(source, item);
-            if (!build) return build.error();
-            version.builds.push_back(*std::move(build));
-            return {};
-          });
-        }}});
+  auto read =
+      read_mapping(source, node, "versions",
+                   {{"version",
+                     [&](const Entry& e) -> Result<void> {
+                       auto v = read_version(source, e.value, "version");
+                       if (!v) return v.error();
+                       version.version = *std::move(v);
+                       has_version = true;
+                       return {};
+                     }},
+                    {"release-date",
+                     [&](const Entry& e) -> Result<void> {
+                       auto date = read_text(source, e, "release-date");
+                       if (!date) return date.error();
+                       version.release_date = *date;
+                       return {};
+                     }},
+                    {"builds", [&](const Entry& e) {
+                       return read_list(source, e, [&](const YAML::Node& item) -> Result<void> {
+                         auto build = read_build(source, item);
+                         if (!build) return build.error();
+                         version.builds.push_back(*std::move(build));
+                         return {};
+                       });
+                     }}});
   if (!read) return read.error();
   if (!has_version) {
     return Error::input("a version entry has no `version:`").at(source.at(node));
@@ -416,17 +407,15 @@ std::string write_facts(const Recipe& recipe) {
     for (const auto& c : recipe.default_components)
       out += fmt::format("  - {}\n", scalar(c));
   }
+  if (!recipe.replaces.empty()) {
+    out += fmt::format("replaces: {}\n",
+                       flow_list(recipe.replaces, [](const std::string& v) { return scalar(v); }));
+  }
   out += "versions:\n";
   for (const auto& version : recipe.versions) {
     out += fmt::format("  - version: {}\n", scalar(version.version.original()));
     if (version.release_date) {
       out += fmt::format("    release-date: {}\n", scalar(*version.release_date));
-    }
-    if (!version.components.empty()) {
-      out += "    components:\n";
-      for (const auto& c : version.components) {
-        out += fmt::format("      {}: {}\n", c.name, scalar(c.version));
-      }
     }
     out += "    builds:\n";
     for (const auto& build : version.builds)
@@ -437,14 +426,21 @@ std::string write_facts(const Recipe& recipe) {
 
 std::string write_artifacts(const RecipeVersion& version, ArtifactSet set) {
   std::string body;
+  // Component versions travel with the archives: only locking one version needs them.
+  if (set == ArtifactSet::offline && !version.components.empty()) {
+    body += "components:\n";
+    for (const auto& c : version.components)
+      body += fmt::format("  {}: {}\n", c.name, scalar(c.version));
+  }
+  std::string artifacts;
   for (const auto& build : version.builds) {
     for (const auto& artifact : build.artifacts) {
-      if (belongs_to(artifact, set)) write_artifact(body, build.id, artifact);
+      if (belongs_to(artifact, set)) write_artifact(artifacts, build.id, artifact);
     }
   }
+  if (!artifacts.empty()) body += "artifacts:\n" + artifacts;
   if (body.empty()) return {};
-  return fmt::format("{}version: {}\nartifacts:\n{}", kHeader, scalar(version.version.original()),
-                     body);
+  return fmt::format("{}version: {}\n{}", kHeader, scalar(version.version.original()), body);
 }
 
 Result<Recipe> read_facts(std::string_view text, std::string_view file) {
@@ -475,6 +471,14 @@ Result<Recipe> read_facts(std::string_view text, std::string_view file) {
                          if (!item.IsScalar())
                            return wrong(source, item, "default-components", "a name");
                          recipe.default_components.push_back(item.Scalar());
+                         return {};
+                       });
+                     }},
+                    {"replaces",
+                     [&](const Entry& e) {
+                       return read_list(source, e, [&](const YAML::Node& item) -> Result<void> {
+                         if (!item.IsScalar()) return wrong(source, item, "replaces", "a version");
+                         recipe.replaces.push_back(item.Scalar());
                          return {};
                        });
                      }},
@@ -514,6 +518,20 @@ Result<void> read_artifacts(std::string_view text, std::string_view file, Recipe
           }
           version = &*it;
           return {};
+        }},
+       {"components",
+        [&](const Entry& e) -> Result<void> {
+          if (version == nullptr) {
+            return Error::input("`version:` must come before `components:`")
+                .at(source.at(e.key_node));
+          }
+          version->components.clear();
+          return read_string_map(
+              source, e, [&](const std::string& name, const YAML::Node& value) -> Result<void> {
+                if (!value.IsScalar()) return wrong(source, value, name, "a version");
+                version->components.push_back({name, value.Scalar()});
+                return {};
+              });
         }},
        {"artifacts", [&](const Entry& e) {
           return read_list(source, e, [&](const YAML::Node& item) -> Result<void> {

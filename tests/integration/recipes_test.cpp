@@ -53,7 +53,7 @@ TEST_CASE("recipes list and show answer in JSON as CLI.md says", "[cli][recipes]
   const auto alias =
       run_envkit({.args = {"--recipes", committed_recipes(), "recipes", "show", "PyTorch", "2.1"}});
   CHECK(alias.exit_code == 0);
-  CHECK_THAT(alias.out, Catch::Contains("torch 2.1 [cu121]"));
+  CHECK_THAT(alias.out, Catch::Contains("torch 2.1.0 [cu121]"));
 }
 
 TEST_CASE("recipes show names what is missing", "[cli][recipes]") {

@@ -29,6 +29,14 @@ inline constexpr Variable kLiveTests{"ENVKIT_LIVE_TESTS",
                                      "1 runs the opt-in tests that reach PyPI"};
 inline constexpr Variable kNoColor{"NO_COLOR", "any value turns colour off"};
 inline constexpr Variable kXdgCacheHome{"XDG_CACHE_HOME", "base of the default cache directory"};
+inline constexpr Variable kXdgConfigHome{"XDG_CONFIG_HOME", "base of per-user configuration"};
+inline constexpr Variable kHome{"HOME", "the user's home directory"};
+inline constexpr Variable kSslCertFile{
+    "SSL_CERT_FILE", "CA bundle used to verify HTTPS servers (replaces the default)"};
+inline constexpr Variable kSslCertDir{"SSL_CERT_DIR", "directory of CA certificates for HTTPS"};
+inline constexpr Variable kPipIndexUrl{"PIP_INDEX_URL",
+                                       "package index pip (and envkit's wheel importers) query"};
+inline constexpr Variable kPipConfigFile{"PIP_CONFIG_FILE", "pip configuration file to read"};
 
 inline constexpr Variable kAll[] = {kRecipes,          kCacheDir,      kOverrideDriver,
                                     kOverrideCudaArch, kOverrideGlibc, kProcDriverVersion,

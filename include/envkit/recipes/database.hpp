@@ -17,6 +17,8 @@ namespace envkit::recipes {
 //   <name>.yaml                  facts of a package (what the solver reads)
 //   <name>/<version>.yaml        archives, runfiles, sources of a version
 //   pypi/<name>/<version>.yaml   NVIDIA wheels of a version (`import pypi-nvidia`)
+//   pypi/<name>.yaml             facts overlay read from PyPI (`import pypi-torch`): merged
+//                                over <name>.yaml, its versions replace those it `replaces`
 // Packages are read on first use, artifacts only when asked for.
 class Database {
  public:
@@ -26,12 +28,19 @@ class Database {
   [[nodiscard]] const std::vector<std::string>& names() const { return names_; }
   [[nodiscard]] bool contains(std::string_view name) const;
 
-  // The package's facts without artifacts; cached.
+  // The package's facts without artifacts (pypi/<name>.yaml merged over them); cached.
   [[nodiscard]] Result<const Recipe*> facts(std::string_view name) const;
-  // The package with every version's artifacts (offline and wheels).
+  // The package with every version's components and artifacts (offline and wheels).
   [[nodiscard]] Result<Recipe> load_full(std::string_view name) const;
+  // The package with only `version`, with its components and artifacts: what
+  // locking or installing one version reads.
+  [[nodiscard]] Result<Recipe> load_version(std::string_view name,
+                                            const specs::Version& version) const;
 
  private:
+  // Reads the per-version files of every version `recipe` holds.
+  [[nodiscard]] Result<void> add_version_files(Recipe& recipe) const;
+
   std::filesystem::path dir_;
   std::vector<std::string> names_;
   mutable std::map<std::string, std::unique_ptr<Recipe>, std::less<>> cache_;
@@ -43,6 +52,11 @@ class Database {
 // pypi/. Every file is written atomically and deterministically.
 [[nodiscard]] Result<void> write_recipe(const std::filesystem::path& dir, const Recipe& recipe,
                                         ArtifactSet set);
+
+// Writes `recipe` (facts only) as the overlay pypi/<name>.yaml of the database at
+// `dir`, atomically; Database::facts() merges it over <name>.yaml.
+[[nodiscard]] Result<void> write_facts_overlay(const std::filesystem::path& dir,
+                                               const Recipe& recipe);
 
 // The database envkit uses: --recipes, else $ENVKIT_RECIPES, else the one
 // installed beside the executable (<prefix>/share/envkit/recipes), else the

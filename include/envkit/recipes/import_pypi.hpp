@@ -123,6 +123,14 @@ struct PypiImport {
   std::size_t artifacts = 0;         // wheel artifacts, all platforms
 };
 
+// `url` with its user:password@ shown as `***@`, for messages and notes.
+[[nodiscard]] std::string redact_index_url(std::string_view url);
+
+// The files the index lists for `project` (one page, asked with pip's Accept
+// header), or nullopt when the index has no such project (404, 410).
+[[nodiscard]] Result<std::optional<std::vector<IndexFile>>> fetch_project_files(
+    const PypiImportOptions& options, std::string_view project);
+
 // Queries the index once per wheel project `cuda` and `cudnn` need.
 [[nodiscard]] Result<PypiImport> import_pypi_nvidia(const Recipe& cuda, const Recipe& cudnn,
                                                     const PypiImportOptions& options);

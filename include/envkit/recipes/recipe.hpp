@@ -101,13 +101,17 @@ struct Recipe {
   // CUDA: the components a framework needs by default (runtime, compiler, math libraries).
   std::vector<std::string> default_components;
   std::vector<RecipeVersion> versions;  // sorted, oldest first
+  // An overlay's versions that refine coarser ones (`2.1.0`, `2.1.2` refine `2.1`): the
+  // versions of the base named here (by original spelling) are dropped when this is merged.
+  std::vector<std::string> replaces;
 
   [[nodiscard]] const RecipeVersion* find(const specs::Version& version) const;
 };
 
 // Overlays `update` onto `base`: versions are matched by version, builds by id,
 // artifacts by (platform, component, kind); facts `update` gives replace the
-// old ones, facts it leaves out are kept. Sources are united. The result is
+// old ones, facts it leaves out are kept. Versions of `base` that `update.replaces`
+// names are removed first. Sources are united. The result is
 // sorted (versions ascending, builds by id, artifacts by platform/component/kind).
 void merge_into(Recipe& base, const Recipe& update);
 

@@ -94,9 +94,9 @@ TEST_CASE("the committed database says what the framework tables say", "[recipes
   const auto& build = tf16->builds.at(0);
   CHECK(build.requires_.at("cuda").to_string() == "==9.0.*");
   CHECK(build.requires_.at("cudnn").to_string() == "<8,>=7");
-  auto cuda = db.facts("cuda");
+  auto cuda = db.load_version("cuda", specs::Version::parse("12.4.1").value());
   REQUIRE(cuda);
-  const auto* cuda124 = (*cuda)->find(specs::Version::parse("12.4.1").value());
+  const auto* cuda124 = cuda->find(specs::Version::parse("12.4.1").value());
   REQUIRE(cuda124 != nullptr);
   const auto component = [&](std::string_view name) {
     for (const auto& c : cuda124->components) {

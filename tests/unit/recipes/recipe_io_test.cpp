@@ -95,8 +95,13 @@ TEST_CASE("drivers keep upstream spelling", "[recipes][io]") {
   REQUIRE(read);
   CHECK(read->versions[0].builds[0].min_driver.at(specs::Platform::linux_x86_64).original() ==
         "450.80.02");
-  CHECK(read->versions[0].components.at(0).version == "11.4.108");
   CHECK(write_facts(*read) == text);
+  // Component versions live in the version's artifacts file, read when it is locked.
+  CHECK(read->versions[0].components.empty());
+  const auto artifacts = write_artifacts(cuda.versions[0], ArtifactSet::offline);
+  CHECK_THAT(artifacts, Catch::Contains("components:\n  cuda_cudart: \"11.4.108\"\n"));
+  REQUIRE(read_artifacts(artifacts, "cuda/11.4.2.yaml", *read));
+  CHECK(read->versions[0].components.at(0).version == "11.4.108");
 }
 
 TEST_CASE("recipe schema errors name file, line and column", "[recipes][io]") {

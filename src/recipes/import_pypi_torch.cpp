@@ -1,0 +1,273 @@
+#include "envkit/recipes/import_pypi_torch.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+
+#include "envkit/core/text.hpp"
+#include "envkit/recipes/import_frameworks.hpp"
+
+namespace envkit::recipes {
+
+namespace {
+
+constexpr std::string_view kProject = "torch";
+
+// ---------------------------------------------------------------- METADATA
+
+// PEP 503 normalization: lowercase, runs of `-_.` become `-`.
+std::string normalized_name(std::string_view name) {
+  std::string out;
+  for (char c : text::to_lower(name)) {
+    const bool separator = c == '-' || c == '_' || c == '.';
+    if (!separator) {
+      out += c;
+    } else if (!out.empty() && out.back() != '-') {
+      out += '-';
+    }
+  }
+  return out;
+}
+
+// `nvidia-cudnn-cu12` and (CUDA 13 names) `nvidia-cuda-runtime` both match `nvidia-cudnn`.
+bool is_project(std::string_view name, std::string_view stem) {
+  if (name == stem) return true;
+  if (!name.starts_with(stem)) return false;
+  const auto suffix = name.substr(stem.size());
+  return suffix.size() > 3 && suffix.starts_with("-cu") &&
+         std::all_of(suffix.begin() + 3, suffix.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+struct Pin {
+  std::string project;  // normalized
+  std::string extras;   // `cublas,cudart` of `cuda-toolkit[cublas,cudart]`
+  std::string version;
+};
+
+// One requirement (`nvidia-cudnn-cu12 (==8.9.2.26) ; platform_system == "Linux"`), when
+// it pins an exact version.
+std::optional<Pin> exact_pin(std::string_view requirement) {
+  std::string compact;
+  for (char c : requirement.substr(0, requirement.find(';'))) {
+    if (c != ' ' && c != '\t' && c != '(' && c != ')') compact += c;
+  }
+  const std::string_view rest(compact);
+  const auto name_end = rest.find_first_of("=<>!~[");
+  if (name_end == std::string_view::npos) return std::nullopt;
+  Pin pin{.project = normalized_name(rest.substr(0, name_end))};
+  auto op = name_end;
+  if (rest[name_end] == '[') {
+    op = rest.find(']', name_end);
+    if (op == std::string_view::npos) return std::nullopt;
+    pin.extras = text::to_lower(rest.substr(name_end + 1, op - name_end - 1));
+    ++op;
+  }
+  const auto version = rest.substr(op);
+  if (!version.starts_with("==") || version.size() == 2 ||
+      version.find_first_of(",*=", 2) != std::string_view::npos) {
+    return std::nullopt;
+  }
+  pin.version = std::string(version.substr(2));
+  return pin;
+}
+
+bool has_extra(const Pin& pin, std::string_view extra) {
+  const auto extras = text::split(pin.extras, ',');
+  return std::find(extras.begin(), extras.end(), extra) != extras.end();
+}
+
+// ---------------------------------------------------------------- the index
+
+// The CPython minor of a `cp3XX` tag (cp311 -> 11).
+std::optional<unsigned> cpython_minor(const WheelFilename& wheel) {
+  std::optional<unsigned> newest;
+  for (std::string_view tag : wheel.python_tags) {
+    unsigned minor = 0;
+    if (!tag.starts_with("cp3")) continue;
+    const auto digits = tag.substr(3);
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), minor);
+    if (ec == std::errc{} && end == digits.data() + digits.size()) {
+      newest = std::max(newest.value_or(0), minor);
+    }
+  }
+  return newest;
+}
+
+bool manylinux_x86_64(const WheelFilename& wheel) {
+  return manylinux_glibc(wheel) &&
+         std::any_of(wheel.platform_tags.begin(), wheel.platform_tags.end(), [](const auto& tag) {
+           return tag.starts_with("manylinux") && tag.ends_with("_x86_64");
+         });
+}
+
+// A patch release on the index, with the wheel whose metadata speaks for it.
+struct PatchOnIndex {
+  std::string version;  // as the wheel names it
+  const IndexFile* wheel = nullptr;
+  std::pair<bool, unsigned> rank{false, 0};  // (metadata advertised, CPython minor)
+};
+
+bool is_patch_of(const specs::Version& version, const specs::Version& minor) {
+  const auto& release = version.release();
+  return !version.is_prerelease() && !version.is_postrelease() && !version.has_local() &&
+         release.size() == 3 && release[0] == minor.major() && release[1] == minor.minor();
+}
+
+// Offers `file` as the wheel read for its patch: a manylinux x86_64 CPython wheel, one whose
+// metadata the page advertises (PEP 658) first, then the newest CPython. Pages that advertise
+// none (PyPI's HTML without data-core-metadata) still get one wheel asked for its metadata.
+void offer_wheel(PatchOnIndex& patch, const IndexFile& file, const WheelFilename& wheel) {
+  const auto cpython = cpython_minor(wheel);
+  if (!cpython || !manylinux_x86_64(wheel)) return;
+  const std::pair rank{file.has_metadata, *cpython};
+  if (patch.wheel == nullptr || rank > patch.rank) {
+    patch.wheel = &file;
+    patch.rank = rank;
+  }
+}
+
+// The final patch releases of `minor` that have a file not yanked, oldest first.
+std::map<specs::Version, PatchOnIndex> patches_of(const specs::Version& minor,
+                                                  const std::vector<IndexFile>& files) {
+  std::map<specs::Version, PatchOnIndex> patches;
+  for (const auto& file : files) {
+    const auto wheel = file.yanked ? std::nullopt : parse_wheel_filename(file.filename);
+    if (!wheel) continue;
+    auto version = specs::Version::parse(wheel->version);
+    if (!version || !is_patch_of(*version, minor)) continue;
+    auto [it, inserted] = patches.try_emplace(*version, PatchOnIndex{.version = wheel->version});
+    offer_wheel(it->second, file, *wheel);
+  }
+  return patches;
+}
+
+// The pins of `wheel`'s PEP 658 metadata; nullopt when the index serves none (404, 410).
+Result<std::optional<TorchWheelPins>> read_pins(const PypiImportOptions& options,
+                                                const IndexFile& wheel) {
+  const std::string url = wheel.url + ".metadata";
+  auto response = options.fetch(url, {});
+  if (!response) return std::move(response).error();
+  if (response->status == 404 || response->status == 410) {
+    return std::optional<TorchWheelPins>{};
+  }
+  if (response->status < 200 || response->status > 299) {
+    return Error::failed("cannot read the wheel metadata " + text::quoted(redact_index_url(url)))
+        .because(fmt::format("the server answered HTTP {}", response->status));
+  }
+  return std::optional(parse_torch_wheel_pins(response->body));
+}
+
+// ---------------------------------------------------------------- the overlay
+
+// Gives the build made for the wheel's CUDA what the wheel pins; returns its id.
+std::optional<std::string> apply_pins(RecipeVersion& version, const TorchWheelPins& pins) {
+  const auto id = pins.cuda_runtime ? cuda_build_id(*pins.cuda_runtime) : std::nullopt;
+  if (!id) return std::nullopt;
+  const auto build = std::find_if(version.builds.begin(), version.builds.end(),
+                                  [&](const Build& b) { return b.id == *id; });
+  if (build == version.builds.end()) return std::nullopt;
+  build->tested["cuda"] = *pins.cuda_runtime;
+  if (pins.cudnn) {
+    if (auto cudnn = specs::Version::parse(*pins.cudnn)) {
+      build->tested["cudnn"] = *pins.cudnn;
+      build->requires_["cudnn"] = cudnn_series_spec(*cudnn);
+    }
+  }
+  return id;
+}
+
+RecipeVersion patch_version(const RecipeVersion& minor, const specs::Version& patch) {
+  RecipeVersion version = minor;
+  version.version = patch;
+  version.release_date.reset();  // the minor's date is not the patch's
+  return version;
+}
+
+std::string unpinned_note(const TorchPatch& patch) {
+  const std::string why = patch.wheel.empty() ? "no manylinux x86_64 CPython wheel on the index"
+                          : !patch.metadata_read
+                              ? "the index serves no metadata of " + patch.wheel
+                              : patch.wheel + " pins no CUDA runtime of a build of " + patch.minor;
+  return fmt::format("torch {}: {}; builds copied from {} unrefined", patch.version, why,
+                     patch.minor);
+}
+
+Result<void> refine_minor(const RecipeVersion& minor, const std::vector<IndexFile>& files,
+                          const PypiImportOptions& options, PypiTorchImport& result) {
+  const auto patches = patches_of(minor.version, files);
+  if (patches.empty()) return {};
+  for (const auto& [parsed, on_index] : patches) {
+    TorchPatch patch{.version = on_index.version, .minor = minor.version.original()};
+    RecipeVersion version = patch_version(minor, parsed);
+    if (on_index.wheel != nullptr) {
+      auto pins = read_pins(options, *on_index.wheel);
+      if (!pins) return std::move(pins).error();
+      ++result.metadata_fetched;
+      patch.wheel = on_index.wheel->filename;
+      patch.metadata_read = pins->has_value();
+      patch.pins = pins->value_or(TorchWheelPins{});
+      patch.build_id = apply_pins(version, patch.pins);
+    }
+    if (!patch.build_id) result.torch.sources.push_back(unpinned_note(patch));
+    result.torch.versions.push_back(std::move(version));
+    result.patches.push_back(std::move(patch));
+  }
+  result.torch.replaces.push_back(minor.version.original());
+  return {};
+}
+
+}  // namespace
+
+TorchWheelPins parse_torch_wheel_pins(std::string_view metadata) {
+  TorchWheelPins pins;
+  for (auto line : text::split(metadata, '\n')) {
+    line = text::trim(line);
+    if (line.empty()) break;  // the headers end at the first blank line; the description follows
+    if (!text::starts_with_icase(line, "Requires-Dist:")) continue;
+    const auto pin = exact_pin(line.substr(line.find(':') + 1));
+    if (!pin) continue;
+    if (is_project(pin->project, "nvidia-cuda-runtime")) pins.cuda_runtime = pin->version;
+    // From torch 2.13 (CUDA 13) the runtime comes with NVIDIA's toolkit meta-package.
+    if (pin->project == "cuda-toolkit" && has_extra(*pin, "cudart") && !pins.cuda_runtime) {
+      pins.cuda_runtime = pin->version;
+    }
+    if (is_project(pin->project, "nvidia-cudnn")) pins.cudnn = pin->version;
+    if (is_project(pin->project, "nvidia-cublas")) pins.cublas = pin->version;
+  }
+  return pins;
+}
+
+std::optional<std::string> cuda_build_id(std::string_view cuda_runtime) {
+  const auto version = specs::Version::parse(cuda_runtime);
+  if (!version || version->release().size() < 2) return std::nullopt;
+  return fmt::format("cu{}{}", version->major(), version->minor());
+}
+
+Result<PypiTorchImport> import_pypi_torch(const Recipe& torch, const PypiImportOptions& options) {
+  if (!options.fetch) return Error::internal("import_pypi_torch: no fetch function");
+  PypiTorchImport result;
+  result.torch.name = torch.name.empty() ? std::string(kProject) : torch.name;
+  auto files = fetch_project_files(options, kProject);
+  if (!files) return std::move(files).error();
+  if (!*files) {
+    return Error::failed(fmt::format("the index {} has no project {}",
+                                     redact_index_url(options.index_url), kProject));
+  }
+  for (const auto& minor : torch.versions) {
+    if (minor.version.release().size() != 2) continue;
+    if (auto refined = refine_minor(minor, **files, options, result); !refined) {
+      return refined.error();
+    }
+  }
+  if (!result.torch.versions.empty()) {
+    result.torch.sources.push_back(fmt::format(
+        "patch releases and CUDA/cuDNN pins: {} ({} wheels' PEP 658 metadata, Requires-Dist)",
+        redact_index_url(options.index_url), kProject));
+  }
+  canonicalize(result.torch);
+  return result;
+}
+
+}  // namespace envkit::recipes

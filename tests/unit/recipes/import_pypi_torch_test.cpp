@@ -1,0 +1,217 @@
+#include "envkit/recipes/import_pypi_torch.hpp"
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "envkit/recipes/database.hpp"
+#include "envkit/sys/fs.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace envkit::recipes;
+using envkit::Result;
+namespace specs = envkit::specs;
+
+namespace {
+
+constexpr std::string_view kIndex = "https://index.example.test/simple/";
+constexpr std::string_view kFiles = "https://files.example.test/";
+
+std::string fixture(const std::string& name) {
+  return envkit::sys::read_file(std::string(ENVKIT_TEST_DATA_DIR) + "/recipes/pypi-torch/" + name)
+      .value();
+}
+
+specs::Version v(std::string_view text) {
+  return specs::Version::parse(text).value();
+}
+specs::VersionSpec spec(std::string_view text) {
+  return specs::VersionSpec::parse(text).value();
+}
+
+// The torch page (HTML, as pypi.org answers) and two metadata files; 404 for the rest.
+struct FakeIndex {
+  std::map<std::string, std::string> bodies;
+  std::vector<std::string> asked;
+
+  FakeIndex() {
+    bodies[std::string(kIndex) + "torch/"] = fixture("torch.html");
+    for (const std::string patch : {"2.1.0", "2.1.2"}) {
+      bodies[std::string(kFiles) + "torch-" + patch +
+             "-cp311-cp311-manylinux1_x86_64.whl.metadata"] =
+          fixture("torch-" + patch + ".metadata");
+    }
+  }
+
+  FetchIndexPage fetcher() {
+    return
+        [this](const std::string& url, const std::vector<std::string>&) -> Result<IndexResponse> {
+          asked.push_back(url);
+          if (auto it = bodies.find(url); it != bodies.end()) {
+            return IndexResponse{.status = 200, .content_type = "text/html", .body = it->second};
+          }
+          return IndexResponse{.status = 404, .content_type = "text/plain", .body = "Not Found"};
+        };
+  }
+};
+
+Build build(std::string id, std::string cuda, std::string cudnn, std::string tested_cudnn) {
+  Build b{.id = std::move(id)};
+  b.requires_ = {{"cuda", spec(cuda)}, {"cudnn", spec(cudnn)}, {"python", spec(">=3.8,<3.12")}};
+  b.tested = {{"cuda", b.id == "cu118" ? "11.8" : "12.1"}, {"cudnn", std::move(tested_cudnn)}};
+  b.platforms = {specs::Platform::linux_x86_64};
+  return b;
+}
+
+// torch as the tables give it: 2.0.1 by patch, 2.1 and 2.2 by minor.
+Recipe torch_tables() {
+  const std::vector<Build> builds = {build("cu118", ">=11.8,<12", ">=8.7,<9", "8.7.0.84"),
+                                     build("cu121", ">=12.1,<13", ">=8.7,<9", "8.9.2.26")};
+  Recipe torch{.name = "torch", .sources = {"tables"}};
+  for (auto version : {"2.0.1", "2.1", "2.2"})
+    torch.versions.push_back(RecipeVersion{.version = v(version), .builds = builds});
+  return torch;
+}
+
+PypiTorchImport imported(FakeIndex& index) {
+  auto result = import_pypi_torch(torch_tables(),
+                                  {.index_url = std::string(kIndex), .fetch = index.fetcher()});
+  REQUIRE(result);
+  return *std::move(result);
+}
+
+std::vector<std::string> versions_of(const Recipe& recipe) {
+  std::vector<std::string> out;
+  for (const auto& version : recipe.versions)
+    out.push_back(version.version.original());
+  return out;
+}
+
+const Build& build_of(const Recipe& recipe, std::string_view version, std::string_view id) {
+  const auto* found = recipe.find(v(version));
+  REQUIRE(found);
+  const auto it = std::find_if(found->builds.begin(), found->builds.end(),
+                               [&](const Build& b) { return b.id == id; });
+  REQUIRE(it != found->builds.end());
+  return *it;
+}
+
+}  // namespace
+
+TEST_CASE("torch wheel pins are read from Requires-Dist, markers ignored", "[pypi-torch]") {
+  const auto pins = parse_torch_wheel_pins(fixture("torch-2.1.0.metadata"));
+  CHECK(pins.cuda_runtime == "12.1.105");
+  CHECK(pins.cudnn == "8.9.2.26");  // not the line in the description
+  CHECK(pins.cublas == "12.1.3.1");
+
+  const auto newer = parse_torch_wheel_pins(fixture("torch-2.1.2.metadata"));
+  CHECK(newer.cuda_runtime == "12.1.105");  // nvidia_cuda_runtime_cu12 normalized
+  CHECK(newer.cudnn == "8.9.2.26");
+  CHECK_FALSE(newer.cublas);  // >=12.1 is no pin
+
+  // CUDA 13 wheels drop the -cuNN suffix.
+  const auto cu13 = parse_torch_wheel_pins(
+      "Name: torch\nRequires-Dist: nvidia-cuda-runtime==13.0.96; platform_system == \"Linux\"\n"
+      "Requires-Dist: nvidia-cublas==13.0.0.19; extra == \"x\"\n"
+      "Requires-Dist: nvidia-cuda-runtime-cu12-extra==1.0\n");
+  CHECK(cu13.cuda_runtime == "13.0.96");
+  CHECK(cu13.cublas == "13.0.0.19");
+  CHECK_FALSE(cu13.cudnn);
+
+  // torch 2.13 pins NVIDIA's toolkit meta-package with the runtime as an extra.
+  const auto toolkit = parse_torch_wheel_pins(
+      "Requires-Dist: cuda-toolkit[cublas,cudart,nvrtc]==13.0.3; platform_system == \"Linux\"\n"
+      "Requires-Dist: cuda-bindings<14,>=13.0.3; platform_system == \"Linux\"\n"
+      "Requires-Dist: nvidia-cudnn-cu13==9.20.0.48; platform_system == \"Linux\"\n");
+  CHECK(toolkit.cuda_runtime == "13.0.3");
+  CHECK(toolkit.cudnn == "9.20.0.48");
+  CHECK_FALSE(toolkit.cublas);
+  CHECK_FALSE(parse_torch_wheel_pins("Requires-Dist: cuda-toolkit[nvrtc]==13.0.3\n").cuda_runtime);
+}
+
+TEST_CASE("a CUDA runtime version names the torch build", "[pypi-torch]") {
+  CHECK(cuda_build_id("12.1.105") == "cu121");
+  CHECK(cuda_build_id("11.8.89") == "cu118");
+  CHECK(cuda_build_id("13.0.96") == "cu130");
+  CHECK_FALSE(cuda_build_id("12"));
+  CHECK_FALSE(cuda_build_id("not a version"));
+}
+
+TEST_CASE("minor-keyed torch versions are refined into PyPI's patch releases", "[pypi-torch]") {
+  FakeIndex index;
+  const auto result = imported(index);
+
+  // 2.1.3 is yanked, 2.2.0rc1 a pre-release, 2.0.1 not minor-keyed: only 2.1 is refined.
+  CHECK(versions_of(result.torch) == std::vector<std::string>{"2.1.0", "2.1.1", "2.1.2"});
+  CHECK(result.torch.replaces == std::vector<std::string>{"2.1"});
+  // One page and one metadata file per patch: advertised metadata first, then the newest
+  // CPython; 2.1.1 advertises none and the index serves none (404).
+  const auto wheel = [](std::string_view name) {
+    return std::string(kFiles) + "torch-" + std::string(name) + "-manylinux1_x86_64.whl.metadata";
+  };
+  CHECK(index.asked ==
+        std::vector<std::string>{std::string(kIndex) + "torch/", wheel("2.1.0-cp311-cp311"),
+                                 wheel("2.1.1-cp311-cp311"), wheel("2.1.2-cp311-cp311")});
+  CHECK(result.metadata_fetched == 3);
+
+  REQUIRE(result.patches.size() == 3);
+  CHECK(result.patches[0].wheel == "torch-2.1.0-cp311-cp311-manylinux1_x86_64.whl");
+  CHECK(result.patches[0].metadata_read);
+  CHECK(result.patches[0].build_id == "cu121");
+  CHECK(result.patches[1].wheel == "torch-2.1.1-cp311-cp311-manylinux1_x86_64.whl");
+  CHECK_FALSE(result.patches[1].metadata_read);
+  CHECK_FALSE(result.patches[1].build_id);
+  CHECK(result.patches[2].pins.cudnn == "8.9.2.26");
+
+  const Build& pinned = build_of(result.torch, "2.1.2", "cu121");
+  CHECK(pinned.tested ==
+        std::map<std::string, std::string>{{"cuda", "12.1.105"}, {"cudnn", "8.9.2.26"}});
+  CHECK(pinned.requires_.at("cudnn").to_string() == spec(">=8.9,<9").to_string());
+  CHECK(pinned.requires_.at("cuda").to_string() == spec(">=12.1,<13").to_string());
+  // The other build is a copy of the minor's.
+  CHECK(build_of(result.torch, "2.1.2", "cu118").tested.at("cuda") == "11.8");
+  CHECK(build_of(result.torch, "2.1.2", "cu118").requires_.at("cudnn").to_string() ==
+        spec(">=8.7,<9").to_string());
+  // 2.1.1 has no metadata: copied builds, and a note says so.
+  CHECK(build_of(result.torch, "2.1.1", "cu121").tested.at("cuda") == "12.1");
+  CHECK(std::any_of(result.torch.sources.begin(), result.torch.sources.end(),
+                    [](const std::string& s) { return s.starts_with("torch 2.1.1: "); }));
+}
+
+TEST_CASE("merging an overlay drops the versions it replaces", "[pypi-torch]") {
+  FakeIndex index;
+  Recipe merged = torch_tables();
+  merge_into(merged, imported(index).torch);
+  CHECK(versions_of(merged) == std::vector<std::string>{"2.0.1", "2.1.0", "2.1.1", "2.1.2", "2.2"});
+  CHECK(merged.replaces.empty());
+}
+
+TEST_CASE("the torch overlay round-trips through the database", "[pypi-torch]") {
+  FakeIndex index;
+  envkit::test::TempDir dir;
+  REQUIRE(write_recipe(dir.path(), torch_tables(), ArtifactSet::offline));
+  const auto overlay = imported(index).torch;
+  REQUIRE(write_facts_overlay(dir.path(), overlay));
+
+  const auto text = envkit::sys::read_file(dir.path() / "pypi" / "torch.yaml");
+  REQUIRE(text);
+  CHECK(text->find("replaces: [\"2.1\"]\n") != std::string::npos);
+  auto reread = read_facts(*text, "torch.yaml");
+  REQUIRE(reread);
+  CHECK(reread->replaces == overlay.replaces);
+  CHECK(write_facts(*reread) == *text);
+
+  auto db = Database::open(dir.path());
+  REQUIRE(db);
+  CHECK(db->names() == std::vector<std::string>{"torch"});
+  auto facts = db->facts("torch");
+  REQUIRE(facts);
+  CHECK(versions_of(**facts) ==
+        std::vector<std::string>{"2.0.1", "2.1.0", "2.1.1", "2.1.2", "2.2"});
+  CHECK(build_of(**facts, "2.1.2", "cu121").tested.at("cudnn") == "8.9.2.26");
+  auto full = db->load_full("torch");
+  REQUIRE(full);
+  CHECK_FALSE(full->find(v("2.1.0"))->builds.empty());
+}
