@@ -21,6 +21,7 @@
 #include "envkit/specs/package_name.hpp"
 #include "envkit/specs/platform.hpp"
 #include "envkit/sys/fs.hpp"
+#include "yaml_source.hpp"
 
 namespace envkit::cli {
 
@@ -165,32 +166,6 @@ std::string framework_text(const Pin& framework) {
   return spec.empty() ? framework.name : fmt::format("{} {}", framework.name, spec);
 }
 
-bool is_yaml_keyword(std::string_view text) {
-  for (std::string_view word : {"null", "true", "false", "yes", "no", "on", "off", "y", "n"}) {
-    if (text::iequals(text, word)) return true;
-  }
-  return false;
-}
-
-// Plain where YAML reads it back as the same string; double-quoted otherwise
-// (specifiers start with `>`, `!`, `=`: docs/manifest.md says to quote them).
-std::string yaml_scalar(std::string_view text) {
-  const bool plain =
-      !text.empty() && std::isalpha(static_cast<unsigned char>(text.front())) &&
-      text.find(": ") == std::string_view::npos && text.find(" #") == std::string_view::npos &&
-      text.back() != ':' && text.back() != ' ' && !is_yaml_keyword(text) &&
-      std::all_of(text.begin(), text.end(), [](char c) {
-        return std::isprint(static_cast<unsigned char>(c)) != 0 && c != '"' && c != '\\';
-      });
-  if (plain) return std::string(text);
-  std::string quoted = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') quoted += '\\';
-    quoted += c;
-  }
-  return quoted + '"';
-}
-
 std::vector<std::string> host_lines(const gpu::HostFacts& host) {
   std::vector<std::string> lines;
   if (host.driver) {
@@ -225,18 +200,18 @@ std::string render(const InitPlan& plan) {
     out += fmt::format("#   {}\n", line);
   }
 
-  out += fmt::format("\nname: {}\n", yaml_scalar(plan.name));
-  out += fmt::format("framework: {}\n", yaml_scalar(framework_text(plan.framework)));
+  out += fmt::format("\nname: {}\n", yaml::scalar(plan.name));
+  out += fmt::format("framework: {}\n", yaml::scalar(framework_text(plan.framework)));
   if (!plan.requires_.empty()) out += "requires:\n";
   for (const auto& [package, pin] : plan.requires_) {
-    out += fmt::format("  {}: {}\n", package, yaml_scalar(pin.spec.to_string()));
+    out += fmt::format("  {}: {}\n", package, yaml::scalar(pin.spec.to_string()));
   }
   out += fmt::format("platforms:\n  - {}\n", specs::to_string(plan.platform));
   if (!plan.python_requirements.empty()) {
     out += "# The project's other Python requirements:\npython-requirements:\n";
   }
   for (const auto& file : plan.python_requirements) {
-    out += fmt::format("  - {}\n", yaml_scalar(file));
+    out += fmt::format("  - {}\n", yaml::scalar(file));
   }
   out += "# Training steps of the GPU smoke test (`envkit smoke`):\n# smoke:\n#   steps: 200\n";
   return out;

@@ -22,29 +22,6 @@ constexpr std::string_view kHeader =
 
 // ------------------------------------------------------------------ writing
 
-bool is_yaml_keyword(std::string_view s) {
-  for (std::string_view word : {"true", "false", "null", "yes", "no", "on", "off", "y", "n", "~"}) {
-    if (text::iequals(s, word)) return true;
-  }
-  return false;
-}
-
-// Plain when YAML reads it back as the same string; otherwise double-quoted.
-std::string scalar(std::string_view s) {
-  const bool plain = !s.empty() && std::isalpha(static_cast<unsigned char>(s.front())) &&
-                     !is_yaml_keyword(s) && std::all_of(s.begin(), s.end(), [](char c) {
-                       return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' ||
-                              c == '.' || c == '/';
-                     });
-  if (plain) return std::string(s);
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + '"';
-}
-
 template <class Range, class Format>
 std::string flow_list(const Range& items, Format format) {
   std::string out = "[";
@@ -60,14 +37,14 @@ std::string flow_list(const Range& items, Format format) {
 void write_platform_map(std::string& out, std::string_view indent,
                         const std::map<specs::Platform, specs::Version>& drivers) {
   for (const auto& [platform, driver] : drivers) {
-    out +=
-        fmt::format("{}  {}: {}\n", indent, specs::to_string(platform), scalar(driver.original()));
+    out += fmt::format("{}  {}: {}\n", indent, specs::to_string(platform),
+                       yaml::scalar(driver.original()));
   }
 }
 
 void write_build(std::string& out, const Build& build) {
   constexpr std::string_view in = "        ";
-  out += build.id.empty() ? "      - " : fmt::format("      - id: {}\n", scalar(build.id));
+  out += build.id.empty() ? "      - " : fmt::format("      - id: {}\n", yaml::scalar(build.id));
   bool first_key = build.id.empty();
   // The first key shares the `- ` line when there is no id.
   const auto key = [&](std::string_view name) {
@@ -78,13 +55,13 @@ void write_build(std::string& out, const Build& build) {
   if (!build.requires_.empty()) {
     out += key("requires") + "\n";
     for (const auto& [package, spec] : build.requires_) {
-      out += fmt::format("{}  {}: {}\n", in, package, scalar(spec.to_string()));
+      out += fmt::format("{}  {}: {}\n", in, package, yaml::scalar(spec.to_string()));
     }
   }
   if (!build.tested.empty()) {
     out += key("tested") + "\n";
     for (const auto& [package, version] : build.tested) {
-      out += fmt::format("{}  {}: {}\n", in, package, scalar(version));
+      out += fmt::format("{}  {}: {}\n", in, package, yaml::scalar(version));
     }
   }
   if (!build.min_driver.empty()) {
@@ -97,7 +74,8 @@ void write_build(std::string& out, const Build& build) {
   }
   if (!build.cuda_arch.empty()) {
     out += key("cuda-arch") + " " +
-           flow_list(build.cuda_arch, [](const auto& cc) { return scalar(cc.to_string()); }) + "\n";
+           flow_list(build.cuda_arch, [](const auto& cc) { return yaml::scalar(cc.to_string()); }) +
+           "\n";
   }
   out += key("platforms") + " " +
          flow_list(build.platforms, [](auto p) { return std::string(specs::to_string(p)); }) + "\n";
@@ -105,15 +83,15 @@ void write_build(std::string& out, const Build& build) {
 
 void write_artifact(std::string& out, const std::string& build_id, const Artifact& a) {
   out += "  - ";
-  if (!build_id.empty()) out += fmt::format("build: {}\n    ", scalar(build_id));
+  if (!build_id.empty()) out += fmt::format("build: {}\n    ", yaml::scalar(build_id));
   out += fmt::format("platform: {}\n", specs::to_string(a.platform));
-  out += fmt::format("    component: {}\n", scalar(a.component));
+  out += fmt::format("    component: {}\n", yaml::scalar(a.component));
   out += fmt::format("    kind: {}\n", to_string(a.kind));
-  out += fmt::format("    format: {}\n", scalar(a.format));
+  out += fmt::format("    format: {}\n", yaml::scalar(a.format));
   out += fmt::format("    layout: {}\n", to_string(a.layout));
-  if (!a.wheel_root.empty()) out += fmt::format("    wheel-root: {}\n", scalar(a.wheel_root));
-  out += fmt::format("    url: {}\n", scalar(a.url));
-  out += fmt::format("    sha256: {}\n", scalar(a.sha256));
+  if (!a.wheel_root.empty()) out += fmt::format("    wheel-root: {}\n", yaml::scalar(a.wheel_root));
+  out += fmt::format("    url: {}\n", yaml::scalar(a.url));
+  out += fmt::format("    sha256: {}\n", yaml::scalar(a.sha256));
   if (a.size) out += fmt::format("    size: {}\n", *a.size);
 }
 
@@ -396,26 +374,27 @@ bool belongs_to(const Artifact& artifact, ArtifactSet set) {
 
 std::string write_facts(const Recipe& recipe) {
   std::string out(kHeader);
-  out += fmt::format("name: {}\n", scalar(recipe.name));
+  out += fmt::format("name: {}\n", yaml::scalar(recipe.name));
   if (!recipe.sources.empty()) {
     out += "sources:\n";
     for (const auto& source : recipe.sources)
-      out += fmt::format("  - {}\n", scalar(source));
+      out += fmt::format("  - {}\n", yaml::scalar(source));
   }
   if (!recipe.default_components.empty()) {
     out += "default-components:\n";
     for (const auto& c : recipe.default_components)
-      out += fmt::format("  - {}\n", scalar(c));
+      out += fmt::format("  - {}\n", yaml::scalar(c));
   }
   if (!recipe.replaces.empty()) {
-    out += fmt::format("replaces: {}\n",
-                       flow_list(recipe.replaces, [](const std::string& v) { return scalar(v); }));
+    out += fmt::format("replaces: {}\n", flow_list(recipe.replaces, [](const std::string& v) {
+                         return yaml::scalar(v);
+                       }));
   }
   out += "versions:\n";
   for (const auto& version : recipe.versions) {
-    out += fmt::format("  - version: {}\n", scalar(version.version.original()));
+    out += fmt::format("  - version: {}\n", yaml::scalar(version.version.original()));
     if (version.release_date) {
-      out += fmt::format("    release-date: {}\n", scalar(*version.release_date));
+      out += fmt::format("    release-date: {}\n", yaml::scalar(*version.release_date));
     }
     out += "    builds:\n";
     for (const auto& build : version.builds)
@@ -430,7 +409,7 @@ std::string write_artifacts(const RecipeVersion& version, ArtifactSet set) {
   if (set == ArtifactSet::offline && !version.components.empty()) {
     body += "components:\n";
     for (const auto& c : version.components)
-      body += fmt::format("  {}: {}\n", c.name, scalar(c.version));
+      body += fmt::format("  {}: {}\n", c.name, yaml::scalar(c.version));
   }
   std::string artifacts;
   for (const auto& build : version.builds) {
@@ -440,7 +419,7 @@ std::string write_artifacts(const RecipeVersion& version, ArtifactSet set) {
   }
   if (!artifacts.empty()) body += "artifacts:\n" + artifacts;
   if (body.empty()) return {};
-  return fmt::format("{}version: {}\n{}", kHeader, scalar(version.version.original()), body);
+  return fmt::format("{}version: {}\n{}", kHeader, yaml::scalar(version.version.original()), body);
 }
 
 Result<Recipe> read_facts(std::string_view text, std::string_view file) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <optional>
 
@@ -283,6 +284,32 @@ Result<std::vector<Entry>> entries_of(const YAML::Node& mapping, const Source& s
     entries.push_back({key.Scalar(), key, pair.second});
   }
   return entries;
+}
+
+namespace {
+bool is_yaml_keyword(std::string_view text) {
+  for (std::string_view word : {"null", "true", "false", "yes", "no", "on", "off", "y", "n"}) {
+    if (text::iequals(text, word)) return true;
+  }
+  return false;
+}
+}  // namespace
+
+std::string scalar(std::string_view text) {
+  const bool plain =
+      !text.empty() && std::isalpha(static_cast<unsigned char>(text.front())) &&
+      text.find(": ") == std::string_view::npos && text.find(" #") == std::string_view::npos &&
+      text.back() != ':' && text.back() != ' ' && !is_yaml_keyword(text) &&
+      std::all_of(text.begin(), text.end(), [](char c) {
+        return std::isprint(static_cast<unsigned char>(c)) != 0 && c != '"' && c != '\\';
+      });
+  if (plain) return std::string(text);
+  std::string quoted = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') quoted += '\\';
+    quoted += c;
+  }
+  return quoted + '"';
 }
 
 std::string quoted_list(std::span<const std::string_view> names) {

@@ -64,6 +64,12 @@ struct Entry {
 [[nodiscard]] Result<std::vector<Entry>> entries_of(const YAML::Node& mapping, const Source& source,
                                                     std::string_view section);
 
+// A scalar as envkit writes YAML: plain where YAML reads it back as the same
+// string in block context (`torch <2.2,>=2.1`, `https://...`), double-quoted
+// otherwise (versions such as `12.4` that YAML would read as numbers, specs
+// starting with `>` or `!`, `yes`/`no`, text with `: ` or ` #`).
+[[nodiscard]] std::string scalar(std::string_view text);
+
 // `a`, `b` and `c`, each in backticks: for hints that list the choices.
 [[nodiscard]] std::string quoted_list(std::span<const std::string_view> names);
 
