@@ -10,7 +10,8 @@ namespace {
 const std::string kEmpty;
 }
 
-Result<Table> Table::parse(std::string_view text, std::string_view file) {
+Result<Table> Table::parse(std::string_view text, std::string_view file,
+                           std::initializer_list<std::string_view> required) {
   std::vector<Row> records;
   Row current{1, {}};
   std::string cell;
@@ -69,12 +70,22 @@ Result<Table> Table::parse(std::string_view text, std::string_view file) {
     return Error::input("empty CSV file: expected a header line").at({std::string(file)});
 
   Table table;
+  table.file_ = std::string(file);
   table.header_ = std::move(records.front().cells);
   for (std::size_t i = 0; i < table.header_.size(); ++i)
     table.index_.emplace(table.header_[i], i);
   table.rows_.assign(std::make_move_iterator(records.begin() + 1),
                      std::make_move_iterator(records.end()));
+  for (const auto column : required) {
+    if (!table.has_column(column)) {
+      return Error::input(fmt::format("missing column `{}`", column)).at({std::string(file), 1, 0});
+    }
+  }
   return table;
+}
+
+Error Table::row_error(const Row& row, std::string message) const {
+  return std::move(Error::input(std::move(message)).at({file_, row.line, 0}));
 }
 
 const std::string& Table::at(const Row& row, std::string_view column) const {

@@ -49,7 +49,7 @@ struct Sheet {
     return table.at(row, column);
   }
   Error error_at(const csv::Row& row, std::string message) const {
-    return std::move(Error::input(std::move(message)).at({file, row.line}));
+    return table.row_error(row, std::move(message));
   }
   Result<Version> version(const csv::Row& row, std::string_view column) const {
     const auto text = text::trim(cell(row, column));
@@ -79,14 +79,8 @@ struct Sheet {
 };
 
 Result<Sheet> read_sheet(CsvSource source, std::initializer_list<std::string_view> columns) {
-  auto table = csv::Table::parse(source.text, source.file);
+  auto table = csv::Table::parse(source.text, source.file, columns);
   if (!table) return std::move(table).error();
-  for (auto column : columns) {
-    if (!table->has_column(column)) {
-      return Error::input(fmt::format("no column {}", text::quoted(column)))
-          .at({std::string(source.file), 1});
-    }
-  }
   return Sheet{std::move(table).value(), std::string(source.file)};
 }
 

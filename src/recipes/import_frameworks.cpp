@@ -71,21 +71,9 @@ VersionSpec same_major_from(const Version& tested) {
   return spec_from(fmt::format(">={},<{}", lowest, tested.major() + 1));
 }
 
-Error row_error(std::string_view file, const csv::Row& row, std::string message) {
-  auto error = Error::input(std::move(message));
-  error.at({std::string(file), row.line, 0});
-  return error;
-}
-
 Result<csv::Table> parse_table(const UpstreamText& source,
                                std::initializer_list<std::string_view> columns) {
-  auto table = csv::Table::parse(source.text, source.file);
-  if (!table) return std::move(table).error();
-  for (const auto column : columns) {
-    if (table->has_column(column)) continue;
-    return Error::input(fmt::format("{}: missing column {}", source.file, text::quoted(column)));
-  }
-  return table;
+  return csv::Table::parse(source.text, source.file, columns);
 }
 
 Result<Version> parse_version_cell(std::string_view cell, std::string_view what) {
@@ -317,14 +305,13 @@ Result<std::vector<TorchMatrixRow>> read_release_matrix(const UpstreamText& sour
   for (const auto& row : table->rows()) {
     auto parsed = parse_matrix_row(*table, row);
     if (!parsed) {
-      return row_error(source.file, row, "cannot read the release matrix row")
+      return table->row_error(row, "cannot read the release matrix row")
           .because(parsed.error().message());
     }
     if (listed_before(rows, parsed->version)) {
-      return row_error(source.file, row,
-                       "torch " + parsed->version.original() + " is listed twice");
+      return table->row_error(row, "torch " + parsed->version.original() + " is listed twice");
     }
-    if (parsed->cuda.empty()) return row_error(source.file, row, "the row names no CUDA build");
+    if (parsed->cuda.empty()) return table->row_error(row, "the row names no CUDA build");
     rows.push_back(std::move(*parsed));
   }
   return rows;
@@ -396,7 +383,7 @@ Result<std::vector<TorchArchRow>> read_arch_matrix(const UpstreamText& source) {
     if (is_plan_row(*table, row)) continue;
     auto parsed = parse_arch_row(*table, row);
     if (!parsed) {
-      return row_error(source.file, row, "cannot read the CUDA arch matrix row")
+      return table->row_error(row, "cannot read the CUDA arch matrix row")
           .because(parsed.error().message());
     }
     rows.push_back(std::move(*parsed));
@@ -441,12 +428,11 @@ Result<std::vector<TorchRelease>> read_previous_versions(const UpstreamText& sou
   for (const auto& row : table->rows()) {
     auto parsed = parse_previous_row(*table, row);
     if (!parsed) {
-      return row_error(source.file, row, "cannot read the previous-versions row")
+      return table->row_error(row, "cannot read the previous-versions row")
           .because(parsed.error().message());
     }
     if (listed_before(releases, parsed->version)) {
-      return row_error(source.file, row,
-                       "torch " + parsed->version.original() + " is listed twice");
+      return table->row_error(row, "torch " + parsed->version.original() + " is listed twice");
     }
     releases.push_back(std::move(*parsed));
   }
@@ -605,12 +591,12 @@ Result<void> read_tensorflow_table(const UpstreamText& source, Platform platform
   for (const auto& row : table->rows()) {
     auto parsed = parse_tensorflow_row(*table, row, platform);
     if (!parsed) {
-      return row_error(source.file, row, "cannot read the tested-build row")
+      return table->row_error(row, "cannot read the tested-build row")
           .because(parsed.error().message());
     }
     auto& recipe = parsed->gpu_package ? out.tensorflow_gpu : out.tensorflow;
     auto added = add_tensorflow_build(recipe, *parsed);
-    if (!added) return row_error(source.file, row, added.error().message());
+    if (!added) return table->row_error(row, added.error().message());
   }
   out.tensorflow.sources.emplace_back(source.file);
   out.tensorflow_gpu.sources.emplace_back(source.file);

@@ -21,18 +21,11 @@ const Version kOldest = Version::from_release({1, 2, 11});
 const Version kNewest = Version::from_release({1, 3, 1});
 
 constexpr std::array kPlatforms = {Platform::linux_x86_64, Platform::linux_aarch64};
-constexpr std::array<std::string_view, 3> kColumns = {"version", "url", "sha256"};
 
 bool is_sha256(std::string_view hex) {
   return hex.size() == 64 && std::all_of(hex.begin(), hex.end(), [](char c) {
            return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
          });
-}
-
-Error row_error(std::string_view file, const csv::Row& row, std::string message) {
-  auto error = Error::input(std::move(message));
-  error.at({std::string(file), row.line, 0});
-  return error;
 }
 
 Result<Build> source_build(const csv::Table& table, const csv::Row& row) {
@@ -63,28 +56,23 @@ Result<Build> source_build(const csv::Table& table, const csv::Row& row) {
 }  // namespace
 
 Result<Recipe> import_zlib(std::string_view csv_text, std::string_view file) {
-  auto table = csv::Table::parse(csv_text, file);
+  auto table = csv::Table::parse(csv_text, file, {"version", "url", "sha256"});
   if (!table) return std::move(table).error();
-  for (const auto column : kColumns) {
-    if (!table->has_column(column)) {
-      return Error::input(fmt::format("{}: missing column {}", file, text::quoted(column)));
-    }
-  }
   Recipe recipe{
       .name = "zlib", .sources = {std::string(file)}, .default_components = {}, .versions = {}};
   for (const auto& row : table->rows()) {
     auto version = Version::parse(table->at(row, "version"));
     if (!version) {
-      return row_error(file, row, "cannot read the zlib version")
+      return table->row_error(row, "cannot read the zlib version")
           .because(version.error().message());
     }
     if (*version < kOldest || *version > kNewest) continue;
     if (recipe.find(*version) != nullptr) {
-      return row_error(file, row, "zlib " + version->original() + " is listed twice");
+      return table->row_error(row, "zlib " + version->original() + " is listed twice");
     }
     auto build = source_build(*table, row);
     if (!build) {
-      return row_error(file, row, "cannot read the zlib row").because(build.error().message());
+      return table->row_error(row, "cannot read the zlib row").because(build.error().message());
     }
     recipe.versions.push_back(RecipeVersion{.version = *version, .builds = {std::move(*build)}});
   }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
@@ -21,7 +22,12 @@ struct Row {
 class Table {
  public:
   // `file` names the source in errors (`file:line:column: unterminated quote`).
-  [[nodiscard]] static Result<Table> parse(std::string_view text, std::string_view file);
+  // Each of `required` must be a column of the header (`file:1: missing column `x``).
+  [[nodiscard]] static Result<Table> parse(std::string_view text, std::string_view file,
+                                           std::initializer_list<std::string_view> required = {});
+
+  // An input error located at `row` (`file:line: message`).
+  [[nodiscard]] Error row_error(const Row& row, std::string message) const;
 
   [[nodiscard]] const std::vector<std::string>& header() const { return header_; }
   [[nodiscard]] const std::vector<Row>& rows() const { return rows_; }
@@ -31,6 +37,7 @@ class Table {
   [[nodiscard]] bool has_column(std::string_view column) const;
 
  private:
+  std::string file_;
   std::vector<std::string> header_;
   std::map<std::string, std::size_t, std::less<>> index_;
   std::vector<Row> rows_;

@@ -34,3 +34,12 @@ TEST_CASE("CSV errors name file, line and column", "[core][csv]") {
   REQUIRE_FALSE(empty);
   CHECK(empty.error().headline() == "e.csv: empty CSV file: expected a header line");
 }
+
+TEST_CASE("CSV tables check required columns and locate row errors", "[core][csv]") {
+  auto missing = Table::parse("a,b\n1,2\n", "t.csv", {"a", "c"});
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().headline() == "t.csv:1: missing column `c`");
+  auto table = Table::parse("a,b\n1,2\n3,4\n", "t.csv", {"a", "b"});
+  REQUIRE(table);
+  CHECK(table->row_error(table->rows()[1], "bad row").headline() == "t.csv:3: bad row");
+}

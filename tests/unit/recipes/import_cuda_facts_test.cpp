@@ -275,7 +275,7 @@ TEST_CASE("broken fact tables are input errors naming the file", "[nvidia][facts
         add_min_drivers(cuda, {"cuda_version,min_driver_linux\n12.4.1,550\n", "t.csv"});
     REQUIRE_FALSE(result.ok());
     CHECK(result.error().code() == ErrorCode::input);
-    CHECK(result.error().headline() == "t.csv:1: no column `min_driver_windows`");
+    CHECK(result.error().headline() == "t.csv:1: missing column `min_driver_windows`");
   }
   SECTION("a bad digest, with its line") {
     const auto result = envkit::recipes::import_cuda_runfiles(
