@@ -87,7 +87,10 @@ TEST_CASE("recipes import nvidia-redist writes a database with a mirror base URL
   CHECK(fs::exists(dir.path() / "db" / "cudnn.yaml"));
   const auto show = run_envkit({.args = {"--recipes", db, "recipes", "show", "cuda", "--json"}});
   REQUIRE(show.exit_code == 0);
-  for (const auto& a : json::parse(show.out).at("versions").at(0).at("artifacts")) {
+  const json shown = json::parse(show.out);
+  const auto& artifacts = shown.at("versions").at(0).at("artifacts");
+  REQUIRE(artifacts.size() >= 3);
+  for (const auto& a : artifacts) {
     CHECK_THAT(a.at("url").get<std::string>(), Catch::StartsWith("https://mirror.example/nvidia/"));
   }
   // A second import adds to the database instead of replacing it.

@@ -1,0 +1,135 @@
+#include "support/http_server.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <stdexcept>
+#include <thread>
+
+#include "envkit/sys/process.hpp"
+
+namespace envkit::test {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::optional<fs::path> nginx_binary() {
+  if (auto on_path = sys::find_on_path("nginx")) return on_path;
+  if (fs::exists("/usr/sbin/nginx")) return fs::path("/usr/sbin/nginx");
+  return std::nullopt;
+}
+
+// A port the kernel just handed out; nginx binds it right after.
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    ::close(fd);
+    throw std::runtime_error("cannot find a free port");
+  }
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+bool accepts_connections(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  ::close(fd);
+  return ok;
+}
+
+// One process (master_process off) as the calling user, everything under `dir`.
+std::string config(const fs::path& dir, const fs::path& root, int port) {
+  const std::string d = dir.string();
+  return "daemon off;\nmaster_process off;\nworker_processes 1;\n"
+         "pid " +
+         d + "/nginx.pid;\nerror_log " + d +
+         "/error.log;\n"
+         "events { worker_connections 64; }\n"
+         "http {\n  access_log off;\n"
+         "  client_body_temp_path " +
+         d + "/client;\n  proxy_temp_path " + d +
+         "/proxy;\n"
+         "  fastcgi_temp_path " +
+         d + "/fastcgi;\n  uwsgi_temp_path " + d +
+         "/uwsgi;\n"
+         "  scgi_temp_path " +
+         d +
+         "/scgi;\n"
+         "  types { application/json json; text/html html; }\n"
+         "  default_type application/octet-stream;\n"
+         "  server {\n    listen 127.0.0.1:" +
+         std::to_string(port) +
+         ";\n"
+         "    root " +
+         root.string() + ";\n    index index.json index.html;\n  }\n}\n";
+}
+
+}  // namespace
+
+bool StaticHttpServer::available() {
+  return nginx_binary().has_value();
+}
+
+StaticHttpServer::StaticHttpServer(fs::path root) {
+  const auto nginx = nginx_binary();
+  if (!nginx) throw std::runtime_error("nginx is not installed (scripts/setup installs it)");
+  for (int attempt = 0; attempt < 3 && pid_ < 0; ++attempt) {
+    port_ = free_port();
+    const fs::path conf = work_.write("nginx.conf", config(work_.path(), root, port_));
+    const std::string binary = nginx->string(), prefix = work_.path().string(),
+                      conf_path = conf.string();
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::execl(binary.c_str(), binary.c_str(), "-p", prefix.c_str(), "-c", conf_path.c_str(),
+              static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    for (int i = 0; i < 100; ++i) {
+      if (accepts_connections(port_)) {
+        pid_ = pid;
+        break;
+      }
+      if (::waitpid(pid, nullptr, WNOHANG) == pid) break;  // exited: port taken, try another
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (pid_ < 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  }
+  if (pid_ < 0) {
+    std::ifstream log(work_.path() / "error.log");
+    std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    throw std::runtime_error("nginx did not start: " + text);
+  }
+}
+
+StaticHttpServer::~StaticHttpServer() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGTERM);
+    ::waitpid(pid_, nullptr, 0);
+  }
+}
+
+std::string StaticHttpServer::url(std::string_view path) const {
+  return "http://127.0.0.1:" + std::to_string(port_) + std::string(path);
+}
+
+}  // namespace envkit::test
