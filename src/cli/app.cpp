@@ -37,7 +37,8 @@ void add_global_options(CLI::App& app, GlobalOptions& options) {
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->option_text("WHEN");
   app.add_option("--recipes", options.recipes,
-                 fmt::format("Recipe database directory (default: installed database, then ${})",
+                 fmt::format("Recipe database directory (default: ${}, else the database "
+                             "installed with envkit)",
                              env::kRecipes.name))
       ->option_text("DIR");
   app.add_option("--cache-dir", options.cache_dir,

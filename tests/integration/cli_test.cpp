@@ -20,8 +20,19 @@ TEST_CASE("envkit --help lists the commands and exit codes", "[cli]") {
 }
 
 TEST_CASE("every command has --help", "[cli]") {
-  for (auto args : std::vector<std::vector<std::string>>{
-           {"init", "--help"}, {"debug", "--help"}, {"debug", "specs", "--help"}}) {
+  for (auto args :
+       std::vector<std::vector<std::string>>{{"init", "--help"},
+                                             {"debug", "--help"},
+                                             {"debug", "specs", "--help"},
+                                             {"recipes", "--help"},
+                                             {"recipes", "list", "--help"},
+                                             {"recipes", "show", "--help"},
+                                             {"recipes", "check", "--help"},
+                                             {"recipes", "import", "--help"},
+                                             {"recipes", "import", "nvidia-redist", "--help"},
+                                             {"recipes", "import", "pypi-nvidia", "--help"},
+                                             {"recipes", "import", "pypi-torch", "--help"},
+                                             {"recipes", "import", "upstream", "--help"}}) {
     INFO(args[0]);
     const auto r = run_envkit({.args = args});
     CHECK(r.exit_code == 0);
