@@ -76,9 +76,9 @@ Result<Table> Table::parse(std::string_view text, std::string_view file,
     table.index_.emplace(table.header_[i], i);
   table.rows_.assign(std::make_move_iterator(records.begin() + 1),
                      std::make_move_iterator(records.end()));
-  for (const auto column : required) {
-    if (!table.has_column(column)) {
-      return Error::input(fmt::format("missing column `{}`", column)).at({std::string(file), 1, 0});
+  for (const auto name : required) {
+    if (!table.has_column(name)) {
+      return Error::input(fmt::format("missing column `{}`", name)).at({std::string(file), 1, 0});
     }
   }
   return table;
