@@ -17,4 +17,11 @@ execute_process(COMMAND "${PREFIX}/bin/envkit" --version OUTPUT_VARIABLE version
 if(NOT run_result EQUAL 0 OR NOT version MATCHES "^envkit [0-9]+\\.[0-9]+\\.[0-9]+")
   message(FATAL_ERROR "installed envkit --version failed: ${run_result} ${version}")
 endif()
+# The installed binary reads the database installed beside it, and it is consistent.
+execute_process(COMMAND ${CMAKE_COMMAND} -E env --unset=ENVKIT_RECIPES
+                        "${PREFIX}/bin/envkit" recipes check
+                ERROR_VARIABLE check_output RESULT_VARIABLE check_result)
+if(NOT check_result EQUAL 0 OR NOT check_output MATCHES "share/envkit/recipes: 7 packages")
+  message(FATAL_ERROR "installed envkit does not read its installed database: ${check_output}")
+endif()
 file(REMOVE_RECURSE "${PREFIX}")
