@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "envkit/core/text.hpp"
+#include "envkit/core/url.hpp"
 #include "envkit/net/fetch.hpp"
 #include "envkit/recipes/database.hpp"
 #include "envkit/recipes/import_nvidia_redist.hpp"
@@ -104,7 +105,7 @@ int run_import_pypi(Context& context, const std::optional<std::string>& index) {
   const std::string index_url =
       index.value_or(recipes::pip_index_url(recipes::PipIndexSettings::from_environment()));
   context.console.info(
-      fmt::format("asking {} for NVIDIA's CUDA and cuDNN wheels", net::redact_url(index_url)));
+      fmt::format("asking {} for NVIDIA's CUDA and cuDNN wheels", url::redacted(index_url)));
   auto imported = recipes::import_pypi_nvidia(*cuda, *cudnn,
                                               {.index_url = index_url, .fetch = fetch_index_page});
   if (!imported) return report(context, imported.error());
@@ -155,7 +156,7 @@ int run_import_pypi_torch(Context& context, const std::optional<std::string>& in
   const std::string index_url =
       index.value_or(recipes::pip_index_url(recipes::PipIndexSettings::from_environment()));
   context.console.info(
-      fmt::format("asking {} for torch's patch releases", net::redact_url(index_url)));
+      fmt::format("asking {} for torch's patch releases", url::redacted(index_url)));
   auto imported =
       recipes::import_pypi_torch(*tables, {.index_url = index_url, .fetch = fetch_index_page});
   if (!imported) return report(context, imported.error());

@@ -10,6 +10,7 @@
 
 #include "envkit/core/env_vars.hpp"
 #include "envkit/core/text.hpp"
+#include "envkit/core/url.hpp"
 
 namespace envkit::net {
 
@@ -167,11 +168,11 @@ bool is_tls_failure(CURLcode code) {
 }
 
 Error transfer_error(const std::string& url, const Attempt& attempt, int tries) {
-  Error error = Error::failed("cannot fetch " + text::quoted(redact_url(url)));
+  Error error = Error::failed("cannot fetch " + text::quoted(url::redacted(url)));
   if (attempt.too_large) return error.because("the response is larger than the limit");
   // libcurl's detail may quote the URL; never let it carry the credentials out.
   std::string reason = attempt.detail.empty() ? curl_easy_strerror(attempt.code) : attempt.detail;
-  const std::string redacted = redact_url(url);
+  const std::string redacted = url::redacted(url);
   if (redacted != url) {
     for (auto at = reason.find(url); at != std::string::npos; at = reason.find(url))
       reason.replace(at, url.size(), redacted);
@@ -194,20 +195,6 @@ std::chrono::milliseconds next_delay(std::chrono::milliseconds delay, const Atte
 
 }  // namespace
 
-std::string redact_url(std::string_view url) {
-  const auto scheme_end = url.find("://");
-  if (scheme_end == std::string_view::npos) return std::string(url);
-  const auto authority_begin = scheme_end + 3;
-  const auto authority_end = url.find_first_of("/?#", authority_begin);
-  const auto authority = url.substr(authority_begin, authority_end == std::string_view::npos
-                                                         ? std::string_view::npos
-                                                         : authority_end - authority_begin);
-  const auto at = authority.rfind('@');
-  if (at == std::string_view::npos) return std::string(url);
-  return std::string(url.substr(0, authority_begin)) + "***" +
-         std::string(url.substr(authority_begin + at));
-}
-
 Result<Response> fetch(const std::string& url, const FetchOptions& options) {
   const int attempts = std::max(options.attempts, 1);
   auto delay = options.first_retry_delay;
@@ -226,7 +213,7 @@ Result<std::string> fetch_text(const std::string& url, const FetchOptions& optio
   auto response = fetch(url, options);
   if (!response) return std::move(response).error();
   if (response->status < 200 || response->status > 299) {
-    return Error::failed("cannot fetch " + text::quoted(redact_url(url)))
+    return Error::failed("cannot fetch " + text::quoted(url::redacted(url)))
         .because(fmt::format("the server answered HTTP {}", response->status));
   }
   return std::move(response->body);

@@ -11,6 +11,7 @@
 
 #include "envkit/core/env_vars.hpp"
 #include "envkit/core/text.hpp"
+#include "envkit/core/url.hpp"
 #include "envkit/sys/fs.hpp"
 
 namespace envkit::recipes {
@@ -26,32 +27,6 @@ constexpr std::string_view kAcceptHeader =
     "text/html; q=0.01";
 
 // ---------------------------------------------------------------- URLs
-
-std::size_t authority_begin(std::string_view url) {
-  const auto scheme_end = url.find("://");
-  return scheme_end == std::string_view::npos ? std::string_view::npos : scheme_end + 3;
-}
-
-std::size_t authority_end(std::string_view url, std::size_t begin) {
-  const auto end = url.find_first_of("/?#", begin);
-  return end == std::string_view::npos ? url.size() : end;
-}
-
-// `url` with its user:password@ replaced (by "***@" for messages, by nothing
-// for URLs written into the database, where credentials never belong).
-std::string replace_userinfo(std::string_view url, std::string_view replacement) {
-  const auto begin = authority_begin(url);
-  if (begin == std::string_view::npos) return std::string(url);
-  const auto end = authority_end(url, begin);
-  const auto at = url.substr(begin, end - begin).rfind('@');
-  if (at == std::string_view::npos) return std::string(url);
-  return std::string(url.substr(0, begin)) + std::string(replacement) +
-         std::string(url.substr(begin + at + 1));
-}
-
-std::string redacted(std::string_view url) {
-  return replace_userinfo(url, "***@");
-}
 
 bool has_scheme(std::string_view ref) {
   const auto colon = ref.find(':');
@@ -85,10 +60,10 @@ std::string remove_dot_segments(std::string_view path) {
 // `ref` resolved against `base`, as a browser would (absolute, //host, /path, relative).
 std::string resolve_url(std::string_view base, std::string_view ref) {
   if (has_scheme(ref)) return std::string(ref);
-  const auto begin = authority_begin(base);
+  const auto begin = url::authority_begin(base);
   if (begin == std::string_view::npos) return std::string(ref);
   if (ref.starts_with("//")) return std::string(base.substr(0, begin - 2)) + std::string(ref);
-  const auto origin_end = authority_end(base, begin);
+  const auto origin_end = url::authority_end(base, begin);
   const auto origin = base.substr(0, origin_end);
   if (ref.starts_with("/")) return std::string(origin) + remove_dot_segments(ref);
   auto path = base.substr(origin_end);
@@ -140,7 +115,7 @@ bool is_lower_hex(std::string_view text, std::size_t length) {
 // Splits "https://host/x.whl#sha256=abc" into the URL and its hash.
 void take_url_and_fragment_hash(std::string_view href, std::string_view page_url, IndexFile& file) {
   const auto hash = href.find('#');
-  file.url = replace_userinfo(resolve_url(page_url, href.substr(0, hash)), "");
+  file.url = url::without_credentials(resolve_url(page_url, href.substr(0, hash)));
   if (hash == std::string_view::npos) return;
   const auto fragment = href.substr(hash + 1);
   const auto equals = fragment.find('=');
@@ -180,8 +155,9 @@ IndexFile json_file(const json& entry, std::string_view page_url) {
 }
 
 Error page_error(std::string_view page_url, std::string cause) {
-  return std::move(Error::failed("cannot read the index page " + text::quoted(redacted(page_url)))
-                       .because(std::move(cause)));
+  return std::move(
+      Error::failed("cannot read the index page " + text::quoted(url::redacted(page_url)))
+          .because(std::move(cause)));
 }
 
 Result<std::vector<IndexFile>> parse_json_page(std::string_view body, std::string_view page_url) {
@@ -533,7 +509,7 @@ std::string project_url(std::string_view index_url, std::string_view project) {
 
 void add_source(Recipe& recipe, std::string_view index_url) {
   if (recipe.versions.empty()) return;
-  recipe.sources.push_back("wheels: " + redacted(index_url) + " (PEP 691/503 simple API)");
+  recipe.sources.push_back("wheels: " + url::redacted(index_url) + " (PEP 691/503 simple API)");
   canonicalize(recipe);
 }
 
@@ -642,10 +618,6 @@ std::optional<WheelProject> cudnn_build_wheel(std::string_view build_id) {
     }
   }
   return std::nullopt;
-}
-
-std::string redact_index_url(std::string_view url) {
-  return redacted(url);
 }
 
 Result<std::optional<std::vector<IndexFile>>> fetch_project_files(const PypiImportOptions& options,

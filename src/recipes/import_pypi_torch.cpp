@@ -7,6 +7,7 @@
 #include <map>
 
 #include "envkit/core/text.hpp"
+#include "envkit/core/url.hpp"
 #include "envkit/recipes/import_frameworks.hpp"
 
 namespace envkit::recipes {
@@ -153,7 +154,7 @@ Result<std::optional<TorchWheelPins>> read_pins(const PypiImportOptions& options
     return std::optional<TorchWheelPins>{};
   }
   if (response->status < 200 || response->status > 299) {
-    return Error::failed("cannot read the wheel metadata " + text::quoted(redact_index_url(url)))
+    return Error::failed("cannot read the wheel metadata " + text::quoted(url::redacted(url)))
         .because(fmt::format("the server answered HTTP {}", response->status));
   }
   return std::optional(parse_torch_wheel_pins(response->body));
@@ -252,8 +253,8 @@ Result<PypiTorchImport> import_pypi_torch(const Recipe& torch, const PypiImportO
   auto files = fetch_project_files(options, kProject);
   if (!files) return std::move(files).error();
   if (!*files) {
-    return Error::failed(fmt::format("the index {} has no project {}",
-                                     redact_index_url(options.index_url), kProject));
+    return Error::failed(
+        fmt::format("the index {} has no project {}", url::redacted(options.index_url), kProject));
   }
   for (const auto& minor : torch.versions) {
     if (minor.version.release().size() != 2) continue;
@@ -264,7 +265,7 @@ Result<PypiTorchImport> import_pypi_torch(const Recipe& torch, const PypiImportO
   if (!result.torch.versions.empty()) {
     result.torch.sources.push_back(fmt::format(
         "patch releases and CUDA/cuDNN pins: {} ({} wheels' PEP 658 metadata, Requires-Dist)",
-        redact_index_url(options.index_url), kProject));
+        url::redacted(options.index_url), kProject));
   }
   canonicalize(result.torch);
   return result;

@@ -51,7 +51,4 @@ struct Response {
 [[nodiscard]] Result<std::string> fetch_text(const std::string& url,
                                              const FetchOptions& options = {});
 
-// `url` with any user:password@ replaced by ***@, fit for messages and logs.
-[[nodiscard]] std::string redact_url(std::string_view url);
-
 }  // namespace envkit::net

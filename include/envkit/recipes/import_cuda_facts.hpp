@@ -21,10 +21,7 @@
 namespace envkit::recipes {
 
 // One CSV table and how the caller names it (for errors and provenance).
-struct CsvSource {
-  std::string_view text;
-  std::string_view file;
-};
+using CsvSource = SourceText;
 
 // nvidia-driver-compat/cuda_toolkit_driver_versions.csv (NVIDIA release notes
 // Table 3): Build.min_driver per platform, linux-x86_64 and linux-aarch64 from

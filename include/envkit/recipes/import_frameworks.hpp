@@ -14,10 +14,7 @@
 namespace envkit::recipes {
 
 // The text of one upstream file and the name errors use for it.
-struct UpstreamText {
-  std::string_view text;
-  std::string_view file;
-};
+using UpstreamText = SourceText;
 
 // The CUDA versions a build made with CUDA `tested` works with. From CUDA 11 on
 // NVIDIA keeps minor-version compatibility within a major: `>=11.8,<12`. Before

@@ -123,9 +123,6 @@ struct PypiImport {
   std::size_t artifacts = 0;         // wheel artifacts, all platforms
 };
 
-// `url` with its user:password@ shown as `***@`, for messages and notes.
-[[nodiscard]] std::string redact_index_url(std::string_view url);
-
 // The files the index lists for `project` (one page, asked with pip's Accept
 // header), or nullopt when the index has no such project (404, 410).
 [[nodiscard]] Result<std::optional<std::vector<IndexFile>>> fetch_project_files(

@@ -108,6 +108,13 @@ struct Recipe {
   [[nodiscard]] const RecipeVersion* find(const specs::Version& version) const;
 };
 
+// The text of one upstream file and the name it goes by inside the upstream
+// folder (for errors and Recipe::sources). Importers take these, never paths.
+struct SourceText {
+  std::string_view text;
+  std::string_view file;
+};
+
 // Overlays `update` onto `base`: versions are matched by version, builds by id,
 // artifacts by (platform, component, kind); facts `update` gives replace the
 // old ones, facts it leaves out are kept. Versions of `base` that `update.replaces`
