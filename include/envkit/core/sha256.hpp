@@ -1,0 +1,36 @@
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+// SHA-256, streaming (OpenSSL EVP behind it; no OpenSSL type in this header).
+namespace envkit::core {
+
+class Sha256 {
+ public:
+  Sha256();
+  ~Sha256();
+  Sha256(Sha256&&) noexcept;
+  Sha256& operator=(Sha256&&) noexcept;
+  Sha256(const Sha256&) = delete;
+  Sha256& operator=(const Sha256&) = delete;
+
+  void update(std::span<const std::byte> bytes);
+  void update(std::string_view text);
+  // The digest as 64 lowercase hex digits; the object starts over afterwards.
+  [[nodiscard]] std::string hex_digest();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// The sha256 of `text` as 64 lowercase hex digits.
+[[nodiscard]] std::string sha256_hex(std::string_view text);
+
+}  // namespace envkit::core

@@ -1,0 +1,94 @@
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "envkit/core/result.hpp"
+#include "envkit/recipes/recipe.hpp"
+#include "envkit/specs/platform.hpp"
+#include "envkit/specs/version.hpp"
+
+// The lock file model (docs/lockfile.md): what `envkit lock` chose, exactly,
+// per platform, with every artifact `envkit install` will fetch. The text form
+// is canonical: the same Lockfile always writes the same bytes.
+namespace envkit::lock {
+
+inline constexpr int kFormatVersion = 1;
+inline constexpr std::string_view kFileName = "envkit.lock";
+
+// The facts about the machines the lock was solved for.
+struct SystemAssumptions {
+  // Where the facts came from: "manifest" (its `system:` section), "override"
+  // (ENVKIT_OVERRIDE_*), "host" (the probe), or "none" (nothing known).
+  std::string source;
+  // The NVIDIA driver(s): a specifier for a fleet (">=390.30") or one driver
+  // ("535.104.05"); absent when no driver was known (no driver constraint).
+  std::optional<std::string> driver;
+  std::vector<specs::ComputeCapability> cuda_arch;  // sorted, unique
+  std::optional<std::string> glibc;                 // specifier or version
+  friend bool operator==(const SystemAssumptions&, const SystemAssumptions&) = default;
+};
+
+struct LockedPackage {
+  std::string name;        // canonical package name
+  specs::Version version;  // original() is what is written (8.9.7.29, 450.80.02)
+  std::string build;       // build id (`cu121`, `cuda12`); empty when the version has one build
+  // Set when the machine provides the package (`external:` in the manifest):
+  // what the manifest said (`3.6.9`, `system`, `/usr/bin/python3.6`). No artifacts.
+  std::optional<std::string> external;
+  // The build's requirements as the recipe states them (package -> spec text, "" = any).
+  std::map<std::string, std::string> requires_;
+  // Sorted by (component, kind, url). Artifacts of other platforms never appear here.
+  std::vector<recipes::Artifact> artifacts;
+  friend bool operator==(const LockedPackage&, const LockedPackage&) = default;
+};
+
+struct PlatformLock {
+  specs::Platform platform = specs::Platform::linux_x86_64;
+  std::vector<LockedPackage> packages;  // sorted by name
+  friend bool operator==(const PlatformLock&, const PlatformLock&) = default;
+};
+
+struct Lockfile {
+  int version = kFormatVersion;
+  // "sha256:<hex>" of the manifest's content (manifest::content_hash): comments
+  // and formatting do not count.
+  std::string manifest_hash;
+  // Recipe package -> "sha256:<hex>" of the database files the lock read for it.
+  std::map<std::string, std::string> recipes;
+  SystemAssumptions system;
+  std::vector<PlatformLock> platforms;  // sorted by platform name
+  friend bool operator==(const Lockfile&, const Lockfile&) = default;
+};
+
+// Sorts everything into the canonical order (platforms, packages, artifacts,
+// cuda_arch) so that write() is deterministic whatever order values came in.
+void canonicalize(Lockfile& lockfile);
+
+// The canonical YAML text: fixed key order, sorted lists, LF, final newline,
+// a header comment. canonicalize() is applied to a copy first.
+[[nodiscard]] std::string write(const Lockfile& lockfile);
+
+// Parses lock text; errors are ErrorCode::input and name file:line:column.
+// A lock of a newer format major than kFormatVersion is refused with a hint to
+// upgrade envkit.
+[[nodiscard]] Result<Lockfile> parse(std::string_view text, std::string_view file);
+[[nodiscard]] Result<Lockfile> load(const std::filesystem::path& path);
+
+// What differs between a lock and the inputs it should have been made from.
+struct Staleness {
+  std::vector<std::string> reasons;  // one sentence each, e.g. "the manifest changed"
+  [[nodiscard]] bool stale() const { return !reasons.empty(); }
+};
+
+// Compares the lock's hashes with the current manifest hash and the current
+// recipe hashes (package -> "sha256:<hex>", for the packages the lock lists).
+// Reasons name the package (`recipe \`cuda\` changed`) or the manifest.
+[[nodiscard]] Staleness compare(const Lockfile& lockfile, std::string_view manifest_hash,
+                                const std::map<std::string, std::string>& recipe_hashes);
+
+}  // namespace envkit::lock

@@ -1,0 +1,62 @@
+#include "envkit/core/sha256.hpp"
+
+#include <openssl/evp.h>
+
+#include <stdexcept>
+
+namespace envkit::core {
+
+namespace {
+struct ContextDeleter {
+  void operator()(EVP_MD_CTX* context) const { EVP_MD_CTX_free(context); }
+};
+}  // namespace
+
+struct Sha256::State {
+  std::unique_ptr<EVP_MD_CTX, ContextDeleter> context{EVP_MD_CTX_new()};
+
+  void start() {
+    if (!context || EVP_DigestInit_ex(context.get(), EVP_sha256(), nullptr) != 1) {
+      throw std::runtime_error("OpenSSL could not start a sha256 digest");
+    }
+  }
+};
+
+Sha256::Sha256() : state_(std::make_unique<State>()) { state_->start(); }
+Sha256::~Sha256() = default;
+Sha256::Sha256(Sha256&&) noexcept = default;
+Sha256& Sha256::operator=(Sha256&&) noexcept = default;
+
+void Sha256::update(std::span<const std::byte> bytes) {
+  if (bytes.empty()) return;
+  if (EVP_DigestUpdate(state_->context.get(), bytes.data(), bytes.size()) != 1) {
+    throw std::runtime_error("OpenSSL sha256 update failed");
+  }
+}
+
+void Sha256::update(std::string_view text) { update(std::as_bytes(std::span(text))); }
+
+std::string Sha256::hex_digest() {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  unsigned int length = 0;
+  if (EVP_DigestFinal_ex(state_->context.get(), digest.data(), &length) != 1) {
+    throw std::runtime_error("OpenSSL sha256 final failed");
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(2 * length);
+  for (unsigned int i = 0; i < length; ++i) {
+    out += kHex[digest[i] >> 4];
+    out += kHex[digest[i] & 0x0f];
+  }
+  state_->start();
+  return out;
+}
+
+std::string sha256_hex(std::string_view text) {
+  Sha256 hash;
+  hash.update(text);
+  return hash.hex_digest();
+}
+
+}  // namespace envkit::core
