@@ -66,7 +66,8 @@ struct Lockfile {
 };
 
 // Sorts everything into the canonical order (platforms, packages, artifacts,
-// cuda_arch) so that write() is deterministic whatever order values came in.
+// cuda_arch) so that write() is deterministic whatever order values came in,
+// and gives each artifact the platform of the entry that holds it.
 void canonicalize(Lockfile& lockfile);
 
 // The canonical YAML text: fixed key order, sorted lists, LF, final newline,

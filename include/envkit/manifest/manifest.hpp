@@ -78,6 +78,13 @@ struct FrameworkText {
 // without `name:` is named after the folder it is in.
 [[nodiscard]] Result<Manifest> load(const std::filesystem::path& path);
 
+// "sha256:<64 hex>" of the manifest's content: every value that influences
+// solving and locking, in a canonical form, so comments, key order, quoting and
+// whitespace do not count, and specifiers count as normalized (`12.1` and
+// `==12.1.*` are one). The lock records it (docs/lockfile.md). Hash what load()
+// returns: it names a manifest without `name:` after its folder.
+[[nodiscard]] std::string content_hash(const Manifest& manifest);
+
 inline constexpr std::string_view kFileName = "envkit.yaml";
 
 }  // namespace envkit::manifest

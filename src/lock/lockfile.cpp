@@ -1,0 +1,696 @@
+#include "envkit/lock/lockfile.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <exception>
+#include <functional>
+#include <tuple>
+#include <utility>
+
+#include "envkit/core/text.hpp"
+#include "envkit/core/url.hpp"
+#include "envkit/specs/version_spec.hpp"
+#include "envkit/sys/fs.hpp"
+#include "yaml_source.hpp"
+
+namespace envkit::lock {
+
+namespace {
+
+namespace fs = std::filesystem;
+using recipes::Artifact;
+using yaml::Entry;
+using yaml::Source;
+
+constexpr std::string_view kHeader =
+    "# envkit.lock: written by `envkit lock` from envkit.yaml. Do not edit by hand;\n"
+    "# rerun `envkit lock`. Format: docs/lockfile.md\n";
+
+// Where the system facts came from (SystemAssumptions::source).
+constexpr std::string_view kSources[] = {"manifest", "override", "host", "none"};
+
+constexpr std::string_view kHashPrefix = "sha256:";
+
+bool is_sha256(std::string_view text) {
+  return text.size() == 64 && std::all_of(text.begin(), text.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+bool is_prefixed_hash(std::string_view text) {
+  return text.starts_with(kHashPrefix) && is_sha256(text.substr(kHashPrefix.size()));
+}
+
+bool has_credentials(std::string_view url) {
+  return url::without_credentials(url) != url;
+}
+
+// ------------------------------------------------------------------ writing
+
+// Hashes are always quoted, whatever digit they start with, so that every
+// hash of the file reads alike; anything else (a hash no reader would accept)
+// goes through the ordinary quoting.
+std::string hash_scalar(std::string_view hash) {
+  const bool simple = std::all_of(hash.begin(), hash.end(), [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || c == ':';
+  });
+  return simple ? fmt::format("\"{}\"", hash) : yaml::scalar(hash);
+}
+
+template <class Range, class Format>
+std::string flow_list(const Range& items, Format format) {
+  std::string out = "[";
+  bool first = true;
+  for (const auto& item : items) {
+    if (!first) out += ", ";
+    out += format(item);
+    first = false;
+  }
+  return out + "]";
+}
+
+void write_system(std::string& out, const SystemAssumptions& system) {
+  out += "system:\n";
+  out += fmt::format("  source: {}\n", yaml::scalar(system.source));
+  if (system.driver) out += fmt::format("  driver: {}\n", yaml::scalar(*system.driver));
+  if (!system.cuda_arch.empty()) {
+    out += fmt::format("  cuda-arch: {}\n", flow_list(system.cuda_arch, [](const auto& cc) {
+                         return yaml::scalar(cc.to_string());
+                       }));
+  }
+  if (system.glibc) out += fmt::format("  glibc: {}\n", yaml::scalar(*system.glibc));
+}
+
+void write_artifact(std::string& out, const Artifact& a) {
+  constexpr std::string_view in = "            ";
+  out += fmt::format("          - component: {}\n", yaml::scalar(a.component));
+  out += fmt::format("{}kind: {}\n", in, recipes::to_string(a.kind));
+  out += fmt::format("{}format: {}\n", in, yaml::scalar(a.format));
+  out += fmt::format("{}layout: {}\n", in, recipes::to_string(a.layout));
+  if (!a.wheel_root.empty())
+    out += fmt::format("{}wheel-root: {}\n", in, yaml::scalar(a.wheel_root));
+  // Credentials never reach a lock file: it is committed and shared.
+  out += fmt::format("{}url: {}\n", in, yaml::scalar(url::without_credentials(a.url)));
+  out += fmt::format("{}sha256: {}\n", in, hash_scalar(a.sha256));
+  if (a.size) out += fmt::format("{}size: {}\n", in, *a.size);
+}
+
+void write_package(std::string& out, const LockedPackage& package) {
+  constexpr std::string_view in = "        ";
+  out += fmt::format("      - name: {}\n", yaml::scalar(package.name));
+  out += fmt::format("{}version: {}\n", in, yaml::scalar(package.version.original()));
+  if (!package.build.empty()) out += fmt::format("{}build: {}\n", in, yaml::scalar(package.build));
+  if (package.external) out += fmt::format("{}external: {}\n", in, yaml::scalar(*package.external));
+  if (!package.requires_.empty()) {
+    out += fmt::format("{}requires:\n", in);
+    for (const auto& [name, spec] : package.requires_)
+      out += fmt::format("{}  {}: {}\n", in, yaml::scalar(name), yaml::scalar(spec));
+  }
+  if (!package.artifacts.empty()) {
+    out += fmt::format("{}artifacts:\n", in);
+    for (const auto& artifact : package.artifacts)
+      write_artifact(out, artifact);
+  }
+}
+
+void write_platform(std::string& out, const PlatformLock& platform) {
+  out += fmt::format("  - platform: {}\n", specs::to_string(platform.platform));
+  if (platform.packages.empty()) {
+    out += "    packages: []\n";
+    return;
+  }
+  out += "    packages:\n";
+  for (const auto& package : platform.packages)
+    write_package(out, package);
+}
+
+// ------------------------------------------------------------------ reading
+
+// Where a value is; a missing value (`key:` and nothing) has no place of its
+// own, so its key stands in.
+SourceLocation where(const Source& source, const Entry& entry) {
+  return source.at(entry.value.IsNull() ? entry.key_node : entry.value);
+}
+
+Error wrong(std::string_view what, std::string_view expected, const YAML::Node& found,
+            SourceLocation location) {
+  return Error::input(fmt::format("{}: expected {}, found {}", text::quoted(what), expected,
+                                  yaml::describe(found)))
+      .at(std::move(location));
+}
+
+Error wrong(const Source& source, const Entry& entry, std::string_view what,
+            std::string_view expected) {
+  return wrong(what, expected, entry.value, where(source, entry));
+}
+
+// A located copy of an error from specs, which knows no files, prefixed with
+// the key it is about.
+Error located(const Error& cause, std::string_view what, SourceLocation location) {
+  Error error = Error::input(fmt::format("{}: {}", text::quoted(what), cause.message()));
+  error.at(std::move(location));
+  for (const auto& because : cause.causes())
+    error.because(because);
+  for (const auto& hint : cause.hints())
+    error.hint(hint);
+  return error;
+}
+
+std::string path_of(std::string_view section, std::string_view key) {
+  return fmt::format("{}.{}", section, key);
+}
+
+// One key of a mapping: whether it must be there, and how to read it.
+struct Key {
+  std::string_view name;
+  bool required;
+  std::function<Result<void>(const Entry&)> read;
+};
+
+// Reads the entries of `node` through `keys`: unknown keys get a did-you-mean,
+// and the first required key that is missing is named, at `missing_at`, as
+// "<what> needs `key:`". `section` names the mapping in messages ("" at the top).
+Result<void> read_mapping(const Source& source, const YAML::Node& node,
+                          const SourceLocation& node_at, std::string_view section,
+                          std::string_view what, const SourceLocation& missing_at,
+                          const std::vector<Key>& keys) {
+  if (!node.IsMap()) return wrong(section, "a mapping", node, node_at);
+  auto entries = yaml::entries_of(node, source, section);
+  if (!entries) return entries.error();
+  std::vector<bool> seen(keys.size(), false);
+  for (const auto& entry : *entries) {
+    const auto it = std::find_if(keys.begin(), keys.end(),
+                                 [&](const Key& key) { return key.name == entry.key; });
+    if (it == keys.end()) {
+      std::vector<std::string_view> names;
+      for (const auto& key : keys)
+        names.push_back(key.name);
+      const std::string in_section = section.empty() ? "" : " in " + text::quoted(section);
+      Error error =
+          Error::input(fmt::format("unknown key {}{}", text::quoted(entry.key), in_section));
+      error.at(source.at(entry.key_node));
+      if (auto guess = text::did_you_mean(entry.key, names)) {
+        return error.hint(fmt::format("did you mean {}?", text::quoted(*guess)));
+      }
+      const std::string of_section = section.empty() ? "" : " of " + text::quoted(section);
+      return error.hint(fmt::format("the keys{} are {}", of_section, yaml::quoted_list(names)));
+    }
+    seen[static_cast<std::size_t>(it - keys.begin())] = true;
+    if (auto read = it->read(entry); !read) return read;
+  }
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (keys[i].required && !seen[i]) {
+      return Error::input(fmt::format("{} needs `{}:`", what, keys[i].name)).at(missing_at);
+    }
+  }
+  return {};
+}
+
+// A list whose items are each read by `item`; a missing value (`key:` and
+// nothing) is an empty list.
+Result<void> read_list(const Source& source, const Entry& entry, std::string_view what,
+                       const std::function<Result<void>(const YAML::Node&)>& item) {
+  if (entry.value.IsNull()) return {};
+  if (!entry.value.IsSequence()) return wrong(source, entry, what, "a list");
+  for (const auto& node : entry.value) {
+    if (auto read = item(node); !read) return read;
+  }
+  return {};
+}
+
+Result<std::string> read_text(const Source& source, const Entry& entry, std::string_view what,
+                              std::string_view expected = "a string") {
+  if (!entry.value.IsScalar() || entry.value.Scalar().empty()) {
+    return wrong(source, entry, what, expected);
+  }
+  return entry.value.Scalar();
+}
+
+// `version: 1`: the format of the lock.
+Result<int> read_format(const Source& source, const Entry& entry) {
+  constexpr std::string_view expected = "a lock format number such as `1`";
+  if (!entry.value.IsScalar()) return wrong(source, entry, "version", expected);
+  const std::string& written = entry.value.Scalar();
+  const bool digits = !written.empty() && std::all_of(written.begin(), written.end(),
+                                                      [](char c) { return c >= '0' && c <= '9'; });
+  if (!digits) return wrong(source, entry, "version", expected);
+  int format = 0;
+  const auto [end, error] =
+      std::from_chars(written.data(), written.data() + written.size(), format);
+  if (error == std::errc::result_out_of_range ||
+      (error == std::errc{} && format > kFormatVersion)) {
+    return Error::input(fmt::format("lock format {} is newer than this envkit understands ({})",
+                                    written, kFormatVersion))
+        .at(source.at(entry.value))
+        .hint("the lock was written by a newer envkit: upgrade envkit to read it");
+  }
+  if (error != std::errc{} || end != written.data() + written.size() || format < 1) {
+    return wrong(source, entry, "version", expected);
+  }
+  return format;
+}
+
+// `sha256:<64 lowercase hex>`.
+Result<std::string> read_prefixed_hash(const Source& source, const Entry& entry,
+                                       std::string_view what) {
+  if (!entry.value.IsScalar() || !is_prefixed_hash(entry.value.Scalar())) {
+    return wrong(source, entry, what, "`sha256:` and 64 lowercase hex digits");
+  }
+  return entry.value.Scalar();
+}
+
+Result<void> read_recipes(const Source& source, const Entry& entry, Lockfile& lock) {
+  if (entry.value.IsNull()) return {};
+  if (!entry.value.IsMap()) {
+    return wrong(source, entry, "recipes", "a mapping of packages to recipe hashes");
+  }
+  auto recipes = yaml::entries_of(entry.value, source, "recipes");
+  if (!recipes) return recipes.error();
+  for (const auto& recipe : *recipes) {
+    auto hash = read_prefixed_hash(source, recipe, path_of("recipes", recipe.key));
+    if (!hash) return hash.error();
+    lock.recipes.emplace(recipe.key, *std::move(hash));
+  }
+  return {};
+}
+
+// A driver or glibc fact: a specifier (`>=2.28`) or a version (`535.104.05`).
+Result<std::string> read_fact(const Source& source, const Entry& entry, std::string_view what) {
+  auto written = read_text(source, entry, what, "a version specifier or a version");
+  if (!written) return written.error();
+  auto spec = specs::VersionSpec::parse(*written, specs::SpecSyntax::envkit);
+  if (!spec) return located(spec.error(), what, source.at(entry.value));
+  return written;
+}
+
+Result<void> read_system(const Source& source, const Entry& entry, SystemAssumptions& system) {
+  return read_mapping(
+      source, entry.value, where(source, entry), "system", "`system`", where(source, entry),
+      {{"source", true,
+        [&](const Entry& e) -> Result<void> {
+          constexpr std::string_view expected = "`manifest`, `override`, `host` or `none`";
+          if (!e.value.IsScalar() || std::find(std::begin(kSources), std::end(kSources),
+                                               e.value.Scalar()) == std::end(kSources)) {
+            return wrong(source, e, "system.source", expected);
+          }
+          system.source = e.value.Scalar();
+          return {};
+        }},
+       {"driver", false,
+        [&](const Entry& e) -> Result<void> {
+          auto driver = read_fact(source, e, "system.driver");
+          if (!driver) return driver.error();
+          system.driver = *std::move(driver);
+          return {};
+        }},
+       {"cuda-arch", false,
+        [&](const Entry& e) {
+          return read_list(
+              source, e, "system.cuda-arch", [&](const YAML::Node& item) -> Result<void> {
+                auto cc = specs::ComputeCapability::parse(item.IsScalar() ? item.Scalar() : "");
+                if (!cc) return located(cc.error(), "system.cuda-arch", source.at(item));
+                system.cuda_arch.push_back(*cc);
+                return {};
+              });
+        }},
+       {"glibc", false, [&](const Entry& e) -> Result<void> {
+          auto glibc = read_fact(source, e, "system.glibc");
+          if (!glibc) return glibc.error();
+          system.glibc = *std::move(glibc);
+          return {};
+        }}});
+}
+
+Result<Artifact> read_artifact(const Source& source, const YAML::Node& node) {
+  Artifact a;
+  const auto text_field = [&](std::string& field) {
+    return [&](const Entry& e) -> Result<void> {
+      auto value = read_text(source, e, e.key);
+      if (!value) return value.error();
+      field = *std::move(value);
+      return {};
+    };
+  };
+  auto read = read_mapping(
+      source, node, source.at(node), "artifacts", "an artifact", source.at(node),
+      {{"component", true, text_field(a.component)},
+       {"kind", true,
+        [&](const Entry& e) -> Result<void> {
+          auto kind = recipes::parse_artifact_kind(e.value.IsScalar() ? e.value.Scalar() : "");
+          if (!kind) return wrong(source, e, "kind", "archive, wheel, runfile or source");
+          a.kind = *kind;
+          return {};
+        }},
+       {"format", true, text_field(a.format)},
+       {"layout", true,
+        [&](const Entry& e) -> Result<void> {
+          auto layout = recipes::parse_layout(e.value.IsScalar() ? e.value.Scalar() : "");
+          if (!layout) {
+            return wrong(source, e, "layout",
+                         "nvidia-redist, cudnn-legacy, python-standalone, nvidia-wheel, "
+                         "source-tree or none");
+          }
+          a.layout = *layout;
+          return {};
+        }},
+       {"wheel-root", false, text_field(a.wheel_root)},
+       {"url", true,
+        [&](const Entry& e) -> Result<void> {
+          auto value = read_text(source, e, "url", "a URL");
+          if (!value) return value.error();
+          if (has_credentials(*value)) {
+            return Error::input(fmt::format("`url`: {} holds credentials, which a lock file never "
+                                            "does",
+                                            text::quoted(url::redacted(*value))))
+                .at(source.at(e.value))
+                .hint(
+                    "remove the `user:password@` part: the lock is committed and shared, and "
+                    "`envkit lock` writes URLs without credentials");
+          }
+          a.url = *std::move(value);
+          return {};
+        }},
+       {"sha256", true,
+        [&](const Entry& e) -> Result<void> {
+          if (!e.value.IsScalar() || !is_sha256(e.value.Scalar())) {
+            return wrong(source, e, "sha256", "64 lowercase hex digits");
+          }
+          a.sha256 = e.value.Scalar();
+          return {};
+        }},
+       {"size", false, [&](const Entry& e) -> Result<void> {
+          std::uint64_t size = 0;
+          const std::string& s = e.value.IsScalar() ? e.value.Scalar() : std::string();
+          const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), size);
+          if (s.empty() || ec != std::errc() || ptr != s.data() + s.size()) {
+            return wrong(source, e, "size", "a number of bytes");
+          }
+          a.size = size;
+          return {};
+        }}});
+  if (!read) return read.error();
+  return a;
+}
+
+Result<LockedPackage> read_package(const Source& source, const YAML::Node& node,
+                                   YAML::Mark& name_mark) {
+  LockedPackage package{.name = {},
+                        .version = specs::Version::from_release({0}),
+                        .build = {},
+                        .external = {},
+                        .requires_ = {},
+                        .artifacts = {}};
+  auto read = read_mapping(
+      source, node, source.at(node), "packages", "a package", source.at(node),
+      {{"name", true,
+        [&](const Entry& e) -> Result<void> {
+          auto name = read_text(source, e, "name", "a package name");
+          if (!name) return name.error();
+          package.name = *std::move(name);
+          name_mark = e.value.Mark();
+          return {};
+        }},
+       {"version", true,
+        [&](const Entry& e) -> Result<void> {
+          if (!e.value.IsScalar()) return wrong(source, e, "version", "a version");
+          auto version = specs::Version::parse(e.value.Scalar());
+          if (!version) return located(version.error(), "version", source.at(e.value));
+          package.version = *std::move(version);
+          return {};
+        }},
+       {"build", false,
+        [&](const Entry& e) -> Result<void> {
+          auto build = read_text(source, e, "build", "a build id");
+          if (!build) return build.error();
+          package.build = *std::move(build);
+          return {};
+        }},
+       {"external", false,
+        [&](const Entry& e) -> Result<void> {
+          auto external = read_text(source, e, "external", "a version, `system` or a path");
+          if (!external) return external.error();
+          package.external = *std::move(external);
+          return {};
+        }},
+       {"requires", false,
+        [&](const Entry& e) -> Result<void> {
+          if (e.value.IsNull()) return {};
+          if (!e.value.IsMap()) {
+            return wrong(source, e, "requires", "a mapping of packages to version specifiers");
+          }
+          auto requirements = yaml::entries_of(e.value, source, "requires");
+          if (!requirements) return requirements.error();
+          for (const auto& requirement : *requirements) {
+            const std::string what = path_of("requires", requirement.key);
+            const YAML::Node& value = requirement.value;
+            if (!value.IsNull() && !value.IsScalar()) {
+              return wrong(source, requirement, what, "a version specifier");
+            }
+            const std::string spec_text = value.IsNull() ? "" : value.Scalar();
+            if (auto spec = specs::VersionSpec::parse(spec_text); !spec) {
+              return located(spec.error(), what, where(source, requirement));
+            }
+            package.requires_.emplace(requirement.key, spec_text);
+          }
+          return {};
+        }},
+       {"artifacts", false, [&](const Entry& e) {
+          return read_list(source, e, "artifacts", [&](const YAML::Node& item) -> Result<void> {
+            auto artifact = read_artifact(source, item);
+            if (!artifact) return artifact.error();
+            package.artifacts.push_back(*std::move(artifact));
+            return {};
+          });
+        }}});
+  if (!read) return read.error();
+  return package;
+}
+
+Result<PlatformLock> read_platform(const Source& source, const YAML::Node& node,
+                                   YAML::Mark& platform_mark) {
+  PlatformLock platform;
+  std::vector<YAML::Mark> name_marks;  // where each package's name is written
+  auto read = read_mapping(
+      source, node, source.at(node), "platforms", "a platform entry", source.at(node),
+      {{"platform", true,
+        [&](const Entry& e) -> Result<void> {
+          if (!e.value.IsScalar()) return wrong(source, e, "platform", "a platform");
+          auto parsed = specs::parse_platform(e.value.Scalar());
+          if (!parsed) {
+            Error error = parsed.error();
+            error.at(source.at(e.value));
+            return error;
+          }
+          platform.platform = *parsed;
+          platform_mark = e.value.Mark();
+          return {};
+        }},
+       {"packages", true, [&](const Entry& e) {
+          return read_list(source, e, "packages", [&](const YAML::Node& item) -> Result<void> {
+            YAML::Mark name_mark;
+            auto package = read_package(source, item, name_mark);
+            if (!package) return package.error();
+            platform.packages.push_back(*std::move(package));
+            name_marks.push_back(name_mark);
+            return {};
+          });
+        }}});
+  if (!read) return read.error();
+  // Checked once the platform is known, whatever order the keys came in.
+  std::map<std::string, int> first_line;
+  for (std::size_t i = 0; i < platform.packages.size(); ++i) {
+    const std::string& name = platform.packages[i].name;
+    const SourceLocation at = source.at(name_marks[i]);
+    const auto [previous, inserted] = first_line.emplace(name, at.line);
+    if (!inserted) {
+      return Error::input(fmt::format("duplicate package {} in platform {} (first on line {})",
+                                      text::quoted(name),
+                                      text::quoted(specs::to_string(platform.platform)),
+                                      previous->second))
+          .at(at)
+          .hint(fmt::format("a platform locks one version of {}", text::quoted(name)));
+    }
+  }
+  // The enclosing platform says where each artifact belongs.
+  for (auto& package : platform.packages) {
+    for (auto& artifact : package.artifacts)
+      artifact.platform = platform.platform;
+  }
+  return platform;
+}
+
+Result<void> read_platforms(const Source& source, const Entry& entry, Lockfile& lock) {
+  std::map<specs::Platform, int> first_line;
+  return read_list(source, entry, "platforms", [&](const YAML::Node& item) -> Result<void> {
+    YAML::Mark platform_mark;
+    auto platform = read_platform(source, item, platform_mark);
+    if (!platform) return platform.error();
+    const SourceLocation at = source.at(platform_mark);
+    const auto [previous, inserted] = first_line.emplace(platform->platform, at.line);
+    if (!inserted) {
+      return Error::input(fmt::format("duplicate platform {} (first on line {})",
+                                      text::quoted(specs::to_string(platform->platform)),
+                                      previous->second))
+          .at(at)
+          .hint("a lock has one entry per platform");
+    }
+    lock.platforms.push_back(*std::move(platform));
+    return {};
+  });
+}
+
+Result<Lockfile> read_lock(const Source& source) {
+  auto document = yaml::load_document(source);
+  if (!document) return document.error();
+  const YAML::Node& root = *document;
+  if (root.IsNull()) {
+    return Error::input("the lock file is empty")
+        .at(source.whole_file())
+        .hint("run `envkit lock` to write it");
+  }
+  if (!root.IsMap()) {
+    return Error::input(fmt::format("expected a mapping of lock keys such as `version:`, found {}",
+                                    yaml::describe(root)))
+        .at(source.at(root));
+  }
+  // The format comes first: a newer lock may have keys this envkit does not know.
+  auto entries = yaml::entries_of(root, source, "");
+  if (!entries) return entries.error();
+  for (const auto& entry : *entries) {
+    if (entry.key != "version") continue;
+    if (auto format = read_format(source, entry); !format) return format.error();
+  }
+
+  Lockfile lock;
+  auto read = read_mapping(
+      source, root, source.at(root), "", "a lock", source.whole_file(),
+      {{"version", true,
+        [&](const Entry& e) -> Result<void> {
+          auto format = read_format(source, e);
+          if (!format) return format.error();
+          lock.version = *format;
+          return {};
+        }},
+       {"manifest-hash", true,
+        [&](const Entry& e) -> Result<void> {
+          auto hash = read_prefixed_hash(source, e, "manifest-hash");
+          if (!hash) return hash.error();
+          lock.manifest_hash = *std::move(hash);
+          return {};
+        }},
+       {"recipes", true, [&](const Entry& e) { return read_recipes(source, e, lock); }},
+       {"system", true, [&](const Entry& e) { return read_system(source, e, lock.system); }},
+       {"platforms", true, [&](const Entry& e) { return read_platforms(source, e, lock); }}});
+  if (!read) return read.error();
+  return lock;
+}
+
+}  // namespace
+
+void canonicalize(Lockfile& lockfile) {
+  auto& arch = lockfile.system.cuda_arch;
+  std::sort(arch.begin(), arch.end());
+  arch.erase(std::unique(arch.begin(), arch.end()), arch.end());
+  std::stable_sort(lockfile.platforms.begin(), lockfile.platforms.end(),
+                   [](const PlatformLock& a, const PlatformLock& b) {
+                     return specs::to_string(a.platform) < specs::to_string(b.platform);
+                   });
+  for (auto& platform : lockfile.platforms) {
+    std::stable_sort(
+        platform.packages.begin(), platform.packages.end(),
+        [](const LockedPackage& a, const LockedPackage& b) { return a.name < b.name; });
+    for (auto& package : platform.packages) {
+      for (auto& artifact : package.artifacts)
+        artifact.platform = platform.platform;
+      std::stable_sort(
+          package.artifacts.begin(), package.artifacts.end(),
+          [](const Artifact& a, const Artifact& b) {
+            return std::make_tuple(std::string_view(a.component), recipes::to_string(a.kind),
+                                   std::string_view(a.url)) <
+                   std::make_tuple(std::string_view(b.component), recipes::to_string(b.kind),
+                                   std::string_view(b.url));
+          });
+    }
+  }
+}
+
+std::string write(const Lockfile& lockfile) {
+  Lockfile lock = lockfile;
+  canonicalize(lock);
+  std::string out(kHeader);
+  out += fmt::format("version: {}\n", lock.version);
+  out += fmt::format("manifest-hash: {}\n", hash_scalar(lock.manifest_hash));
+  if (lock.recipes.empty()) {
+    out += "recipes: {}\n";
+  } else {
+    out += "recipes:\n";
+    for (const auto& [name, hash] : lock.recipes)
+      out += fmt::format("  {}: {}\n", yaml::scalar(name), hash_scalar(hash));
+  }
+  write_system(out, lock.system);
+  if (lock.platforms.empty()) {
+    out += "platforms: []\n";
+  } else {
+    out += "platforms:\n";
+    for (const auto& platform : lock.platforms)
+      write_platform(out, platform);
+  }
+  return out;
+}
+
+Result<Lockfile> parse(std::string_view text, std::string_view file) {
+  const Source source(text, file);
+  // yaml-cpp reports through exceptions; none may leave this module.
+  try {
+    return read_lock(source);
+  } catch (const std::exception& exception) {
+    return Error::internal(fmt::format("cannot read the lock: {}", exception.what()))
+        .at(source.whole_file());
+  }
+}
+
+Result<Lockfile> load(const fs::path& path) {
+  std::error_code error;
+  if (!fs::exists(path, error) && !error) {
+    return Error::input(fmt::format("{} does not exist", path.string()))
+        .hint("run `envkit lock` to write it");
+  }
+  auto text = sys::read_file(path);
+  if (!text) return text.error();
+  return parse(*text, path.string());
+}
+
+Staleness compare(const Lockfile& lockfile, std::string_view manifest_hash,
+                  const std::map<std::string, std::string>& recipe_hashes) {
+  Staleness staleness;
+  if (lockfile.manifest_hash != manifest_hash) {
+    staleness.reasons.push_back(
+        "the manifest changed since the lock was written (envkit.yaml content hash differs)");
+  }
+  // Both maps are sorted by name: walk them together, in name order.
+  auto locked = lockfile.recipes.begin();
+  auto current = recipe_hashes.begin();
+  while (locked != lockfile.recipes.end() || current != recipe_hashes.end()) {
+    if (current == recipe_hashes.end() ||
+        (locked != lockfile.recipes.end() && locked->first < current->first)) {
+      staleness.reasons.push_back(fmt::format("recipe {} is no longer in the recipe database",
+                                              text::quoted(locked->first)));
+      ++locked;
+    } else if (locked == lockfile.recipes.end() || current->first < locked->first) {
+      staleness.reasons.push_back(fmt::format("recipe {} is new", text::quoted(current->first)));
+      ++current;
+    } else {
+      if (locked->second != current->second) {
+        staleness.reasons.push_back(
+            fmt::format("recipe {} changed in the recipe database", text::quoted(locked->first)));
+      }
+      ++locked;
+      ++current;
+    }
+  }
+  return staleness;
+}
+
+}  // namespace envkit::lock
