@@ -108,6 +108,8 @@ int run(int argc, char** argv) {
 
   Commands commands;
   register_init(app, commands);
+  register_lock(app, commands);
+  register_why(app, commands);
   register_recipes(app, commands);
   register_debug(app, commands);
 

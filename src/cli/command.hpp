@@ -20,6 +20,8 @@ using Commands = std::vector<Command>;
 void register_init(CLI::App& root, Commands& out);
 void register_debug(CLI::App& root, Commands& out);
 void register_recipes(CLI::App& root, Commands& out);
+void register_lock(CLI::App& root, Commands& out);
+void register_why(CLI::App& root, Commands& out);
 
 // Prints `error` (and, with --json, {"error": ...} on stdout); returns its exit code.
 int report(const Context& context, const Error& error);

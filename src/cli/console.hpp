@@ -2,6 +2,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "envkit/core/error.hpp"
 
@@ -19,6 +20,10 @@ class Console {
   void detail(std::string_view text) const;  // only with -v
   void warn(std::string_view text) const;
   void error(const Error& error) const;  // always shown
+  // An error that is an answer (an unsatisfiable manifest): `error: headline`,
+  // the explanation's sentences indented below it, then `hint:` lines.
+  void explanation(std::string_view headline, const std::vector<std::string>& lines,
+                   const std::vector<std::string>& hints) const;
 
   [[nodiscard]] bool color() const { return color_; }
 

@@ -31,6 +31,13 @@ json build_json(const recipes::RecipeVersion& version, const recipes::Build& bui
   json requires_ = json::object();
   for (const auto& [package, spec] : build.requires_)
     requires_[package] = spec.to_string();
+  json only_on = json::object();
+  for (const auto& [package, platforms] : build.requires_only_on) {
+    json list = json::array();
+    for (auto p : platforms)
+      list.push_back(specs::to_string(p));
+    only_on[package] = list;
+  }
   json system = json::object();
   const auto drivers = [](const auto& map) {
     json out = json::object();
@@ -68,6 +75,7 @@ json build_json(const recipes::RecipeVersion& version, const recipes::Build& bui
               {"requires", requires_},
               {"system", system},
               {"artifacts", artifacts}};
+  if (!only_on.empty()) out["requires_only_on"] = only_on;
   if (!build.id.empty()) out["build"] = build.id;
   if (!build.tested.empty()) out["tested"] = build.tested;
   if (!version.components.empty()) {
@@ -83,7 +91,15 @@ std::string describe_build(const recipes::RecipeVersion& version, const recipes:
   std::string out = fmt::format("{}{}\n", version.version.original(),
                                 build.id.empty() ? "" : " [" + build.id + "]");
   for (const auto& [package, spec] : build.requires_) {
-    out += fmt::format("  requires {} {}\n", package, spec.empty() ? "(any)" : spec.to_string());
+    std::string only_on;
+    if (const auto it = build.requires_only_on.find(package); it != build.requires_only_on.end()) {
+      std::vector<std::string> platforms;
+      for (auto p : it->second)
+        platforms.emplace_back(specs::to_string(p));
+      only_on = fmt::format(" on {} only", text::join(platforms, ", "));
+    }
+    out += fmt::format("  requires {} {}{}\n", package, spec.empty() ? "(any)" : spec.to_string(),
+                       only_on);
   }
   for (const auto& [package, tested] : build.tested) {
     out += fmt::format("  tested with {} {}\n", package, tested);

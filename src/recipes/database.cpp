@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <set>
+#include <string>
 
 #include "envkit/core/env_vars.hpp"
+#include "envkit/core/sha256.hpp"
 #include "envkit/core/text.hpp"
 #include "envkit/sys/fs.hpp"
 
@@ -36,6 +38,34 @@ Result<Recipe> read_facts_file(const fs::path& path, std::string_view name) {
         .hint(fmt::format("a facts file is named after its package: {}.yaml", recipe->name));
   }
   return recipe;
+}
+
+Error unknown_package(std::string_view name, const fs::path& dir,
+                      const std::vector<std::string>& names) {
+  Error error =
+      Error::input(fmt::format("no recipe for {} in {}", text::quoted(name), dir.string()));
+  const std::vector<std::string_view> known(names.begin(), names.end());
+  if (auto guess = text::did_you_mean(name, known)) {
+    error.hint(fmt::format("did you mean {}?", text::quoted(*guess)));
+  }
+  return error;
+}
+
+// Hashes `relative` (a path under `dir`) into `hash` as `<path>\0<length>\0<bytes>`;
+// a file that is not there adds nothing unless `required`.
+Result<void> hash_file(core::Sha256& hash, const fs::path& dir, const fs::path& relative,
+                       bool required) {
+  const fs::path path = dir / relative;
+  std::error_code ec;
+  if (!required && !fs::exists(path, ec)) return {};
+  auto bytes = sys::read_file(path);
+  if (!bytes) return bytes.error();
+  hash.update(relative.generic_string());
+  hash.update(std::string_view("\0", 1));
+  hash.update(std::to_string(bytes->size()));
+  hash.update(std::string_view("\0", 1));
+  hash.update(*bytes);
+  return {};
 }
 
 Result<void> add_artifacts_from(const fs::path& path, Recipe& recipe) {
@@ -72,15 +102,7 @@ bool Database::contains(std::string_view name) const {
 
 Result<const Recipe*> Database::facts(std::string_view name) const {
   if (auto it = cache_.find(name); it != cache_.end()) return it->second.get();
-  if (!contains(name)) {
-    Error error =
-        Error::input(fmt::format("no recipe for {} in {}", text::quoted(name), dir_.string()));
-    const std::vector<std::string_view> known(names_.begin(), names_.end());
-    if (auto guess = text::did_you_mean(name, known)) {
-      error.hint(fmt::format("did you mean {}?", text::quoted(*guess)));
-    }
-    return error;
-  }
+  if (!contains(name)) return unknown_package(name, dir_, names_);
   auto recipe = read_facts_file(dir_ / (std::string(name) + ".yaml"), name);
   if (!recipe) return recipe.error();
   std::error_code ec;
@@ -114,6 +136,29 @@ Result<Recipe> Database::load_version(std::string_view name, const specs::Versio
   recipe.versions = {*found};
   if (auto added = add_version_files(recipe); !added) return added.error();
   return recipe;
+}
+
+Result<std::string> Database::digest(std::string_view name,
+                                     std::span<const specs::Version> versions) const {
+  if (!contains(name)) return unknown_package(name, dir_, names_);
+  const std::string package(name);
+  std::vector<std::string> files;
+  for (const auto& version : versions)
+    files.push_back(file_name_of(version));
+  std::sort(files.begin(), files.end());
+  files.erase(std::unique(files.begin(), files.end()), files.end());
+
+  core::Sha256 hash;
+  if (auto hashed = hash_file(hash, dir_, package + ".yaml", true); !hashed) return hashed.error();
+  if (auto hashed = hash_file(hash, dir_, fs::path("pypi") / (package + ".yaml"), false); !hashed) {
+    return hashed.error();
+  }
+  for (const auto& file : files) {
+    for (const fs::path& relative : {fs::path(package) / file, fs::path("pypi") / package / file}) {
+      if (auto hashed = hash_file(hash, dir_, relative, false); !hashed) return hashed.error();
+    }
+  }
+  return "sha256:" + hash.hex_digest();
 }
 
 Result<void> Database::add_version_files(Recipe& recipe) const {

@@ -54,8 +54,16 @@ specs::VersionSpec cuda_major_range(std::uint64_t major) {
 }
 
 void add_cudnn_runtime_requirements(Build& build, const specs::Version& cudnn_version) {
-  if (cudnn_version >= specs::Version::from_release({8, 3})) {
-    build.requires_.insert_or_assign("zlib", specs::VersionSpec{});
+  if (cudnn_version < specs::Version::from_release({8, 3})) return;
+  build.requires_.insert_or_assign("zlib", specs::VersionSpec{});
+  // cuDNN 9 on Windows needs no zlib; cuDNN 8 on Windows needs zlibwapi, which envkit does not
+  // model, so its zlib requirement stays on every platform.
+  if (cudnn_version >= specs::Version::from_release({9})) {
+    build.requires_only_on.insert_or_assign(
+        "zlib", std::vector<specs::Platform>{specs::Platform::linux_x86_64,
+                                             specs::Platform::linux_aarch64});
+  } else {
+    build.requires_only_on.erase("zlib");
   }
 }
 

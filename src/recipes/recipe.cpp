@@ -52,8 +52,16 @@ void sort_unique_by(std::vector<T>& items, Key key) {
 }
 
 void merge_build(Build& base, const Build& update) {
-  for (const auto& [name, spec] : update.requires_)
+  // A requirement and the platforms it applies on are one fact.
+  for (const auto& [name, spec] : update.requires_) {
     base.requires_.insert_or_assign(name, spec);
+    if (const auto only = update.requires_only_on.find(name);
+        only != update.requires_only_on.end()) {
+      base.requires_only_on.insert_or_assign(name, only->second);
+    } else {
+      base.requires_only_on.erase(name);
+    }
+  }
   for (const auto& [platform, driver] : update.min_driver) {
     base.min_driver.insert_or_assign(platform, driver);
   }
@@ -120,6 +128,19 @@ const RecipeVersion* Recipe::find(const specs::Version& version) const {
   return nullptr;
 }
 
+std::map<std::string, specs::VersionSpec> requirements_on(const Build& build,
+                                                          specs::Platform platform) {
+  std::map<std::string, specs::VersionSpec> out;
+  for (const auto& [package, spec] : build.requires_) {
+    const auto only = build.requires_only_on.find(package);
+    if (only == build.requires_only_on.end() ||
+        std::find(only->second.begin(), only->second.end(), platform) != only->second.end()) {
+      out.emplace(package, spec);
+    }
+  }
+  return out;
+}
+
 void canonicalize(Recipe& recipe) {
   std::sort(recipe.sources.begin(), recipe.sources.end());
   recipe.sources.erase(std::unique(recipe.sources.begin(), recipe.sources.end()),
@@ -130,6 +151,10 @@ void canonicalize(Recipe& recipe) {
     sort_unique_by(version.builds, [](const Build& b) { return b.id; });
     for (auto& build : version.builds) {
       std::sort(build.platforms.begin(), build.platforms.end());
+      for (auto& [package, platforms] : build.requires_only_on) {
+        std::sort(platforms.begin(), platforms.end());
+        platforms.erase(std::unique(platforms.begin(), platforms.end()), platforms.end());
+      }
       std::sort(build.cuda_arch.begin(), build.cuda_arch.end());
       build.cuda_arch.erase(std::unique(build.cuda_arch.begin(), build.cuda_arch.end()),
                             build.cuda_arch.end());

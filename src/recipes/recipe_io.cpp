@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <functional>
+#include <map>
 
 #include "envkit/core/text.hpp"
 #include "yaml_source.hpp"
@@ -56,6 +57,14 @@ void write_build(std::string& out, const Build& build) {
     out += key("requires") + "\n";
     for (const auto& [package, spec] : build.requires_) {
       out += fmt::format("{}  {}: {}\n", in, package, yaml::scalar(spec.to_string()));
+    }
+  }
+  if (!build.requires_only_on.empty()) {
+    out += key("requires-only-on") + "\n";
+    for (const auto& [package, platforms] : build.requires_only_on) {
+      out += fmt::format("{}  {}: {}\n", in, package, flow_list(platforms, [](auto p) {
+                           return std::string(specs::to_string(p));
+                         }));
     }
   }
   if (!build.tested.empty()) {
@@ -196,8 +205,32 @@ Result<void> read_string_map(
   return {};
 }
 
+// `requires-only-on:`: package -> the platforms its requirement applies on. Where
+// each package is named goes to `where`, for the check against `requires:`.
+Result<void> read_requires_only_on(const Source& source, const Entry& entry, Build& build,
+                                   std::map<std::string, SourceLocation>& where) {
+  if (!entry.value.IsMap()) return wrong(source, entry.value, entry.key, "a mapping");
+  auto entries = yaml::entries_of(entry.value, source, entry.key);
+  if (!entries) return entries.error();
+  for (const auto& e : *entries) {
+    if (!e.value.IsSequence() || e.value.size() == 0) {
+      return wrong(source, e.value, e.key, "a list of platforms");
+    }
+    std::vector<specs::Platform> platforms;
+    for (const auto& item : e.value) {
+      auto platform = read_platform(source, item);
+      if (!platform) return platform.error();
+      platforms.push_back(*platform);
+    }
+    build.requires_only_on.insert_or_assign(e.key, std::move(platforms));
+    where.insert_or_assign(e.key, source.at(e.key_node));
+  }
+  return {};
+}
+
 Result<Build> read_build(const Source& source, const YAML::Node& node) {
   Build build;
+  std::map<std::string, SourceLocation> only_on_at;
   auto read = read_mapping(
       source, node, "builds",
       {{"id",
@@ -222,6 +255,8 @@ Result<Build> read_build(const Source& source, const YAML::Node& node) {
                 return {};
               });
         }},
+       {"requires-only-on",
+        [&](const Entry& e) { return read_requires_only_on(source, e, build, only_on_at); }},
        {"tested",
         [&](const Entry& e) {
           return read_string_map(
@@ -256,6 +291,15 @@ Result<Build> read_build(const Source& source, const YAML::Node& node) {
           });
         }}});
   if (!read) return read.error();
+  for (const auto& [package, at] : only_on_at) {
+    if (!build.requires_.contains(package)) {
+      return Error::input(fmt::format("`requires-only-on` names {}, which is not in `requires`",
+                                      text::quoted(package)))
+          .at(at)
+          .hint(fmt::format("list {} under `requires:` too, or remove it here",
+                            text::quoted(package)));
+    }
+  }
   return build;
 }
 

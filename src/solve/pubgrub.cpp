@@ -146,7 +146,7 @@ class Solver {
  public:
   explicit Solver(Provider& provider) : provider_(provider) {}
 
-  Outcome run() {
+  PubGrubResult run() {
     const auto root = provider_.root();
     add(Incompatibility{{Term{root, false, VersionSet::all(1)}}, {Cause::Kind::root}});
     try {
@@ -385,11 +385,11 @@ class Solver {
   std::vector<std::vector<IncompatibilityId>> by_package_;
   std::vector<bool> introduced_;
   std::vector<Decision> decisions_;
-  Outcome outcome_;
+  PubGrubResult outcome_;
 };
 
 }  // namespace
 
-Outcome pubgrub(Provider& provider) { return Solver(provider).run(); }
+PubGrubResult pubgrub(Provider& provider) { return Solver(provider).run(); }
 
 }  // namespace envkit::solve

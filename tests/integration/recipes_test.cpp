@@ -50,6 +50,15 @@ TEST_CASE("recipes list and show answer in JSON as CLI.md says", "[cli][recipes]
   }
   CHECK(cudart_archive);
 
+  // A requirement that applies on some platforms only says which.
+  const auto cudnn = run_envkit({.args = {"--recipes", committed_recipes(), "recipes", "show",
+                                          "cudnn", "9.1.0.70", "--json"}});
+  REQUIRE(cudnn.exit_code == 0);
+  for (const auto& build : json::parse(cudnn.out).at("versions")) {
+    CHECK(build.at("requires").contains("zlib"));
+    CHECK(build.at("requires_only_on").at("zlib") == json{"linux-x86_64", "linux-aarch64"});
+  }
+
   const auto alias =
       run_envkit({.args = {"--recipes", committed_recipes(), "recipes", "show", "PyTorch", "2.1"}});
   CHECK(alias.exit_code == 0);

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,6 +37,15 @@ class Database {
   // locking or installing one version reads.
   [[nodiscard]] Result<Recipe> load_version(std::string_view name,
                                             const specs::Version& version) const;
+  // "sha256:<hex>" over the raw bytes of the database files that describe
+  // `name` for a lock: the facts file, its pypi/ overlay when present, and
+  // for each of `versions` its offline and pypi/ per-version files when
+  // present. Each file is hashed with its path relative to the database and
+  // its length, in a fixed order, so any change to those files changes it.
+  // A version's files are named by its original spelling (`8.9.7.29.yaml`);
+  // the order and repetitions of `versions` do not matter.
+  [[nodiscard]] Result<std::string> digest(std::string_view name,
+                                           std::span<const specs::Version> versions) const;
 
  private:
   // Reads the per-version files of every version `recipe` holds.

@@ -43,11 +43,11 @@ struct RedistOptions {
 //
 // cudnn: version = the `cudnn` component's version (9.1.0.70); one build per
 // CUDA major variant, id `cuda<N>`, requiring cuda `>=N,<N+1` (and zlib from
-// cuDNN 8.3 on); its platforms are where the `cudnn` component has an archive.
-// The variant is the `cuda<N>` key under each platform, or, for a manifest
-// that lists the archive directly under the platform, the `_cuda<N>` in its
-// file name (an archive without one goes to build "" with no cuda
-// requirement). default_components = {cudnn} (samples and the JIT-only
+// cuDNN 8.3 on, only on Linux from cuDNN 9 on); its platforms are where the
+// `cudnn` component has an archive. The variant is the `cuda<N>` key under
+// each platform, or, for a manifest that lists the archive directly under the
+// platform, the `_cuda<N>` in its file name (an archive without one goes to
+// build "" with no cuda requirement). default_components = {cudnn} (samples and the JIT-only
 // library are recorded, not installed by default).
 //
 // Errors are input errors naming the file: malformed JSON (file:line:column),
@@ -76,7 +76,10 @@ namespace nvidia {
 [[nodiscard]] specs::VersionSpec cuda_major_range(std::uint64_t major);
 
 // Adds what every cuDNN build needs besides CUDA: zlib (any version) from
-// cuDNN 8.3 on (NVIDIA's installation guides from 8.3.0 on list it).
+// cuDNN 8.3 on (NVIDIA's installation guides from 8.3.0 on list it). From
+// cuDNN 9 on only on Linux (NVIDIA: "Linux: Add -lz ... Windows: No additional
+// linker flags are required"); cuDNN 8.x keeps it on every platform, Windows
+// included, where it stands for the zlibwapi envkit does not model.
 void add_cudnn_runtime_requirements(Build& build, const specs::Version& cudnn_version);
 
 }  // namespace nvidia

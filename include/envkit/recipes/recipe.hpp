@@ -71,6 +71,10 @@ struct Build {
   // Requirements on other packages (canonical name -> PEP 440 spec; an empty
   // spec means any version).
   std::map<std::string, specs::VersionSpec> requires_;
+  // Requirements that apply only on some platforms (package of `requires_` ->
+  // those platforms); a requirement absent here applies on every platform.
+  // cuDNN 9 links zlib on Linux only.
+  std::map<std::string, std::vector<specs::Platform>> requires_only_on;
   // Minimum NVIDIA driver per platform (CUDA), text as upstream spells it:
   // natively (NVIDIA's toolkit/driver table) and through minor-version
   // compatibility (the family minimum: 11.x >= 450.80.02, 12.x >= 525.60.13, ...).
@@ -86,6 +90,11 @@ struct Build {
   std::vector<specs::Platform> platforms;
   std::vector<Artifact> artifacts;
 };
+
+// The requirements of `build` that apply on `platform`: those `requires_only_on`
+// does not restrict, and those it restricts to a list holding `platform`.
+[[nodiscard]] std::map<std::string, specs::VersionSpec> requirements_on(const Build& build,
+                                                                        specs::Platform platform);
 
 struct RecipeVersion {
   specs::Version version;  // original() keeps upstream's spelling (8.9.7.29)
@@ -117,9 +126,10 @@ struct SourceText {
 
 // Overlays `update` onto `base`: versions are matched by version, builds by id,
 // artifacts by (platform, component, kind); facts `update` gives replace the
-// old ones, facts it leaves out are kept. Versions of `base` that `update.replaces`
-// names are removed first. Sources are united. The result is
-// sorted (versions ascending, builds by id, artifacts by platform/component/kind).
+// old ones, facts it leaves out are kept. A requirement `update` gives replaces
+// the old one together with its platforms (`requires_only_on`). Versions of `base` that
+// `update.replaces` names are removed first. Sources are united. The result is sorted (versions
+// ascending, builds by id, artifacts by platform/component/kind).
 void merge_into(Recipe& base, const Recipe& update);
 
 // Sorts versions, builds and artifacts into the canonical order.

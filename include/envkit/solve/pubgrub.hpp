@@ -83,7 +83,7 @@ class Provider {
                                          std::span<const Decision> decided) = 0;
 };
 
-struct Outcome {
+struct PubGrubResult {
   bool solved = false;
   std::vector<Decision> decisions;  // in decision order, the root first
   // For each decided package, the incompatibilities that narrowed its choice
@@ -94,6 +94,6 @@ struct Outcome {
   std::size_t conflicts = 0;                       // conflict resolutions run
 };
 
-[[nodiscard]] Outcome pubgrub(Provider& provider);
+[[nodiscard]] PubGrubResult pubgrub(Provider& provider);
 
 }  // namespace envkit::solve

@@ -1,8 +1,11 @@
 #include "envkit/recipes/database.hpp"
 
 #include <catch2/catch.hpp>
+#include <fstream>
 
+#include "envkit/core/sha256.hpp"
 #include "envkit/recipes/check.hpp"
+#include "envkit/sys/fs.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace envkit;
@@ -127,4 +130,93 @@ TEST_CASE("check finds what would mislead the solver or the installer", "[recipe
   auto clean = check_database(Database::open(good.path()).value());
   REQUIRE(clean);
   CHECK(clean->empty());
+}
+
+namespace {
+
+// Appends a comment line to a database file: a change of bytes, not of meaning.
+void touch_file(const fs::path& path) {
+  std::ofstream out(path, std::ios::app | std::ios::binary);
+  out << "# changed\n";
+}
+
+}  // namespace
+
+TEST_CASE("digest covers the files that describe the locked versions", "[recipes][db][digest]") {
+  test::TempDir dir;
+  Recipe two = cuda();
+  two.versions.push_back(two.versions[0]);
+  two.versions[1].version = v("12.5.0");
+  write_all(dir.path(), {two, torch(">=12.1,<13")});
+  const std::vector<specs::Version> locked = {v("12.4.1")};
+  const auto digest_now = [&] {
+    auto db = Database::open(dir.path());
+    REQUIRE(db);
+    auto digest = db->digest("cuda", locked);
+    REQUIRE(digest);
+    return *digest;
+  };
+
+  const std::string first = digest_now();
+  CHECK(first.starts_with("sha256:"));
+  CHECK(first.size() == 7 + 64);
+  CHECK(digest_now() == first);
+  // The format a lock records: per file `<relative path>\0<length>\0<bytes>`, in a fixed order.
+  std::string hashed;
+  for (const auto* relative : {"cuda.yaml", "cuda/12.4.1.yaml", "pypi/cuda/12.4.1.yaml"}) {
+    const std::string bytes = sys::read_file(dir.path() / relative).value();
+    hashed += std::string(relative) + '\0' + std::to_string(bytes.size()) + '\0' + bytes;
+  }
+  CHECK(first == "sha256:" + core::sha256_hex(hashed));
+
+  SECTION("the same database gives the same digest, whatever the order of versions") {
+    auto db = Database::open(dir.path()).value();
+    const std::vector<specs::Version> both = {v("12.5.0"), v("12.4.1"), v("12.5.0")};
+    const std::vector<specs::Version> sorted = {v("12.4.1"), v("12.5.0")};
+    CHECK(db.digest("cuda", both).value() == db.digest("cuda", sorted).value());
+    CHECK(db.digest("cuda", sorted).value() != first);
+    CHECK(db.digest("torch", locked).value() != db.digest("cuda", locked).value());
+  }
+  SECTION("the facts file") {
+    touch_file(dir.path() / "cuda.yaml");
+    CHECK(digest_now() != first);
+  }
+  SECTION("the facts overlay, when it appears and when it changes") {
+    REQUIRE(write_facts_overlay(dir.path(), cuda()));
+    const std::string with_overlay = digest_now();
+    CHECK(with_overlay != first);
+    touch_file(dir.path() / "pypi" / "cuda.yaml");
+    CHECK(digest_now() != with_overlay);
+  }
+  SECTION("a locked version's offline file") {
+    touch_file(dir.path() / "cuda" / "12.4.1.yaml");
+    CHECK(digest_now() != first);
+  }
+  SECTION("a locked version's wheel file") {
+    touch_file(dir.path() / "pypi" / "cuda" / "12.4.1.yaml");
+    CHECK(digest_now() != first);
+  }
+  SECTION("a locked version's wheel file going away") {
+    fs::remove(dir.path() / "pypi" / "cuda" / "12.4.1.yaml");
+    CHECK(digest_now() != first);
+  }
+  SECTION("not another version's files, nor another package's") {
+    touch_file(dir.path() / "cuda" / "12.5.0.yaml");
+    touch_file(dir.path() / "pypi" / "cuda" / "12.5.0.yaml");
+    touch_file(dir.path() / "torch.yaml");
+    CHECK(digest_now() == first);
+  }
+}
+
+TEST_CASE("digest of an unknown package is an input error", "[recipes][db][digest]") {
+  test::TempDir dir;
+  write_all(dir.path(), {cuda()});
+  auto db = Database::open(dir.path());
+  REQUIRE(db);
+  const std::vector<specs::Version> versions = {v("12.4.1")};
+  auto digest = db->digest("cudaa", versions);
+  REQUIRE_FALSE(digest);
+  CHECK(digest.error().code() == ErrorCode::input);
+  CHECK(digest.error().message() == "no recipe for `cudaa` in " + dir.path().string());
+  CHECK(digest.error().hints().at(0) == "did you mean `cuda`?");
 }

@@ -263,6 +263,9 @@ TEST_CASE("legacy cuDNN tarballs: one build per CUDA range", "[nvidia][facts]") 
     const auto& cuda11 = build_of(merged, "9.1.0.70", "cuda11");
     CHECK(cuda11.requires_.at("cuda").to_string() == "<12,>=11.8");
     CHECK(cuda11.requires_.contains("zlib"));
+    // Raising the cuda floor leaves zlib's Linux-only restriction as the manifest gave it.
+    CHECK(cuda11.requires_only_on.at("zlib") ==
+          std::vector<Platform>{Platform::linux_x86_64, Platform::linux_aarch64});
     CHECK(cuda11.artifacts.size() == 2);
     CHECK(build_of(merged, "9.1.0.70", "cuda12").requires_.at("cuda").to_string() == "<13,>=12");
   }

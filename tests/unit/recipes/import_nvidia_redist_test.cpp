@@ -163,6 +163,57 @@ TEST_CASE("a cuDNN manifest has one build per CUDA major variant", "[nvidia][red
   CHECK(cuda12.artifacts.size() == 3);
 }
 
+TEST_CASE("cuDNN 9 needs zlib on Linux only; cuDNN 8.x on every platform", "[nvidia][redist]") {
+  using envkit::recipes::requirements_on;
+  const auto cudnn9 = import_fixture("redistrib_9.1.0.json");
+  for (const auto& build : cudnn9.versions.front().builds) {
+    INFO(build.id);
+    CHECK(build.requires_.contains("zlib"));
+    CHECK(build.requires_only_on.at("zlib") ==
+          std::vector<Platform>{Platform::linux_x86_64, Platform::linux_aarch64});
+    CHECK_FALSE(build.requires_only_on.contains("cuda"));
+    CHECK(requirements_on(build, Platform::linux_x86_64).contains("zlib"));
+    CHECK(requirements_on(build, Platform::linux_aarch64).contains("zlib"));
+    CHECK_FALSE(requirements_on(build, Platform::windows_x86_64).contains("zlib"));
+    CHECK(requirements_on(build, Platform::windows_x86_64).contains("cuda"));
+  }
+
+  // The shape of NVIDIA's cuDNN 8.9.7 manifest, cut to one archive per platform.
+  const std::string cudnn89_manifest = R"({
+    "release_date": "2024-03-15",
+    "release_label": "8.9.7",
+    "release_product": "cudnn",
+    "cudnn": {
+      "name": "NVIDIA CUDA Deep Neural Network library",
+      "license": "cudnn",
+      "version": "8.9.7.29",
+      "cuda_variant": ["11", "12"],
+      "linux-x86_64": {
+        "cuda12": {
+          "relative_path": "cudnn/linux-x86_64/cudnn-linux-x86_64-8.9.7.29_cuda12-archive.tar.xz",
+          "sha256": "475333625c7e42a7af3ca0b2f7506a106e30c93b1aa0081cd9c13efb6e21e3bb",
+          "size": "866335040"
+        }
+      },
+      "windows-x86_64": {
+        "cuda12": {
+          "relative_path": "cudnn/windows-x86_64/cudnn-windows-x86_64-8.9.7.29_cuda12-archive.zip",
+          "sha256": "94fc17af8e83a26cc5d231ed23981b28c29c3fc2e87b1844ea3f46486f481df5",
+          "size": "675634765"
+        }
+      }
+    }
+  })";
+  auto cudnn89 = import_nvidia_redist(cudnn89_manifest, "redistrib_8.9.7.json");
+  REQUIRE(cudnn89);
+  const auto& build = build_with_id(*cudnn89, "cuda12");
+  CHECK(build.platforms == std::vector<Platform>{Platform::linux_x86_64, Platform::windows_x86_64});
+  CHECK(build.requires_.contains("zlib"));
+  // Windows cuDNN 8 needs zlibwapi, which envkit does not model: zlib stays on every platform.
+  CHECK(build.requires_only_on.empty());
+  CHECK(requirements_on(build, Platform::windows_x86_64).contains("zlib"));
+}
+
 TEST_CASE("an older-shape cuDNN manifest names the CUDA major in its archive names",
           "[nvidia][redist]") {
   const auto recipe = import_fixture("redistrib_8.4.1.json");
@@ -251,6 +302,18 @@ TEST_CASE("shared NVIDIA helpers", "[nvidia][redist]") {
                                          envkit::specs::Version::parse("8.3.0.98").value());
   CHECK_FALSE(old_cudnn.requires_.contains("zlib"));
   CHECK(new_cudnn.requires_.contains("zlib"));
+  CHECK(new_cudnn.requires_only_on.empty());
+
+  Build cudnn_8_9, cudnn_9_0;
+  nvidia::add_cudnn_runtime_requirements(cudnn_8_9,
+                                         envkit::specs::Version::parse("8.9.7.29").value());
+  nvidia::add_cudnn_runtime_requirements(cudnn_9_0,
+                                         envkit::specs::Version::parse("9.0.0.312").value());
+  CHECK(cudnn_8_9.requires_.contains("zlib"));
+  CHECK(cudnn_8_9.requires_only_on.empty());
+  CHECK(cudnn_9_0.requires_.contains("zlib"));
+  CHECK(cudnn_9_0.requires_only_on.at("zlib") ==
+        std::vector<Platform>{Platform::linux_x86_64, Platform::linux_aarch64});
 }
 
 namespace {
@@ -345,6 +408,7 @@ TEST_CASE("every upstream CUDA and cuDNN manifest imports completely", "[nvidia]
       CHECK(build.id.starts_with("cuda"));
       CHECK(build.requires_.contains("cuda"));
       CHECK(build.requires_.contains("zlib"));
+      CHECK(build.requires_only_on.contains("zlib") == (version.version.major() >= 9));
     }
   }
 }

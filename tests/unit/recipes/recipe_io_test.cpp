@@ -152,3 +152,80 @@ TEST_CASE("artifact files must match the recipe", "[recipes][io]") {
         "cudnn/9.1.0.70.yaml:5:11: `kind`: expected archive, wheel, runfile or source, found "
         "`tarball`");
 }
+
+namespace {
+
+constexpr std::string_view kOnlyOnLinux =
+    "name: cudnn\n"
+    "versions:\n"
+    "  - version: \"9.1.0.70\"\n"
+    "    builds:\n"
+    "      - id: cuda12\n"
+    "        requires:\n"
+    "          cuda: \"<13,>=12\"\n"
+    "          zlib: \"\"\n"
+    "        requires-only-on:\n"
+    "          zlib: [linux-x86_64, linux-aarch64]\n"
+    "        platforms: [linux-x86_64, linux-aarch64, windows-x86_64]\n";
+
+}  // namespace
+
+TEST_CASE("requirements restricted to platforms round-trip through YAML", "[recipes][io]") {
+  auto read = read_facts(kOnlyOnLinux, "cudnn.yaml");
+  if (!read) FAIL(read.error().to_string());
+  const auto& build = read->versions.at(0).builds.at(0);
+  CHECK(build.requires_.size() == 2);
+  CHECK(
+      build.requires_only_on.at("zlib") ==
+      std::vector<specs::Platform>{specs::Platform::linux_x86_64, specs::Platform::linux_aarch64});
+  CHECK_FALSE(build.requires_only_on.contains("cuda"));
+  const std::string written = write_facts(*read);
+  CHECK_THAT(written, Catch::Contains(std::string(kOnlyOnLinux.substr(kOnlyOnLinux.find("  - ")))));
+
+  // Written from the model: after `requires:`, platforms in canonical order.
+  Recipe recipe = sample_cudnn();
+  recipe.versions[0].builds[0].requires_only_on["zlib"] = {specs::Platform::linux_aarch64,
+                                                           specs::Platform::linux_x86_64};
+  canonicalize(recipe);
+  const std::string facts = write_facts(recipe);
+  CHECK_THAT(facts, Catch::Contains("          zlib: \"\"\n        requires-only-on:\n"
+                                    "          zlib: [linux-x86_64, linux-aarch64]\n"
+                                    "        tested:\n"));
+  auto again = read_facts(facts, "cudnn.yaml");
+  REQUIRE(again);
+  CHECK(again->versions[0].builds[0].requires_only_on ==
+        recipe.versions[0].builds[0].requires_only_on);
+  CHECK(write_facts(*again) == facts);
+}
+
+TEST_CASE("requires-only-on errors name file, line and column", "[recipes][io]") {
+  const auto error_of = [](std::string_view from, std::string_view to) {
+    std::string text(kOnlyOnLinux);
+    text.replace(text.find(from), from.size(), to);
+    auto read = read_facts(text, "cudnn.yaml");
+    REQUIRE_FALSE(read);
+    CHECK(read.error().code() == ErrorCode::input);
+    return read.error();
+  };
+  SECTION("a package that `requires` lacks") {
+    auto error = error_of("          zlib: \"\"\n", "");
+    CHECK(error.headline() ==
+          "cudnn.yaml:9:11: `requires-only-on` names `zlib`, which is not in `requires`");
+    CHECK(error.hints().at(0) == "list `zlib` under `requires:` too, or remove it here");
+  }
+  SECTION("an unknown platform") {
+    auto error = error_of("linux-aarch64]\n        platforms", "linux-sbsa]\n        platforms");
+    CHECK(error.headline() == "cudnn.yaml:10:32: unknown platform `linux-sbsa`");
+  }
+  SECTION("not a list, or an empty one") {
+    CHECK(error_of("[linux-x86_64, linux-aarch64]", "linux-x86_64").headline() ==
+          "cudnn.yaml:10:17: `zlib`: expected a list of platforms, found `linux-x86_64`");
+    CHECK(error_of("[linux-x86_64, linux-aarch64]", "[]").headline() ==
+          "cudnn.yaml:10:17: `zlib`: expected a list of platforms, found an empty list");
+  }
+  SECTION("not a mapping") {
+    CHECK(
+        error_of("\n          zlib: [linux-x86_64, linux-aarch64]", " [linux-x86_64]").headline() ==
+        "cudnn.yaml:9:27: `requires-only-on`: expected a mapping, found a list");
+  }
+}

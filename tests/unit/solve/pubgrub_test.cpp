@@ -8,7 +8,7 @@
 
 using envkit::solve::Candidate;
 using envkit::solve::Cause;
-using envkit::solve::Outcome;
+using envkit::solve::PubGrubResult;
 using envkit::solve::PackageId;
 using envkit::solve::pubgrub;
 using envkit::solve::VersionSet;
@@ -184,7 +184,7 @@ bool brute_force_solvable(const TableProblem& p) {
 }
 
 // The decided packages form a valid selection.
-bool is_valid_solution(const TableProblem& p, const Outcome& outcome) {
+bool is_valid_solution(const TableProblem& p, const PubGrubResult& outcome) {
   std::map<PackageId, Candidate> picked;
   for (const auto& d : outcome.decisions) picked[d.package] = d.candidate;
   if (!picked.contains(0)) return false;

@@ -77,7 +77,7 @@ struct TableProblem : Provider {
   }
 
   // name -> version of a solved outcome (the root left out).
-  [[nodiscard]] std::map<std::string, std::string> chosen(const Outcome& outcome) const {
+  [[nodiscard]] std::map<std::string, std::string> chosen(const PubGrubResult& outcome) const {
     std::map<std::string, std::string> out;
     for (const auto& d : outcome.decisions) {
       if (d.package != 0) out[names[d.package]] = versions[d.package][d.candidate];

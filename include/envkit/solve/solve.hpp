@@ -1,0 +1,88 @@
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "envkit/core/result.hpp"
+#include "envkit/recipes/database.hpp"
+#include "envkit/specs/platform.hpp"
+#include "envkit/specs/version.hpp"
+#include "envkit/specs/version_spec.hpp"
+
+// Solving a project's requirements against the recipe database and the facts
+// of the machines it must run on (docs/how-it-works.md). The machine is part of
+// the problem: the NVIDIA driver is the virtual package `__driver` (CUDA
+// versions require a minimum driver), the GPUs' compute capabilities rule out
+// builds without code for them, and the platform rules out versions without
+// artifacts for it.
+namespace envkit::solve {
+
+// One GPU of the machines the lock serves.
+struct GpuFact {
+  specs::ComputeCapability capability;
+  std::string name;  // "NVIDIA GeForce GTX 1080 Ti"; empty when only the capability is known
+};
+
+struct SystemFacts {
+  // The lowest NVIDIA driver among the machines; absent: unknown, no constraint.
+  std::optional<specs::Version> driver;
+  // The driver fact as a sentence's subject and object, for explanations:
+  // "this machine's driver is 375.26", "the fleet's drivers are >=390.30 (envkit.yaml system.driver)".
+  std::string driver_statement;
+  std::vector<GpuFact> gpus;
+  // Whose GPUs: "your" (this machine) or "the fleet's" (envkit.yaml system.cuda-arch).
+  std::string gpus_owner = "your";
+};
+
+// A requirement of the project (envkit.yaml).
+struct Requirement {
+  std::string package;
+  specs::VersionSpec spec;
+  std::string origin;  // how envkit.yaml states it: "framework" or "requires"
+};
+
+// A package the machine provides (envkit.yaml `external:`), resolved to a version.
+struct External {
+  specs::Version version;
+  std::string description;  // "given in envkit.yaml", "python3 on PATH (/usr/bin/python3)"
+};
+
+struct Request {
+  specs::Platform platform = specs::Platform::linux_x86_64;
+  std::vector<Requirement> requirements;
+  std::map<std::string, External> external;
+  SystemFacts system;
+};
+
+struct Choice {
+  std::string name;
+  specs::Version version;
+  std::string build;  // build id; empty when the version has one build
+  std::optional<std::string> external;  // set when the machine provides it: how it was found
+  std::map<std::string, specs::VersionSpec> requires_;  // on the request's platform
+  // Why this version: the requirements and facts that narrowed it, then the
+  // preference that picked it among what was left.
+  std::vector<std::string> because;
+};
+
+struct Solution {
+  std::vector<Choice> packages;  // sorted by name; virtual packages left out
+  [[nodiscard]] const Choice* find(std::string_view name) const;
+};
+
+struct Unsolvable {
+  std::string summary;                   // "no environment satisfies envkit.yaml on linux-x86_64"
+  std::vector<std::string> explanation;  // the derivation, one sentence a line
+  std::vector<std::string> hints;        // what would make it solvable, each checked by solving
+};
+
+using Outcome = std::variant<Solution, Unsolvable>;
+
+// Solves `request`. Errors are for broken recipe files; an unsatisfiable
+// request is an Unsolvable, not an error.
+[[nodiscard]] Result<Outcome> solve(const recipes::Database& database, const Request& request);
+
+}  // namespace envkit::solve

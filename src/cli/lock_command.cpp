@@ -1,0 +1,204 @@
+// `envkit lock`: solves envkit.yaml against the recipe database and the
+// machines' facts and writes envkit.lock; `--check` says whether it is current.
+#include <fmt/format.h>
+
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "command.hpp"
+#include "envkit/core/text.hpp"
+#include "envkit/sys/fs.hpp"
+#include "locking.hpp"
+
+namespace envkit::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct LockOptions {
+  std::vector<std::string> platforms;
+  bool check = false;
+};
+
+Result<std::vector<specs::Platform>> parse_platform_flags(const std::vector<std::string>& flags) {
+  std::vector<specs::Platform> platforms;
+  for (const auto& flag : flags) {
+    auto platform = specs::parse_platform(flag);
+    if (!platform) {
+      return Error::input(fmt::format("invalid `--platform` value {}", text::quoted(flag)))
+          .because(platform.error().message());
+    }
+    if (std::find(platforms.begin(), platforms.end(), *platform) == platforms.end()) {
+      platforms.push_back(*platform);
+    }
+  }
+  return platforms;
+}
+
+nlohmann::json lock_json(const lock::Lockfile& lockfile) {
+  nlohmann::json platforms = nlohmann::json::array();
+  nlohmann::json packages = nlohmann::json::array();
+  for (const auto& platform : lockfile.platforms) {
+    platforms.push_back(specs::to_string(platform.platform));
+    for (const auto& package : platform.packages) {
+      nlohmann::json artifacts = nlohmann::json::array();
+      for (const auto& artifact : package.artifacts) {
+        artifacts.push_back({{"url", artifact.url},
+                             {"sha256", artifact.sha256},
+                             {"size", artifact.size ? nlohmann::json(*artifact.size) : nlohmann::json()},
+                             {"component", artifact.component},
+                             {"kind", recipes::to_string(artifact.kind)}});
+      }
+      nlohmann::json entry = {{"name", package.name},
+                              {"version", package.version.original()},
+                              {"platform", specs::to_string(platform.platform)},
+                              {"build", package.build},
+                              {"artifacts", artifacts}};
+      if (package.external) entry["external"] = *package.external;
+      packages.push_back(std::move(entry));
+    }
+  }
+  return {{"platforms", platforms}, {"packages", packages}};
+}
+
+// "cuda 12.1.1, cudnn 9.1.0.70 (cuda12), python 3.12.14 (external), ..."
+std::string summary(const lock::PlatformLock& platform) {
+  std::vector<std::string> parts;
+  for (const auto& package : platform.packages) {
+    auto part = fmt::format("{} {}", package.name, package.version.original());
+    if (!package.build.empty()) part += fmt::format(" ({})", package.build);
+    if (package.external) part += " (provided by the machine)";
+    parts.push_back(std::move(part));
+  }
+  return text::join(parts, ", ");
+}
+
+int report_unsolvable(const Context& context, specs::Platform platform,
+                      const solve::Unsolvable& unsolvable) {
+  context.console.explanation(unsolvable.summary, unsolvable.explanation, unsolvable.hints);
+  if (context.options.json) {
+    std::cout << nlohmann::json{{"error", "unsatisfiable"},
+                                {"platform", specs::to_string(platform)},
+                                {"explanation", unsolvable.explanation},
+                                {"hints", unsolvable.hints}}
+                     .dump()
+              << '\n';
+  }
+  return 1;
+}
+
+// Re-solving the current inputs must give the lock's exact bytes.
+std::vector<std::string> differences(const lock::Lockfile& before, const lock::Lockfile& after) {
+  std::vector<std::string> out;
+  const auto index = [](const lock::Lockfile& lockfile) {
+    std::map<std::pair<std::string, std::string>, std::string> versions;
+    for (const auto& platform : lockfile.platforms) {
+      for (const auto& package : platform.packages) {
+        versions[{std::string(specs::to_string(platform.platform)), package.name}] =
+            package.version.original() + (package.build.empty() ? "" : " (" + package.build + ")");
+      }
+    }
+    return versions;
+  };
+  const auto old_versions = index(before);
+  const auto new_versions = index(after);
+  for (const auto& [key, version] : new_versions) {
+    const auto it = old_versions.find(key);
+    if (it == old_versions.end()) {
+      out.push_back(fmt::format("{} on {} would be added ({})", key.second, key.first, version));
+    } else if (it->second != version) {
+      out.push_back(fmt::format("{} on {} would change from {} to {}", key.second, key.first,
+                                it->second, version));
+    }
+  }
+  for (const auto& [key, version] : old_versions) {
+    if (!new_versions.contains(key)) {
+      out.push_back(fmt::format("{} on {} would be removed", key.second, key.first));
+    }
+  }
+  if (out.empty()) out.push_back("re-solving writes different bytes (artifacts or facts changed)");
+  return out;
+}
+
+int run_lock(Context& context, const LockOptions& options) {
+  auto platforms = parse_platform_flags(options.platforms);
+  if (!platforms) return report(context, platforms.error());
+  auto database = recipes::Database::open(recipes::default_database_dir(context.options.recipes));
+  if (!database) return report(context, database.error());
+  auto inputs = gather_lock_inputs(context.options.directory, *platforms, gpu::host_sources());
+  if (!inputs) return report(context, inputs.error());
+  for (const auto& warning : inputs->warnings) context.console.warn(warning);
+  const auto lock_path = context.options.directory / lock::kFileName;
+
+  std::optional<lock::Lockfile> existing;
+  if (options.check) {
+    std::error_code ignored;
+    if (!fs::exists(lock_path, ignored)) {
+      return report(context, Error::failed(fmt::format("{} does not exist", lock_path.string()))
+                                 .hint("run `envkit lock` to write it"));
+    }
+    auto loaded = lock::load(lock_path);
+    if (!loaded) return report(context, loaded.error());
+    existing = *std::move(loaded);
+    auto staleness = lock_staleness(*database, *inputs, *existing);
+    if (!staleness) return report(context, staleness.error());
+    if (staleness->stale()) {
+      Error error = Error::failed(fmt::format("{} is out of date", lock_path.string()));
+      for (const auto& reason : staleness->reasons) error.because(reason);
+      return report(context, error.hint("run `envkit lock` to update it"));
+    }
+  }
+
+  auto solved = solve_platforms(*database, *inputs);
+  if (!solved) return report(context, solved.error());
+  if (solved->failure) {
+    return report_unsolvable(context, solved->failure->first, solved->failure->second);
+  }
+  auto lockfile = make_lockfile(*database, *inputs, *solved);
+  if (!lockfile) return report(context, lockfile.error());
+  const auto text = lock::write(*lockfile);
+
+  if (options.check) {
+    if (lock::write(*existing) != text) {
+      Error error = Error::failed(fmt::format("{} is out of date", lock_path.string()));
+      for (const auto& difference : differences(*existing, *lockfile)) error.because(difference);
+      return report(context, error.hint("run `envkit lock` to update it"));
+    }
+    context.console.info(fmt::format("{} is up to date", lock_path.string()));
+    if (context.options.json) std::cout << nlohmann::json{{"up_to_date", true}}.dump() << '\n';
+    return 0;
+  }
+  const auto current = sys::read_file(lock_path);
+  if (!current || *current != text) {
+    if (auto written = sys::write_file_atomic(lock_path, text); !written) {
+      return report(context, written.error());
+    }
+  }
+  for (const auto& platform : lockfile->platforms) {
+    context.console.info(fmt::format("locked {}: {}", specs::to_string(platform.platform),
+                                     summary(platform)));
+  }
+  if (context.options.json) std::cout << lock_json(*lockfile).dump() << '\n';
+  return 0;
+}
+
+}  // namespace
+
+void register_lock(CLI::App& root, Commands& out) {
+  auto options = std::make_shared<LockOptions>();
+  auto* command = root.add_subcommand(
+      "lock",
+      "Solve envkit.yaml against the recipe database and the machines' facts, and write "
+      "envkit.lock");
+  command
+      ->add_option("--platform", options->platforms,
+                   "Lock for this platform (repeatable; default: the manifest's platforms)")
+      ->option_text("P");
+  command->add_flag("--check", options->check,
+                    "Write nothing; exit 1 if envkit.lock is missing or out of date");
+  out.push_back({command, [options](Context& context) { return run_lock(context, *options); }});
+}
+
+}  // namespace envkit::cli

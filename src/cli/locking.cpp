@@ -1,0 +1,267 @@
+#include "locking.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "envkit/core/env_vars.hpp"
+#include "envkit/core/text.hpp"
+#include "envkit/project/external.hpp"
+
+namespace envkit::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The lowest version a spec admits, from its lower-bound clauses (>=, >, ==,
+// ~=, ===): the driver every machine of a fleet has at least.
+std::optional<specs::Version> lowest_admitted(const specs::VersionSpec& spec) {
+  std::optional<specs::Version> lowest;
+  for (const auto& clause : spec.specifiers()) {
+    using Op = specs::Specifier::Op;
+    const auto op = clause.op();
+    if (op == Op::less || op == Op::less_equal || op == Op::not_equal || !clause.version()) continue;
+    if (!lowest || *clause.version() > *lowest) lowest = *clause.version();
+  }
+  return lowest;
+}
+
+// `driver: 390.48` is written bare and means that driver; `>=390.30` a range.
+std::string fleet_driver_statement(const specs::VersionSpec& spec) {
+  const auto& written = spec.original();
+  const bool bare = !written.empty() && std::isdigit(static_cast<unsigned char>(written[0])) != 0;
+  return bare ? fmt::format("the machines' driver is {} (envkit.yaml system.driver)", written)
+              : fmt::format("the machines' drivers are {} (envkit.yaml system.driver)", written);
+}
+
+bool has_system_section(const manifest::SystemSection& system) {
+  return system.driver || !system.cuda_arch.empty() || system.glibc;
+}
+
+Result<void> settle_facts(LockInputs& inputs, const gpu::ProbeSources& sources) {
+  const auto& system = inputs.manifest.system;
+  auto& facts = inputs.facts;
+  auto& assumed = inputs.assumptions;
+  if (has_system_section(system)) {
+    assumed.source = "manifest";
+    if (system.driver) {
+      assumed.driver = system.driver->original().empty() ? system.driver->to_string()
+                                                         : system.driver->original();
+      facts.driver = lowest_admitted(*system.driver);
+      facts.driver_statement = fleet_driver_statement(*system.driver);
+      if (!facts.driver) {
+        inputs.warnings.push_back(fmt::format(
+            "envkit.yaml system.driver `{}` sets no lowest driver; locking without a driver "
+            "constraint",
+            *assumed.driver));
+      }
+    }
+    for (const auto& capability : system.cuda_arch) facts.gpus.push_back({capability, ""});
+    facts.gpus_owner = "the machines'";
+    assumed.cuda_arch = system.cuda_arch;
+    if (system.glibc) assumed.glibc = system.glibc->original();
+    return {};
+  }
+  auto host = gpu::probe_host(sources);
+  if (!host) return host.error();
+  using Kind = gpu::Provenance::Kind;
+  const bool overridden = host->driver_source.kind == Kind::override_variable ||
+                          host->gpus_source.kind == Kind::override_variable;
+  assumed.source = overridden ? "override" : (host->driver || !host->gpus.empty() ? "host" : "none");
+  if (host->driver) {
+    facts.driver = host->driver;
+    assumed.driver = host->driver->original();
+    facts.driver_statement = fmt::format("this machine's driver is {}", host->driver->original());
+  } else {
+    inputs.warnings.push_back(fmt::format(
+        "no NVIDIA driver on this machine ({}): the lock has no driver constraint; state the "
+        "machines' driver in envkit.yaml, e.g. `system: {{driver: \">=535.54.03\"}}`",
+        host->driver_source.to_string()));
+  }
+  for (const auto& gpu : host->gpus) {
+    facts.gpus.push_back({gpu.compute_capability, gpu.name.value_or("")});
+    assumed.cuda_arch.push_back(gpu.compute_capability);
+  }
+  if (const auto glibc = sources.variable(env::kOverrideGlibc); glibc && !glibc->empty()) {
+    assumed.glibc = *glibc;
+  }
+  std::sort(assumed.cuda_arch.begin(), assumed.cuda_arch.end());
+  assumed.cuda_arch.erase(std::unique(assumed.cuda_arch.begin(), assumed.cuda_arch.end()),
+                          assumed.cuda_arch.end());
+  return {};
+}
+
+}  // namespace
+
+Result<LockInputs> gather_lock_inputs(const fs::path& directory,
+                                      const std::vector<specs::Platform>& platforms,
+                                      const gpu::ProbeSources& sources) {
+  LockInputs inputs;
+  inputs.manifest_path = directory / manifest::kFileName;
+  std::error_code ignored;
+  if (!fs::exists(inputs.manifest_path, ignored)) {
+    return Error::input(fmt::format("{} does not exist", inputs.manifest_path.string()))
+        .hint("run `envkit init` to write one");
+  }
+  auto loaded = manifest::load(inputs.manifest_path);
+  if (!loaded) return loaded.error();
+  inputs.manifest = *std::move(loaded);
+  inputs.manifest_hash = manifest::content_hash(inputs.manifest);
+  inputs.platforms = platforms.empty() ? inputs.manifest.platforms : platforms;
+  for (const auto& [package, source] : inputs.manifest.external) {
+    auto version = project::resolve_external(package, source, directory);
+    if (!version) return version.error();
+    inputs.external.insert_or_assign(package, solve::External{version->version, version->description});
+  }
+  if (auto settled = settle_facts(inputs, sources); !settled) return settled.error();
+  return inputs;
+}
+
+Result<Solved> solve_platforms(const recipes::Database& database, const LockInputs& inputs) {
+  solve::Request request{.external = inputs.external, .system = inputs.facts};
+  const auto& manifest = inputs.manifest;
+  if (manifest.framework) {
+    request.requirements.push_back({manifest.framework->name, manifest.framework->spec, "framework"});
+  }
+  for (const auto& [package, spec] : manifest.requires_) {
+    request.requirements.push_back({package, spec, "requires"});
+  }
+  Solved solved;
+  for (const auto platform : inputs.platforms) {
+    request.platform = platform;
+    auto outcome = solve::solve(database, request);
+    if (!outcome) return outcome.error();
+    if (auto* unsolvable = std::get_if<solve::Unsolvable>(&*outcome)) {
+      solved.failure.emplace(platform, std::move(*unsolvable));
+      return solved;
+    }
+    solved.solutions.emplace(platform, std::get<solve::Solution>(std::move(*outcome)));
+  }
+  return solved;
+}
+
+namespace {
+
+// The artifacts of one chosen build on one platform. For CUDA only the
+// components a framework needs (the recipe's default components; a runfile
+// holds them all).
+Result<std::vector<recipes::Artifact>> artifacts_of(const recipes::Database& database,
+                                                    const solve::Choice& choice,
+                                                    specs::Platform platform) {
+  auto recipe = database.load_version(choice.name, choice.version);
+  if (!recipe) return recipe.error();
+  std::vector<recipes::Artifact> out;
+  const auto* version = recipe->find(choice.version);
+  if (version == nullptr) return out;
+  const auto& wanted = recipe->default_components;
+  for (const auto& build : version->builds) {
+    if (build.id != choice.build) continue;
+    for (const auto& artifact : build.artifacts) {
+      if (artifact.platform != platform) continue;
+      const bool needed = wanted.empty() || artifact.kind == recipes::ArtifactKind::runfile ||
+                          std::find(wanted.begin(), wanted.end(), artifact.component) != wanted.end();
+      if (needed) out.push_back(artifact);
+    }
+  }
+  return out;
+}
+
+// package -> the versions a lock holds of it (for recipe hashes).
+std::map<std::string, std::vector<specs::Version>> locked_versions(const lock::Lockfile& lockfile) {
+  std::map<std::string, std::vector<specs::Version>> versions;
+  for (const auto& platform : lockfile.platforms) {
+    for (const auto& package : platform.packages) {
+      auto& list = versions[package.name];
+      if (package.external) continue;
+      if (std::find(list.begin(), list.end(), package.version) == list.end()) {
+        list.push_back(package.version);
+      }
+    }
+  }
+  for (auto& [name, list] : versions) std::sort(list.begin(), list.end());
+  return versions;
+}
+
+Result<std::map<std::string, std::string>> recipe_hashes(const recipes::Database& database,
+                                                         const lock::Lockfile& lockfile) {
+  std::map<std::string, std::string> hashes;
+  for (const auto& [name, versions] : locked_versions(lockfile)) {
+    if (!database.contains(name)) continue;
+    auto digest = database.digest(name, versions);
+    if (!digest) return digest.error();
+    hashes.emplace(name, *std::move(digest));
+  }
+  return hashes;
+}
+
+}  // namespace
+
+Result<lock::Lockfile> make_lockfile(const recipes::Database& database, const LockInputs& inputs,
+                                     const Solved& solved) {
+  lock::Lockfile lockfile;
+  lockfile.manifest_hash = inputs.manifest_hash;
+  lockfile.system = inputs.assumptions;
+  for (const auto& [platform, solution] : solved.solutions) {
+    lock::PlatformLock locked{.platform = platform};
+    for (const auto& choice : solution.packages) {
+      lock::LockedPackage package{.name = choice.name,
+                                  .version = choice.version,
+                                  .build = choice.build};
+      for (const auto& [dependency, spec] : choice.requires_) {
+        package.requires_.emplace(dependency, spec.to_string());
+      }
+      if (const auto external = inputs.manifest.external.find(choice.name);
+          external != inputs.manifest.external.end()) {
+        package.external = std::visit(
+            [](const auto& source) -> std::string {
+              using T = std::decay_t<decltype(source)>;
+              if constexpr (std::is_same_v<T, specs::Version>) return source.original();
+              if constexpr (std::is_same_v<T, manifest::ExternalSystem>) return "system";
+              if constexpr (std::is_same_v<T, manifest::ExternalPath>) return source.path.string();
+            },
+            external->second);
+      } else {
+        auto artifacts = artifacts_of(database, choice, platform);
+        if (!artifacts) return artifacts.error();
+        package.artifacts = *std::move(artifacts);
+      }
+      locked.packages.push_back(std::move(package));
+    }
+    lockfile.platforms.push_back(std::move(locked));
+  }
+  auto hashes = recipe_hashes(database, lockfile);
+  if (!hashes) return hashes.error();
+  lockfile.recipes = *std::move(hashes);
+  lock::canonicalize(lockfile);
+  return lockfile;
+}
+
+Result<lock::Staleness> lock_staleness(const recipes::Database& database, const LockInputs& inputs,
+                                       const lock::Lockfile& lockfile) {
+  auto hashes = recipe_hashes(database, lockfile);
+  if (!hashes) return hashes.error();
+  auto staleness = lock::compare(lockfile, inputs.manifest_hash, *hashes);
+  std::vector<std::string> wanted;
+  for (const auto platform : inputs.platforms) wanted.emplace_back(specs::to_string(platform));
+  std::vector<std::string> locked;
+  for (const auto& platform : lockfile.platforms) locked.emplace_back(specs::to_string(platform.platform));
+  std::sort(wanted.begin(), wanted.end());
+  if (wanted != locked) {
+    staleness.reasons.push_back(fmt::format("the lock is for {}, not {}", text::join(locked, ", "),
+                                            text::join(wanted, ", ")));
+  }
+  if (lockfile.system.source != "manifest" && lockfile.system != inputs.assumptions) {
+    const auto describe = [](const lock::SystemAssumptions& s) {
+      std::vector<std::string> arch;
+      for (const auto& cc : s.cuda_arch) arch.push_back(cc.to_string());
+      return fmt::format("driver {}, GPUs [{}]", s.driver.value_or("none"), text::join(arch, ", "));
+    };
+    staleness.reasons.push_back(fmt::format("the lock assumed {}; this machine has {}",
+                                            describe(lockfile.system), describe(inputs.assumptions)));
+  }
+  return staleness;
+}
+
+}  // namespace envkit::cli

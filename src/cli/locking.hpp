@@ -1,0 +1,60 @@
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "envkit/core/result.hpp"
+#include "envkit/gpu/host_probe.hpp"
+#include "envkit/lock/lockfile.hpp"
+#include "envkit/manifest/manifest.hpp"
+#include "envkit/recipes/database.hpp"
+#include "envkit/solve/solve.hpp"
+
+// The lock pipeline shared by `lock`, `why` (and later `install`):
+// envkit.yaml + host facts -> solve requests -> solutions -> envkit.lock.
+namespace envkit::cli {
+
+// Everything a solve needs besides the recipe database, read once.
+struct LockInputs {
+  std::filesystem::path manifest_path;
+  manifest::Manifest manifest;
+  std::string manifest_hash;
+  std::vector<specs::Platform> platforms;  // --platform flags, else the manifest's
+  solve::SystemFacts facts;                 // what the solver assumes about the machines
+  lock::SystemAssumptions assumptions;      // the same, as the lock records it
+  std::map<std::string, solve::External> external;
+  std::vector<std::string> warnings;  // e.g. no driver known: locked without a constraint
+};
+
+// Reads envkit.yaml in `directory` and settles the machines' facts: the
+// manifest's `system:` section when it has one (it describes every machine the
+// lock serves and wins), else the ENVKIT_OVERRIDE_* variables, else the probe.
+[[nodiscard]] Result<LockInputs> gather_lock_inputs(const std::filesystem::path& directory,
+                                                    const std::vector<specs::Platform>& platforms,
+                                                    const gpu::ProbeSources& sources);
+
+struct Solved {
+  std::map<specs::Platform, solve::Solution> solutions;
+  // The first platform that has no solution, with the explanation.
+  std::optional<std::pair<specs::Platform, solve::Unsolvable>> failure;
+};
+
+[[nodiscard]] Result<Solved> solve_platforms(const recipes::Database& database,
+                                             const LockInputs& inputs);
+
+// The lock file for solutions of every platform: each package's artifacts for
+// its platform (CUDA: the recipe's default components), hashes of the inputs.
+[[nodiscard]] Result<lock::Lockfile> make_lockfile(const recipes::Database& database,
+                                                   const LockInputs& inputs, const Solved& solved);
+
+// Why `lockfile` no longer matches the inputs: the manifest's content, the
+// recipe files it was made from, the platforms asked for, or (when the facts
+// came from this machine) the machine's facts.
+[[nodiscard]] Result<lock::Staleness> lock_staleness(const recipes::Database& database,
+                                                     const LockInputs& inputs,
+                                                     const lock::Lockfile& lockfile);
+
+}  // namespace envkit::cli

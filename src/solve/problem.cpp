@@ -1,0 +1,365 @@
+#include "problem.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <deque>
+
+#include "envkit/specs/package_name.hpp"
+
+namespace envkit::solve {
+
+bool PackageInfo::is_framework() const {
+  return std::find(std::begin(specs::kFrameworks), std::end(specs::kFrameworks), name) !=
+         std::end(specs::kFrameworks);
+}
+
+bool PackageInfo::has_several_builds(std::size_t version_rank) const {
+  return std::count_if(candidates.begin(), candidates.end(), [&](const CandidateInfo& c) {
+           return c.version_rank == version_rank;
+         }) > 1;
+}
+
+Problem::Problem(const recipes::Database& database, Request request)
+    : database_(database), request_(std::move(request)) {}
+
+Result<std::unique_ptr<Problem>> Problem::create(const recipes::Database& database,
+                                                 const Request& request) {
+  std::unique_ptr<Problem> problem(new Problem(database, request));
+  auto& root = problem->packages_.emplace_back();
+  root.name = "envkit.yaml";
+  root.kind = PackageKind::root;
+  root.candidates.push_back({.version = specs::Version::from_release({1})});
+  for (const auto& requirement : request.requirements) {
+    root.candidates[0].requirements.emplace(requirement.package, requirement.spec);
+  }
+  // Every package reachable from the project's requirements, breadth first.
+  std::deque<std::string> pending;
+  for (const auto& requirement : request.requirements) pending.push_back(requirement.package);
+  while (!pending.empty()) {
+    const auto name = pending.front();
+    pending.pop_front();
+    if (problem->find(name)) continue;
+    auto id = problem->add_package(name);
+    if (!id) return id.error();
+    for (const auto& candidate : problem->packages_[*id].candidates) {
+      for (const auto& [dependency, spec] : candidate.requirements) pending.push_back(dependency);
+    }
+  }
+  return problem;
+}
+
+std::optional<PackageId> Problem::find(std::string_view name) const {
+  for (PackageId id = 0; id < packages_.size(); ++id) {
+    if (packages_[id].name == name && packages_[id].kind != PackageKind::root) return id;
+  }
+  return std::nullopt;
+}
+
+Result<PackageId> Problem::add_package(const std::string& name) {
+  PackageInfo info;
+  info.name = name;
+  if (name == kDriverPackage) {
+    info.kind = PackageKind::driver;
+    info.candidates.push_back({.version = *request_.system.driver});
+  } else if (const auto external = request_.external.find(name);
+             external != request_.external.end()) {
+    info.kind = PackageKind::external;
+    info.external = external->second.description;
+    CandidateInfo candidate{.version = external->second.version};
+    // What the database knows of that version (a CUDA's minimum driver) still holds.
+    if (database_.contains(name)) {
+      auto recipe = database_.facts(name);
+      if (!recipe) return recipe.error();
+      if (const auto* known = (*recipe)->find(candidate.version)) {
+        for (const auto& build : known->builds) {
+          if (std::find(build.platforms.begin(), build.platforms.end(), request_.platform) ==
+              build.platforms.end()) {
+            continue;
+          }
+          candidate.build = &build;
+          candidate.requirements = recipes::requirements_on(build, request_.platform);
+          break;
+        }
+      }
+    }
+    add_driver_requirement(candidate);
+    info.candidates.push_back(std::move(candidate));
+  } else if (!database_.contains(name)) {
+    info.kind = PackageKind::missing;
+  } else {
+    auto recipe = database_.facts(name);
+    if (!recipe) return recipe.error();
+    if (auto added = add_candidates(info, **recipe); !added) return added.error();
+  }
+  packages_.push_back(std::move(info));
+  return static_cast<PackageId>(packages_.size() - 1);
+}
+
+Result<void> Problem::add_candidates(PackageInfo& info, const recipes::Recipe& recipe) {
+  std::size_t rank = 0;
+  for (const auto& version : recipe.versions) {
+    std::vector<const recipes::Build*> builds;
+    for (const auto& build : version.builds) {
+      if (std::find(build.platforms.begin(), build.platforms.end(), request_.platform) !=
+          build.platforms.end()) {
+        builds.push_back(&build);
+      }
+    }
+    std::sort(builds.begin(), builds.end(), [](auto* a, auto* b) { return a->id < b->id; });
+    if (builds.empty()) {
+      info.candidates.push_back(
+          {.version = version.version, .on_platform = false, .version_rank = rank});
+    }
+    for (const auto* build : builds) {
+      CandidateInfo candidate{.version = version.version,
+                              .build = build,
+                              .build_id = build->id,
+                              .version_rank = rank};
+      candidate.requirements = recipes::requirements_on(*build, request_.platform);
+      if (info.name == "cuda") add_driver_requirement(candidate);
+      info.candidates.push_back(std::move(candidate));
+    }
+    ++rank;
+  }
+  return {};
+}
+
+// CUDA needs a minimum driver: the family minimum where minor-version
+// compatibility applies (CUDA 11 on), else the version's own.
+void Problem::add_driver_requirement(CandidateInfo& candidate) const {
+  if (!request_.system.driver || candidate.build == nullptr) return;
+  const auto& build = *candidate.build;
+  const specs::Version* minimum = nullptr;
+  if (const auto it = build.min_driver_compat.find(request_.platform);
+      it != build.min_driver_compat.end()) {
+    minimum = &it->second;
+    candidate.driver_through_compat = true;
+  } else if (const auto native = build.min_driver.find(request_.platform);
+             native != build.min_driver.end()) {
+    minimum = &native->second;
+  }
+  if (minimum == nullptr) return;
+  candidate.requirements.insert_or_assign(
+      std::string(kDriverPackage), specs::VersionSpec::parse(">=" + minimum->original()).value());
+}
+
+std::uint32_t Problem::add_fact(Fact fact) {
+  facts_.push_back(std::move(fact));
+  return static_cast<std::uint32_t>(facts_.size() - 1);
+}
+
+bool Problem::runs_on(const std::vector<specs::ComputeCapability>& archs,
+                      specs::ComputeCapability capability) {
+  return std::any_of(archs.begin(), archs.end(), [&](const specs::ComputeCapability& code) {
+    return code.major == capability.major && code.minor <= capability.minor;
+  });
+}
+
+// A build with no known architecture list is assumed to run everywhere.
+bool Problem::runs_everywhere(const CandidateInfo& candidate) const {
+  if (candidate.build == nullptr || candidate.build->cuda_arch.empty()) return true;
+  return std::all_of(request_.system.gpus.begin(), request_.system.gpus.end(),
+                     [&](const GpuFact& gpu) { return runs_on(candidate.build->cuda_arch, gpu.capability); });
+}
+
+void Problem::facts_about(PackageId package, std::vector<Incompatibility>& out) {
+  const auto& info = packages_[package];
+  const auto universe = info.candidates.size();
+  auto elsewhere = VersionSet::none(universe);
+  for (std::size_t c = 0; c < universe; ++c) {
+    if (!info.candidates[c].on_platform) elsewhere.insert(c);
+  }
+  if (!elsewhere.empty()) {
+    const auto id = add_fact({.kind = Fact::Kind::platform, .package = package});
+    out.push_back({{Term{package, true, elsewhere}}, {Cause::Kind::fact, id}});
+  }
+  for (std::size_t g = 0; g < request_.system.gpus.size(); ++g) {
+    auto unsupported = VersionSet::none(universe);
+    for (std::size_t c = 0; c < universe; ++c) {
+      const auto* build = info.candidates[c].build;
+      if (build != nullptr && !build->cuda_arch.empty() &&
+          !runs_on(build->cuda_arch, request_.system.gpus[g].capability)) {
+        unsupported.insert(c);
+      }
+    }
+    if (!unsupported.empty()) {
+      const auto id = add_fact({.kind = Fact::Kind::gpu, .package = package, .gpu = g});
+      out.push_back({{Term{package, true, unsupported}}, {Cause::Kind::fact, id}});
+    }
+  }
+}
+
+VersionSet Problem::allowed_by(PackageId dependency, const specs::VersionSpec& spec) const {
+  const auto& info = packages_[dependency];
+  auto allowed = VersionSet::none(info.candidates.size());
+  for (std::size_t c = 0; c < info.candidates.size(); ++c) {
+    if (spec.contains(info.candidates[c].version)) allowed.insert(c);
+  }
+  return allowed;
+}
+
+void Problem::dependencies_of(PackageId package, Candidate candidate,
+                              std::vector<Incompatibility>& out) {
+  const auto& info = packages_[package];
+  const auto universe = info.candidates.size();
+  const auto state = [&](const std::string& dependency_name, const specs::VersionSpec& spec,
+                         VersionSet dependers, std::string origin) {
+    const auto dependency = *find(dependency_name);
+    const auto allowed = allowed_by(dependency, spec);
+    const auto id = add_fact({.kind = Fact::Kind::requirement,
+                              .package = package,
+                              .dependency = dependency,
+                              .spec = spec,
+                              .origin = std::move(origin),
+                              .driver_through_compat =
+                                  info.candidates[candidate].driver_through_compat &&
+                                  dependency_name == kDriverPackage});
+    Term depender{package, true, std::move(dependers)};
+    if (allowed.empty()) {
+      out.push_back({{std::move(depender)}, {Cause::Kind::fact, id}});
+    } else {
+      out.push_back({{std::move(depender), Term{dependency, false, allowed}}, {Cause::Kind::fact, id}});
+    }
+  };
+  if (info.kind == PackageKind::root) {
+    for (const auto& requirement : request_.requirements) {
+      state(requirement.package, requirement.spec, VersionSet::all(1), requirement.origin);
+    }
+    return;
+  }
+  for (const auto& [dependency_name, spec] : info.candidates[candidate].requirements) {
+    const auto written = spec.to_string();
+    if (!stated_.emplace(package, dependency_name, written).second) continue;
+    // Every candidate with the same requirement shares one incompatibility:
+    // "cuda >=12.0,<=12.9.1 requires __driver >=525.60.13".
+    auto dependers = VersionSet::none(universe);
+    for (std::size_t c = 0; c < universe; ++c) {
+      const auto& requirements = info.candidates[c].requirements;
+      const auto it = requirements.find(dependency_name);
+      if (it != requirements.end() && it->second.to_string() == written) dependers.insert(c);
+    }
+    state(dependency_name, spec, std::move(dependers), "");
+  }
+}
+
+int Problem::priority(PackageId package) const {
+  const auto& info = packages_[package];
+  switch (info.kind) {
+    case PackageKind::root:
+      return -1;
+    case PackageKind::driver:
+      return 0;
+    default:
+      break;
+  }
+  if (info.is_framework()) return 1;
+  static constexpr std::string_view kOrder[] = {"cuda", "cudnn", "python", "zlib"};
+  for (std::size_t i = 0; i < std::size(kOrder); ++i) {
+    if (info.name == kOrder[i]) return static_cast<int>(2 + i);
+  }
+  return 10;
+}
+
+bool Problem::driver_runs_natively(const CandidateInfo& cuda) const {
+  if (!request_.system.driver) return true;
+  if (cuda.build == nullptr) return false;
+  const auto it = cuda.build->min_driver.find(request_.platform);
+  return it != cuda.build->min_driver.end() && *request_.system.driver >= it->second;
+}
+
+bool Problem::driver_runs(const CandidateInfo& cuda) const {
+  if (driver_runs_natively(cuda)) return true;
+  const auto it = cuda.requirements.find(std::string(kDriverPackage));
+  return it != cuda.requirements.end() && it->second.contains(*request_.system.driver);
+}
+
+std::tuple<int, int, long> Problem::build_rank(const CandidateInfo& framework) const {
+  constexpr std::tuple<int, int, long> kNoCuda{1, 1, 0};
+  const auto cuda_id = find("cuda");
+  const auto wanted = framework.requirements.find("cuda");
+  if (!cuda_id || wanted == framework.requirements.end()) return kNoCuda;
+  std::optional<std::tuple<int, int, long>> best;
+  for (const auto& cuda : packages_[*cuda_id].candidates) {
+    if (!cuda.on_platform || !wanted->second.contains(cuda.version) || !runs_everywhere(cuda) ||
+        !driver_runs(cuda)) {
+      continue;
+    }
+    const std::tuple<int, int, long> rank{0, driver_runs_natively(cuda) ? 0 : 1,
+                                          -static_cast<long>(cuda.version_rank)};
+    if (!best || rank < *best) best = rank;
+  }
+  return best.value_or(kNoCuda);
+}
+
+bool Problem::tested_with(PackageId package, const CandidateInfo& candidate,
+                          std::span<const Decision> decided, std::string& by) const {
+  for (const auto& decision : decided) {
+    const auto& other = packages_[decision.package].candidates[decision.candidate];
+    if (other.build == nullptr) continue;
+    const auto it = other.build->tested.find(packages_[package].name);
+    if (it == other.build->tested.end()) continue;
+    const auto series = specs::VersionSpec::parse(it->second, specs::SpecSyntax::envkit);
+    if (series && series->contains(candidate.version)) {
+      by = fmt::format("{} {}{} was tested with {} {}", packages_[decision.package].name,
+                       other.version.original(),
+                       other.build_id.empty() ? "" : fmt::format(" ({})", other.build_id),
+                       packages_[package].name, it->second);
+      return true;
+    }
+  }
+  return false;
+}
+
+Candidate Problem::choose(PackageId package, const VersionSet& allowed,
+                          std::span<const Decision> decided) {
+  const auto& info = packages_[package];
+  using Key = std::tuple<int, int, int, long, int, long, std::size_t>;
+  std::optional<Key> best_key;
+  Candidate best = 0;
+  std::string best_reason;
+  for (const auto c : allowed.members()) {
+    const auto& candidate = info.candidates[c];
+    std::string tested_by;
+    const bool tested = tested_with(package, candidate, decided, tested_by);
+    const bool native = info.name != "cuda" || driver_runs_natively(candidate);
+    const auto [no_cuda, compat_only, newest_cuda] =
+        info.is_framework() ? build_rank(candidate) : std::tuple<int, int, long>{0, 0, 0};
+    const Key key{tested ? 0 : 1,
+                  native ? 0 : 1,
+                  candidate.version.is_prerelease() ? 1 : 0,
+                  -static_cast<long>(candidate.version_rank),
+                  no_cuda + compat_only,
+                  newest_cuda,
+                  c};
+    if (best_key && !(key < *best_key)) continue;
+    best_key = key;
+    best = static_cast<Candidate>(c);
+    if (tested) {
+      best_reason = fmt::format("{}: the tested version is preferred", tested_by);
+    } else if (info.name == "cuda" && request_.system.driver) {
+      best_reason = native ? "the newest allowed CUDA that the driver runs natively"
+                           : "the newest allowed CUDA; the driver runs it only through CUDA "
+                             "minor-version compatibility (no PTX JIT of newer code)";
+    } else {
+      best_reason = "the newest allowed version";
+    }
+    if (info.is_framework() && !candidate.build_id.empty()) {
+      best_reason += compat_only == 0 && no_cuda == 0
+                         ? fmt::format("; build {} uses the newest CUDA {}", candidate.build_id,
+                                       request_.system.driver ? "the driver runs natively"
+                                                              : "it supports")
+                         : fmt::format("; build {}", candidate.build_id);
+    }
+  }
+  preferences_[package] = std::move(best_reason);
+  return best;
+}
+
+const std::string& Problem::preference(PackageId package) const {
+  static const std::string kNone;
+  const auto it = preferences_.find(package);
+  return it == preferences_.end() ? kNone : it->second;
+}
+
+}  // namespace envkit::solve

@@ -1,0 +1,187 @@
+#include "envkit/solve/solve.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "explain.hpp"
+#include "problem.hpp"
+
+namespace envkit::solve {
+
+const Choice* Solution::find(std::string_view name) const {
+  const auto it = std::find_if(packages.begin(), packages.end(),
+                               [&](const Choice& c) { return c.name == name; });
+  return it == packages.end() ? nullptr : &*it;
+}
+
+namespace {
+
+struct Attempt {
+  std::unique_ptr<Problem> problem;
+  PubGrubResult result;
+};
+
+Result<Attempt> attempt(const recipes::Database& database, const Request& request) {
+  auto problem = Problem::create(database, request);
+  if (!problem) return problem.error();
+  auto result = pubgrub(**problem);
+  return Attempt{*std::move(problem), std::move(result)};
+}
+
+Solution solution_of(const Attempt& attempt) {
+  const auto& problem = *attempt.problem;
+  Solution solution;
+  for (const auto& decision : attempt.result.decisions) {
+    const auto& info = problem.package(decision.package);
+    if (info.kind == PackageKind::root || info.kind == PackageKind::driver) continue;
+    const auto& candidate = info.candidates[decision.candidate];
+    Choice choice{.name = info.name,
+                  .version = candidate.version,
+                  .build = candidate.build_id,
+                  .external = info.external};
+    for (const auto& [dependency, spec] : candidate.requirements) {
+      if (dependency != kDriverPackage) choice.requires_.emplace(dependency, spec);
+    }
+    choice.because = explain_choice(problem, attempt.result, decision.package);
+    solution.packages.push_back(std::move(choice));
+  }
+  std::sort(solution.packages.begin(), solution.packages.end(),
+            [](const Choice& a, const Choice& b) { return a.name < b.name; });
+  return solution;
+}
+
+// The stated facts the failure was derived from.
+std::vector<const Fact*> facts_behind(const Attempt& attempt) {
+  std::vector<const Fact*> facts;
+  std::set<IncompatibilityId> seen;
+  std::vector<IncompatibilityId> pending{attempt.result.failure};
+  while (!pending.empty()) {
+    const auto id = pending.back();
+    pending.pop_back();
+    if (!seen.insert(id).second) continue;
+    const auto& cause = attempt.result.incompatibilities[id].cause;
+    if (cause.kind == Cause::Kind::derived) {
+      pending.push_back(cause.left);
+      pending.push_back(cause.right);
+    } else if (cause.kind == Cause::Kind::fact) {
+      facts.push_back(&attempt.problem->fact(cause.fact));
+    }
+  }
+  return facts;
+}
+
+// Solves a relaxed copy of the request; the solution when there is one.
+std::optional<Solution> solved_without(const recipes::Database& database, Request relaxed) {
+  auto retry = attempt(database, relaxed);
+  if (!retry || !retry->result.solved) return std::nullopt;
+  return solution_of(*retry);
+}
+
+// What would make the request solvable: each hint is checked by solving the
+// request with that one thing changed.
+std::vector<std::string> hints_for(const recipes::Database& database, const Request& request,
+                                   const Attempt& failed) {
+  const auto& problem = *failed.problem;
+  const auto facts = facts_behind(failed);
+  std::vector<std::string> hints;
+  const auto add = [&](std::string hint) {
+    if (std::find(hints.begin(), hints.end(), hint) == hints.end()) hints.push_back(std::move(hint));
+  };
+  const auto any_fact = [&](auto predicate) { return std::any_of(facts.begin(), facts.end(), predicate); };
+  const auto unsatisfiable_requirement_on = [&](const Fact* fact, PackageKind kind) {
+    return fact->kind == Fact::Kind::requirement && problem.package(fact->dependency).kind == kind &&
+           problem.allowed_by(fact->dependency, fact->spec).empty();
+  };
+
+  if (any_fact([&](const Fact* f) { return unsatisfiable_requirement_on(f, PackageKind::driver); })) {
+    auto relaxed = request;
+    relaxed.system.driver.reset();
+    if (const auto solution = solved_without(database, relaxed)) {
+      if (const auto* cuda = solution->find("cuda")) {
+        const auto recipe = database.facts("cuda");
+        const auto* version = recipe ? (*recipe)->find(cuda->version) : nullptr;
+        for (const auto& build : version ? version->builds : std::vector<recipes::Build>{}) {
+          const auto native = build.min_driver.find(request.platform);
+          if (native == build.min_driver.end()) continue;
+          add(fmt::format("upgrade the NVIDIA driver to >= {} (what cuda {} needs)",
+                          native->second.original(), cuda->version.original()));
+          break;
+        }
+      }
+    }
+  }
+  for (std::size_t i = 0; i < request.requirements.size(); ++i) {
+    const auto& requirement = request.requirements[i];
+    const bool involved = any_fact([&](const Fact* f) {
+      return f->kind == Fact::Kind::requirement && f->package == problem.root() &&
+             problem.package(f->dependency).name == requirement.package &&
+             f->spec.to_string() == requirement.spec.to_string();
+    });
+    if (!involved || requirement.spec.empty()) continue;
+    auto relaxed = request;
+    if (requirement.origin == "framework") {
+      relaxed.requirements[i].spec = {};
+    } else {
+      relaxed.requirements.erase(relaxed.requirements.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+    const auto solution = solved_without(database, relaxed);
+    const auto* chosen = solution ? solution->find(requirement.package) : nullptr;
+    if (requirement.origin == "framework" && chosen != nullptr) {
+      add(fmt::format("use {} {}, the newest version that can be satisfied here", chosen->name,
+                      chosen->version.original()));
+    } else if (solution) {
+      add(fmt::format("without `{}: \"{}\"` under `requires:`, envkit would choose {}", requirement.package,
+                      requirement.spec.original().empty() ? requirement.spec.to_string()
+                                                          : requirement.spec.original(),
+                      chosen != nullptr ? fmt::format("{} {}", chosen->name, chosen->version.original())
+                                        : "a working set"));
+    }
+  }
+  for (const auto* fact : facts) {
+    const auto& dependency = problem.package(fact->dependency);
+    if (fact->kind == Fact::Kind::requirement && dependency.name == "python" &&
+        dependency.kind == PackageKind::recipe && problem.allowed_by(fact->dependency, fact->spec).empty()) {
+      add(fmt::format("if the machines have a Python {}, declare it in envkit.yaml: "
+                      "`external: {{python: \"3.6.9\"}}` (its exact version) or `external: {{python: system}}`",
+                      fact->spec.to_string()));
+    }
+    if (fact->kind == Fact::Kind::platform && request.platform != specs::host_platform()) {
+      add(fmt::format("remove {} from `platforms:` in envkit.yaml to lock for the other platforms",
+                      specs::to_string(request.platform)));
+    }
+    if (fact->kind == Fact::Kind::gpu) {
+      const auto cuda = problem.find("cuda");
+      const auto& gpu = request.system.gpus[fact->gpu];
+      if (!cuda) continue;
+      const CandidateInfo* newest = nullptr;
+      for (const auto& candidate : problem.package(*cuda).candidates) {
+        if (candidate.build != nullptr && Problem::runs_on(candidate.build->cuda_arch, gpu.capability)) {
+          newest = &candidate;
+        }
+      }
+      if (newest != nullptr) {
+        add(fmt::format("GPUs with compute capability {} are supported up to cuda {}",
+                        gpu.capability.to_string(), newest->version.original()));
+      }
+    }
+  }
+  return hints;
+}
+
+}  // namespace
+
+Result<Outcome> solve(const recipes::Database& database, const Request& request) {
+  auto first = attempt(database, request);
+  if (!first) return first.error();
+  if (first->result.solved) return Outcome{solution_of(*first)};
+  Unsolvable unsolvable;
+  unsolvable.summary =
+      fmt::format("no environment satisfies envkit.yaml on {}", specs::to_string(request.platform));
+  unsolvable.explanation = explain_failure(*first->problem, first->result);
+  unsolvable.hints = hints_for(database, request, *first);
+  return Outcome{std::move(unsolvable)};
+}
+
+}  // namespace envkit::solve

@@ -1,0 +1,91 @@
+#include "envkit/recipes/recipe.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace envkit;
+using namespace envkit::recipes;
+using specs::Platform;
+
+namespace {
+
+specs::VersionSpec spec(std::string_view text) {
+  return specs::VersionSpec::parse(text).value();
+}
+
+std::vector<std::string> names_of(const std::map<std::string, specs::VersionSpec>& requirements) {
+  std::vector<std::string> names;
+  for (const auto& [name, requirement] : requirements)
+    names.push_back(name);
+  return names;
+}
+
+// cuDNN 9's shape: cuda everywhere, zlib on Linux only.
+Build cudnn9_build() {
+  Build build{.id = "cuda12",
+              .requires_ = {{"cuda", spec(">=12,<13")}, {"zlib", spec("")}},
+              .requires_only_on = {{"zlib", {Platform::linux_x86_64, Platform::linux_aarch64}}}};
+  build.platforms = {Platform::linux_x86_64, Platform::linux_aarch64, Platform::windows_x86_64};
+  return build;
+}
+
+Recipe cudnn_with(Build build) {
+  Recipe recipe{.name = "cudnn"};
+  recipe.versions.push_back(
+      {.version = specs::Version::parse("9.1.0.70").value(), .builds = {std::move(build)}});
+  return recipe;
+}
+
+}  // namespace
+
+TEST_CASE("requirements_on gives what applies on one platform", "[recipes][model]") {
+  const Build build = cudnn9_build();
+  CHECK(names_of(requirements_on(build, Platform::linux_x86_64)) ==
+        std::vector<std::string>{"cuda", "zlib"});
+  CHECK(names_of(requirements_on(build, Platform::linux_aarch64)) ==
+        std::vector<std::string>{"cuda", "zlib"});
+  const auto windows = requirements_on(build, Platform::windows_x86_64);
+  CHECK(names_of(windows) == std::vector<std::string>{"cuda"});
+  CHECK(windows.at("cuda").to_string() == "<13,>=12");
+
+  Build everywhere = build;
+  everywhere.requires_only_on.clear();
+  CHECK(names_of(requirements_on(everywhere, Platform::windows_x86_64)) ==
+        std::vector<std::string>{"cuda", "zlib"});
+  CHECK(requirements_on(Build{}, Platform::linux_x86_64).empty());
+}
+
+TEST_CASE("merge_into keeps a requirement and its platforms together", "[recipes][model]") {
+  SECTION("an update without the requirement keeps it and its platforms") {
+    Recipe base = cudnn_with(cudnn9_build());
+    merge_into(base,
+               cudnn_with(Build{.id = "cuda12", .requires_ = {{"cuda", spec(">=12.1,<13")}}}));
+    const auto& build = base.versions.at(0).builds.at(0);
+    CHECK(build.requires_.at("cuda").to_string() == "<13,>=12.1");
+    CHECK(build.requires_only_on.at("zlib").size() == 2);
+    CHECK_FALSE(requirements_on(build, Platform::windows_x86_64).contains("zlib"));
+  }
+  SECTION("an update that gives the requirement everywhere lifts the restriction") {
+    Recipe base = cudnn_with(cudnn9_build());
+    merge_into(base, cudnn_with(Build{.id = "cuda12", .requires_ = {{"zlib", spec("")}}}));
+    const auto& build = base.versions.at(0).builds.at(0);
+    CHECK(build.requires_only_on.empty());
+    CHECK(requirements_on(build, Platform::windows_x86_64).contains("zlib"));
+  }
+  SECTION("an update that restricts a requirement restricts it") {
+    Build everywhere = cudnn9_build();
+    everywhere.requires_only_on.clear();
+    Recipe base = cudnn_with(everywhere);
+    merge_into(base, cudnn_with(cudnn9_build()));
+    CHECK(base.versions.at(0).builds.at(0).requires_only_on == cudnn9_build().requires_only_on);
+  }
+}
+
+TEST_CASE("canonicalize sorts the platforms of a restriction", "[recipes][model]") {
+  Build build = cudnn9_build();
+  build.requires_only_on["zlib"] = {Platform::linux_aarch64, Platform::linux_x86_64,
+                                    Platform::linux_aarch64};
+  Recipe recipe = cudnn_with(build);
+  canonicalize(recipe);
+  CHECK(recipe.versions[0].builds[0].requires_only_on.at("zlib") ==
+        std::vector<Platform>{Platform::linux_x86_64, Platform::linux_aarch64});
+}
