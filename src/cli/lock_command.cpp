@@ -130,7 +130,7 @@ int run_lock(Context& context, const LockOptions& options) {
   auto inputs = gather_lock_inputs(context.options.directory, *platforms, gpu::host_sources());
   if (!inputs) return report(context, inputs.error());
   for (const auto& warning : inputs->warnings) context.console.warn(warning);
-  const auto lock_path = context.options.directory / lock::kFileName;
+  const auto lock_path = (context.options.directory / lock::kFileName).lexically_normal();
 
   std::optional<lock::Lockfile> existing;
   if (options.check) {
