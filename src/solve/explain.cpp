@@ -264,6 +264,21 @@ class Reporter {
   bool is_derived(IncompatibilityId id) const { return at(id).cause.kind == Cause::Kind::derived; }
   std::string text(IncompatibilityId id) const { return describer_.incompatibility(at(id)); }
 
+  // A one-term fact said only of the candidates its partner in the derivation
+  // is about: "cudnn 7.0.5 has no windows-x86_64 archive", not every version
+  // without one.
+  std::string text(IncompatibilityId id, IncompatibilityId partner) const {
+    auto fact = at(id);
+    if (fact.cause.kind != Cause::Kind::fact || fact.terms.size() != 1) return text(id);
+    auto& term = fact.terms[0];
+    for (const auto& other : at(partner).terms) {
+      if (other.package != term.package) continue;
+      const auto narrowed = term.set & other.set;
+      if (!narrowed.empty()) term.set = narrowed;
+    }
+    return describer_.incompatibility(fact);
+  }
+
   static std::string capitalized(std::string line) {
     if (!line.empty() && line[0] >= 'a' && line[0] <= 'z') line[0] = static_cast<char>(line[0] - 'a' + 'A');
     return line;
@@ -327,22 +342,27 @@ class Reporter {
       const auto derived = is_derived(left) ? left : right;
       const auto stated = is_derived(left) ? right : left;
       if (line_of(derived)) {
-        write(id, fmt::format("because {} and {}, {}.", text(stated), ref(derived), conclusion_text),
+        write(id,
+              fmt::format("because {} and {}, {}.", text(stated, derived), ref(derived),
+                          conclusion_text),
               numbered);
       } else if (collapsible(derived)) {
         const auto& inner = at(derived).cause;
         const auto inner_derived = is_derived(inner.left) ? inner.left : inner.right;
         const auto inner_stated = is_derived(inner.left) ? inner.right : inner.left;
         visit(inner_derived, false);
-        write(id, fmt::format("and because {} and {}, {}.", text(inner_stated), text(stated),
+        write(id, fmt::format("and because {} and {}, {}.", text(inner_stated), text(stated, derived),
                               conclusion_text),
               numbered);
       } else {
         visit(derived, false);
-        write(id, fmt::format("and because {}, {}.", text(stated), conclusion_text), numbered);
+        write(id, fmt::format("and because {}, {}.", text(stated, derived), conclusion_text),
+              numbered);
       }
     } else {
-      write(id, fmt::format("because {} and {}, {}.", text(left), text(right), conclusion_text),
+      write(id,
+            fmt::format("because {} and {}, {}.", text(left, right), text(right, left),
+                        conclusion_text),
             numbered);
     }
   }

@@ -120,23 +120,29 @@ std::vector<std::string> hints_for(const recipes::Database& database, const Requ
              f->spec.to_string() == requirement.spec.to_string();
     });
     if (!involved || requirement.spec.empty()) continue;
+    // Any version of the package first; then without it at all.
     auto relaxed = request;
-    if (requirement.origin == "framework") {
-      relaxed.requirements[i].spec = {};
-    } else {
+    relaxed.requirements[i].spec = {};
+    auto solution = solved_without(database, relaxed);
+    bool dropped = false;
+    if (!solution && requirement.origin != "framework") {
       relaxed.requirements.erase(relaxed.requirements.begin() + static_cast<std::ptrdiff_t>(i));
+      solution = solved_without(database, relaxed);
+      dropped = true;
     }
-    const auto solution = solved_without(database, relaxed);
-    const auto* chosen = solution ? solution->find(requirement.package) : nullptr;
+    if (!solution) continue;
+    const auto* chosen = solution->find(requirement.package);
+    const auto written = requirement.spec.original().empty() ? requirement.spec.to_string()
+                                                             : requirement.spec.original();
     if (requirement.origin == "framework" && chosen != nullptr) {
       add(fmt::format("use {} {}, the newest version that can be satisfied here", chosen->name,
                       chosen->version.original()));
-    } else if (solution) {
-      add(fmt::format("without `{}: \"{}\"` under `requires:`, envkit would choose {}", requirement.package,
-                      requirement.spec.original().empty() ? requirement.spec.to_string()
-                                                          : requirement.spec.original(),
-                      chosen != nullptr ? fmt::format("{} {}", chosen->name, chosen->version.original())
-                                        : "a working set"));
+    } else if (!dropped && chosen != nullptr) {
+      add(fmt::format("without `{}: \"{}\"` under `requires:`, envkit would choose {} {}",
+                      requirement.package, written, chosen->name, chosen->version.original()));
+    } else {
+      add(fmt::format("without `{}` under `requires:`, envkit.yaml can be satisfied",
+                      requirement.package));
     }
   }
   for (const auto* fact : facts) {
