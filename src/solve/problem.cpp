@@ -299,7 +299,15 @@ bool Problem::tested_with(PackageId package, const CandidateInfo& candidate,
     if (other.build == nullptr) continue;
     const auto it = other.build->tested.find(packages_[package].name);
     if (it == other.build->tested.end()) continue;
-    const auto series = specs::VersionSpec::parse(it->second, specs::SpecSyntax::envkit);
+    // A CUDA pin read from a wheel is the runtime component's version
+    // (cudart 12.1.105), which shares major.minor with its CUDA release.
+    auto tested = it->second;
+    if (packages_[package].name == "cuda") {
+      if (const auto parsed = specs::Version::parse(tested); parsed && parsed->release().size() > 2) {
+        tested = fmt::format("{}.{}", parsed->major(), parsed->minor());
+      }
+    }
+    const auto series = specs::VersionSpec::parse(tested, specs::SpecSyntax::envkit);
     if (series && series->contains(candidate.version)) {
       by = fmt::format("{} {}{} was tested with {} {}", packages_[decision.package].name,
                        other.version.original(),
