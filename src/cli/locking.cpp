@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <future>
 #include <set>
 
 #include "envkit/core/env_vars.hpp"
@@ -144,18 +145,49 @@ Result<Solved> solve_platforms(const recipes::Database& database, const LockInpu
 
 namespace {
 
+// The chosen versions with their artifacts, read from the per-version files;
+// the files are parsed in parallel (each is independent once the facts are cached).
+using VersionFiles = std::map<std::pair<std::string, std::string>, recipes::Recipe>;
+
+Result<VersionFiles> read_version_files(const recipes::Database& database, const Solved& solved,
+                                        const LockInputs& inputs) {
+  std::vector<std::pair<std::string, specs::Version>> wanted;
+  for (const auto& [platform, solution] : solved.solutions) {
+    for (const auto& choice : solution.packages) {
+      if (inputs.manifest.external.contains(choice.name)) continue;
+      const auto known = std::find_if(wanted.begin(), wanted.end(), [&](const auto& w) {
+        return w.first == choice.name && w.second.original() == choice.version.original();
+      });
+      if (known == wanted.end()) wanted.emplace_back(choice.name, choice.version);
+    }
+  }
+  for (const auto& [name, version] : wanted) {
+    if (auto facts = database.facts(name); !facts) return facts.error();
+  }
+  std::vector<std::future<Result<recipes::Recipe>>> reads;
+  for (const auto& [name, version] : wanted) {
+    reads.push_back(std::async(std::launch::async, [&database, &name, &version] {
+      return database.load_version(name, version);
+    }));
+  }
+  VersionFiles files;
+  for (std::size_t i = 0; i < wanted.size(); ++i) {
+    auto recipe = reads[i].get();
+    if (!recipe) return recipe.error();
+    files.emplace(std::pair(wanted[i].first, wanted[i].second.original()), *std::move(recipe));
+  }
+  return files;
+}
+
 // The artifacts of one chosen build on one platform. For CUDA only the
 // components a framework needs (the recipe's default components; a runfile
 // holds them all).
-Result<std::vector<recipes::Artifact>> artifacts_of(const recipes::Database& database,
-                                                    const solve::Choice& choice,
-                                                    specs::Platform platform) {
-  auto recipe = database.load_version(choice.name, choice.version);
-  if (!recipe) return recipe.error();
+std::vector<recipes::Artifact> artifacts_of(const recipes::Recipe& recipe,
+                                            const solve::Choice& choice, specs::Platform platform) {
   std::vector<recipes::Artifact> out;
-  const auto* version = recipe->find(choice.version);
+  const auto* version = recipe.find(choice.version);
   if (version == nullptr) return out;
-  const auto& wanted = recipe->default_components;
+  const auto& wanted = recipe.default_components;
   for (const auto& build : version->builds) {
     if (build.id != choice.build) continue;
     for (const auto& artifact : build.artifacts) {
@@ -200,6 +232,8 @@ Result<std::map<std::string, std::string>> recipe_hashes(const recipes::Database
 
 Result<lock::Lockfile> make_lockfile(const recipes::Database& database, const LockInputs& inputs,
                                      const Solved& solved) {
+  auto files = read_version_files(database, solved, inputs);
+  if (!files) return files.error();
   lock::Lockfile lockfile;
   lockfile.manifest_hash = inputs.manifest_hash;
   lockfile.system = inputs.assumptions;
@@ -223,9 +257,8 @@ Result<lock::Lockfile> make_lockfile(const recipes::Database& database, const Lo
             },
             external->second);
       } else {
-        auto artifacts = artifacts_of(database, choice, platform);
-        if (!artifacts) return artifacts.error();
-        package.artifacts = *std::move(artifacts);
+        package.artifacts =
+            artifacts_of(files->at({choice.name, choice.version.original()}), choice, platform);
       }
       locked.packages.push_back(std::move(package));
     }

@@ -1,6 +1,8 @@
 #include "envkit/recipes/database.hpp"
 
 #include <fmt/format.h>
+
+#include <future>
 #include <unistd.h>
 
 #include <algorithm>
@@ -100,20 +102,52 @@ bool Database::contains(std::string_view name) const {
   return std::binary_search(names_.begin(), names_.end(), name);
 }
 
-Result<const Recipe*> Database::facts(std::string_view name) const {
-  if (auto it = cache_.find(name); it != cache_.end()) return it->second.get();
-  if (!contains(name)) return unknown_package(name, dir_, names_);
-  auto recipe = read_facts_file(dir_ / (std::string(name) + ".yaml"), name);
+namespace {
+
+// A package's facts file with its pypi/ overlay merged in.
+Result<Recipe> read_merged_facts(const fs::path& dir, std::string_view name) {
+  auto recipe = read_facts_file(dir / (std::string(name) + ".yaml"), name);
   if (!recipe) return recipe.error();
   std::error_code ec;
-  if (const auto overlay = overlay_path(dir_, name); fs::exists(overlay, ec)) {
+  if (const auto overlay = overlay_path(dir, name); fs::exists(overlay, ec)) {
     auto refined = read_facts_file(overlay, name);
     if (!refined) return refined.error();
     merge_into(*recipe, *refined);
   }
+  return recipe;
+}
+
+}  // namespace
+
+Result<const Recipe*> Database::facts(std::string_view name) const {
+  if (auto it = cache_.find(name); it != cache_.end()) return it->second.get();
+  if (!contains(name)) return unknown_package(name, dir_, names_);
+  auto recipe = read_merged_facts(dir_, name);
+  if (!recipe) return recipe.error();
   auto [it, inserted] =
       cache_.emplace(std::string(name), std::make_unique<Recipe>(*std::move(recipe)));
   return it->second.get();
+}
+
+void Database::prefetch(std::span<const std::string> names) const {
+  std::vector<std::string> wanted;
+  for (const auto& name : names) {
+    if (contains(name) && !cache_.contains(name) &&
+        std::find(wanted.begin(), wanted.end(), name) == wanted.end()) {
+      wanted.push_back(name);
+    }
+  }
+  if (wanted.size() < 2) return;  // nothing to overlap
+  std::vector<std::future<Result<Recipe>>> parsed;
+  for (const auto& name : wanted) {
+    parsed.push_back(std::async(std::launch::async, [this, name] { return read_merged_facts(dir_, name); }));
+  }
+  for (std::size_t i = 0; i < wanted.size(); ++i) {
+    // A file that fails is left out: facts() reads it again and reports the error.
+    if (auto recipe = parsed[i].get()) {
+      cache_.emplace(wanted[i], std::make_unique<Recipe>(*std::move(recipe)));
+    }
+  }
 }
 
 Result<Recipe> Database::load_full(std::string_view name) const {

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <deque>
 
 #include "envkit/specs/package_name.hpp"
 
@@ -33,18 +32,27 @@ Result<std::unique_ptr<Problem>> Problem::create(const recipes::Database& databa
   for (const auto& requirement : request.requirements) {
     root.candidates[0].requirements.emplace(requirement.package, requirement.spec);
   }
-  // Every package reachable from the project's requirements, breadth first.
-  std::deque<std::string> pending;
-  for (const auto& requirement : request.requirements) pending.push_back(requirement.package);
-  while (!pending.empty()) {
-    const auto name = pending.front();
-    pending.pop_front();
-    if (problem->find(name)) continue;
-    auto id = problem->add_package(name);
-    if (!id) return id.error();
-    for (const auto& candidate : problem->packages_[*id].candidates) {
-      for (const auto& [dependency, spec] : candidate.requirements) pending.push_back(dependency);
+  // Every package reachable from the project's requirements, breadth first;
+  // each wave's facts files are parsed in parallel.
+  std::vector<std::string> wave;
+  for (const auto& requirement : request.requirements) wave.push_back(requirement.package);
+  while (!wave.empty()) {
+    database.prefetch(wave);
+    std::vector<std::string> next;
+    for (const auto& name : wave) {
+      if (problem->find(name)) continue;
+      auto id = problem->add_package(name);
+      if (!id) return id.error();
+      for (const auto& candidate : problem->packages_[*id].candidates) {
+        for (const auto& [dependency, spec] : candidate.requirements) {
+          if (!problem->find(dependency) &&
+              std::find(next.begin(), next.end(), dependency) == next.end()) {
+            next.push_back(dependency);
+          }
+        }
+      }
     }
+    wave = std::move(next);
   }
   return problem;
 }

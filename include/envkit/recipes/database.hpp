@@ -31,6 +31,10 @@ class Database {
 
   // The package's facts without artifacts (pypi/<name>.yaml merged over them); cached.
   [[nodiscard]] Result<const Recipe*> facts(std::string_view name) const;
+  // Reads the facts of several packages at once, each file parsed on its own
+  // thread, so that the facts() calls that follow find them cached. Parse
+  // errors surface from those facts() calls.
+  void prefetch(std::span<const std::string> names) const;
   // The package with every version's components and artifacts (offline and wheels).
   [[nodiscard]] Result<Recipe> load_full(std::string_view name) const;
   // The package with only `version`, with its components and artifacts: what
