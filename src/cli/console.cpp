@@ -53,8 +53,10 @@ void Console::error(const Error& error) const {
 void Console::explanation(std::string_view headline, const std::vector<std::string>& lines,
                           const std::vector<std::string>& hints) const {
   std::string out = fmt::format("{} {}\n", paint(color_, kRed, "error:"), headline);
-  for (const auto& line : lines) out += fmt::format("  {}\n", line);
-  for (const auto& hint : hints) out += fmt::format("{} {}\n", paint(color_, kCyan, "hint:"), hint);
+  for (const auto& line : lines)
+    out += fmt::format("  {}\n", line);
+  for (const auto& hint : hints)
+    out += fmt::format("{} {}\n", paint(color_, kCyan, "hint:"), hint);
   fmt::print(stderr, "{}", out);
 }
 

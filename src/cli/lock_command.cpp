@@ -45,11 +45,12 @@ nlohmann::json lock_json(const lock::Lockfile& lockfile) {
     for (const auto& package : platform.packages) {
       nlohmann::json artifacts = nlohmann::json::array();
       for (const auto& artifact : package.artifacts) {
-        artifacts.push_back({{"url", artifact.url},
-                             {"sha256", artifact.sha256},
-                             {"size", artifact.size ? nlohmann::json(*artifact.size) : nlohmann::json()},
-                             {"component", artifact.component},
-                             {"kind", recipes::to_string(artifact.kind)}});
+        artifacts.push_back(
+            {{"url", artifact.url},
+             {"sha256", artifact.sha256},
+             {"size", artifact.size ? nlohmann::json(*artifact.size) : nlohmann::json()},
+             {"component", artifact.component},
+             {"kind", recipes::to_string(artifact.kind)}});
       }
       nlohmann::json entry = {{"name", package.name},
                               {"version", package.version.original()},
@@ -129,7 +130,8 @@ int run_lock(Context& context, const LockOptions& options) {
   if (!database) return report(context, database.error());
   auto inputs = gather_lock_inputs(context.options.directory, *platforms, gpu::host_sources());
   if (!inputs) return report(context, inputs.error());
-  for (const auto& warning : inputs->warnings) context.console.warn(warning);
+  for (const auto& warning : inputs->warnings)
+    context.console.warn(warning);
   const auto lock_path = (context.options.directory / lock::kFileName).lexically_normal();
 
   std::optional<lock::Lockfile> existing;
@@ -146,7 +148,8 @@ int run_lock(Context& context, const LockOptions& options) {
     if (!staleness) return report(context, staleness.error());
     if (staleness->stale()) {
       Error error = Error::failed(fmt::format("{} is out of date", lock_path.string()));
-      for (const auto& reason : staleness->reasons) error.because(reason);
+      for (const auto& reason : staleness->reasons)
+        error.because(reason);
       return report(context, error.hint("run `envkit lock` to update it"));
     }
   }
@@ -163,7 +166,8 @@ int run_lock(Context& context, const LockOptions& options) {
   if (options.check) {
     if (lock::write(*existing) != text) {
       Error error = Error::failed(fmt::format("{} is out of date", lock_path.string()));
-      for (const auto& difference : differences(*existing, *lockfile)) error.because(difference);
+      for (const auto& difference : differences(*existing, *lockfile))
+        error.because(difference);
       return report(context, error.hint("run `envkit lock` to update it"));
     }
     context.console.info(fmt::format("{} is up to date", lock_path.string()));
@@ -177,8 +181,8 @@ int run_lock(Context& context, const LockOptions& options) {
     }
   }
   for (const auto& platform : lockfile->platforms) {
-    context.console.info(fmt::format("locked {}: {}", specs::to_string(platform.platform),
-                                     summary(platform)));
+    context.console.info(
+        fmt::format("locked {}: {}", specs::to_string(platform.platform), summary(platform)));
   }
   if (context.options.json) std::cout << lock_json(*lockfile).dump() << '\n';
   return 0;

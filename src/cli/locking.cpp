@@ -23,7 +23,8 @@ std::optional<specs::Version> lowest_admitted(const specs::VersionSpec& spec) {
   for (const auto& clause : spec.specifiers()) {
     using Op = specs::Specifier::Op;
     const auto op = clause.op();
-    if (op == Op::less || op == Op::less_equal || op == Op::not_equal || !clause.version()) continue;
+    if (op == Op::less || op == Op::less_equal || op == Op::not_equal || !clause.version())
+      continue;
     if (!lowest || *clause.version() > *lowest) lowest = *clause.version();
   }
   return lowest;
@@ -59,7 +60,8 @@ Result<void> settle_facts(LockInputs& inputs, const gpu::ProbeSources& sources) 
             *assumed.driver));
       }
     }
-    for (const auto& capability : system.cuda_arch) facts.gpus.push_back({capability, ""});
+    for (const auto& capability : system.cuda_arch)
+      facts.gpus.push_back({capability, ""});
     facts.gpus_owner = "the machines'";
     assumed.cuda_arch = system.cuda_arch;
     if (system.glibc) assumed.glibc = system.glibc->original();
@@ -70,7 +72,8 @@ Result<void> settle_facts(LockInputs& inputs, const gpu::ProbeSources& sources) 
   using Kind = gpu::Provenance::Kind;
   const bool overridden = host->driver_source.kind == Kind::override_variable ||
                           host->gpus_source.kind == Kind::override_variable;
-  assumed.source = overridden ? "override" : (host->driver || !host->gpus.empty() ? "host" : "none");
+  assumed.source =
+      overridden ? "override" : (host->driver || !host->gpus.empty() ? "host" : "none");
   if (host->driver) {
     facts.driver = host->driver;
     assumed.driver = host->driver->original();
@@ -114,7 +117,8 @@ Result<LockInputs> gather_lock_inputs(const fs::path& directory,
   for (const auto& [package, source] : inputs.manifest.external) {
     auto version = project::resolve_external(package, source, directory);
     if (!version) return version.error();
-    inputs.external.insert_or_assign(package, solve::External{version->version, version->description});
+    inputs.external.insert_or_assign(package,
+                                     solve::External{version->version, version->description});
   }
   if (auto settled = settle_facts(inputs, sources); !settled) return settled.error();
   return inputs;
@@ -124,7 +128,8 @@ Result<Solved> solve_platforms(const recipes::Database& database, const LockInpu
   solve::Request request{.external = inputs.external, .system = inputs.facts};
   const auto& manifest = inputs.manifest;
   if (manifest.framework) {
-    request.requirements.push_back({manifest.framework->name, manifest.framework->spec, "framework"});
+    request.requirements.push_back(
+        {manifest.framework->name, manifest.framework->spec, "framework"});
   }
   for (const auto& [package, spec] : manifest.requires_) {
     request.requirements.push_back({package, spec, "requires"});
@@ -192,8 +197,9 @@ std::vector<recipes::Artifact> artifacts_of(const recipes::Recipe& recipe,
     if (build.id != choice.build) continue;
     for (const auto& artifact : build.artifacts) {
       if (artifact.platform != platform) continue;
-      const bool needed = wanted.empty() || artifact.kind == recipes::ArtifactKind::runfile ||
-                          std::find(wanted.begin(), wanted.end(), artifact.component) != wanted.end();
+      const bool needed =
+          wanted.empty() || artifact.kind == recipes::ArtifactKind::runfile ||
+          std::find(wanted.begin(), wanted.end(), artifact.component) != wanted.end();
       if (needed) out.push_back(artifact);
     }
   }
@@ -212,7 +218,8 @@ std::map<std::string, std::vector<specs::Version>> locked_versions(const lock::L
       }
     }
   }
-  for (auto& [name, list] : versions) std::sort(list.begin(), list.end());
+  for (auto& [name, list] : versions)
+    std::sort(list.begin(), list.end());
   return versions;
 }
 
@@ -240,9 +247,8 @@ Result<lock::Lockfile> make_lockfile(const recipes::Database& database, const Lo
   for (const auto& [platform, solution] : solved.solutions) {
     lock::PlatformLock locked{.platform = platform};
     for (const auto& choice : solution.packages) {
-      lock::LockedPackage package{.name = choice.name,
-                                  .version = choice.version,
-                                  .build = choice.build};
+      lock::LockedPackage package{
+          .name = choice.name, .version = choice.version, .build = choice.build};
       for (const auto& [dependency, spec] : choice.requires_) {
         package.requires_.emplace(dependency, spec.to_string());
       }
@@ -277,9 +283,11 @@ Result<lock::Staleness> lock_staleness(const recipes::Database& database, const 
   if (!hashes) return hashes.error();
   auto staleness = lock::compare(lockfile, inputs.manifest_hash, *hashes);
   std::vector<std::string> wanted;
-  for (const auto platform : inputs.platforms) wanted.emplace_back(specs::to_string(platform));
+  for (const auto platform : inputs.platforms)
+    wanted.emplace_back(specs::to_string(platform));
   std::vector<std::string> locked;
-  for (const auto& platform : lockfile.platforms) locked.emplace_back(specs::to_string(platform.platform));
+  for (const auto& platform : lockfile.platforms)
+    locked.emplace_back(specs::to_string(platform.platform));
   std::sort(wanted.begin(), wanted.end());
   if (wanted != locked) {
     staleness.reasons.push_back(fmt::format("the lock is for {}, not {}", text::join(locked, ", "),
@@ -288,11 +296,13 @@ Result<lock::Staleness> lock_staleness(const recipes::Database& database, const 
   if (lockfile.system.source != "manifest" && lockfile.system != inputs.assumptions) {
     const auto describe = [](const lock::SystemAssumptions& s) {
       std::vector<std::string> arch;
-      for (const auto& cc : s.cuda_arch) arch.push_back(cc.to_string());
+      for (const auto& cc : s.cuda_arch)
+        arch.push_back(cc.to_string());
       return fmt::format("driver {}, GPUs [{}]", s.driver.value_or("none"), text::join(arch, ", "));
     };
     staleness.reasons.push_back(fmt::format("the lock assumed {}; this machine has {}",
-                                            describe(lockfile.system), describe(inputs.assumptions)));
+                                            describe(lockfile.system),
+                                            describe(inputs.assumptions)));
   }
   return staleness;
 }

@@ -23,8 +23,8 @@ struct LockInputs {
   manifest::Manifest manifest;
   std::string manifest_hash;
   std::vector<specs::Platform> platforms;  // --platform flags, else the manifest's
-  solve::SystemFacts facts;                 // what the solver assumes about the machines
-  lock::SystemAssumptions assumptions;      // the same, as the lock records it
+  solve::SystemFacts facts;                // what the solver assumes about the machines
+  lock::SystemAssumptions assumptions;     // the same, as the lock records it
   std::map<std::string, solve::External> external;
   std::vector<std::string> warnings;  // e.g. no driver known: locked without a constraint
 };

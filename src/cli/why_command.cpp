@@ -34,10 +34,10 @@ std::optional<std::string> lock_disagreement(const Context& context, specs::Plat
   for (const auto& locked : lockfile->platforms) {
     if (locked.platform != platform) continue;
     for (const auto& package : locked.packages) {
-      if (package.name == choice.name &&
-          (package.version.original() != choice.version.original() || package.build != choice.build)) {
-        return fmt::format("envkit.lock has {} {} on {}; run `envkit lock` to update it", package.name,
-                           package.version.original(), specs::to_string(platform));
+      if (package.name == choice.name && (package.version.original() != choice.version.original() ||
+                                          package.build != choice.build)) {
+        return fmt::format("envkit.lock has {} {} on {}; run `envkit lock` to update it",
+                           package.name, package.version.original(), specs::to_string(platform));
       }
     }
   }
@@ -55,7 +55,8 @@ int run_why(Context& context, const WhyOptions& options) {
   if (!database) return report(context, database.error());
   auto inputs = gather_lock_inputs(context.options.directory, platforms, gpu::host_sources());
   if (!inputs) return report(context, inputs.error());
-  for (const auto& warning : inputs->warnings) context.console.detail("warning: " + warning);
+  for (const auto& warning : inputs->warnings)
+    context.console.detail("warning: " + warning);
   auto solved = solve_platforms(*database, *inputs);
   if (!solved) return report(context, solved.error());
   if (solved->failure) {
@@ -71,8 +72,8 @@ int run_why(Context& context, const WhyOptions& options) {
     }
     return 1;
   }
-  const auto name = specs::known_package(options.package).value_or(
-      specs::canonical_package_name(options.package));
+  const auto name = specs::known_package(options.package)
+                        .value_or(specs::canonical_package_name(options.package));
   nlohmann::json per_platform = nlohmann::json::array();
   const solve::Choice* first = nullptr;
   for (const auto& [platform, solution] : solved->solutions) {
@@ -82,7 +83,8 @@ int run_why(Context& context, const WhyOptions& options) {
     std::string text = fmt::format("{} on {}", chosen_text(*choice), specs::to_string(platform));
     if (choice->external) text += fmt::format(", provided by the machine ({})", *choice->external);
     text += ", because:";
-    for (const auto& line : choice->because) text += "\n  " + line;
+    for (const auto& line : choice->because)
+      text += "\n  " + line;
     context.console.info(text);
     if (const auto disagreement = lock_disagreement(context, platform, *choice)) {
       context.console.warn(*disagreement);
@@ -94,9 +96,11 @@ int run_why(Context& context, const WhyOptions& options) {
   }
   if (first == nullptr) {
     std::vector<std::string> names;
-    for (const auto& package : solved->solutions.begin()->second.packages) names.push_back(package.name);
-    return report(context, Error::failed(fmt::format("`{}` is not part of the environment", name))
-                               .hint(fmt::format("the environment has {}", text::join(names, ", "))));
+    for (const auto& package : solved->solutions.begin()->second.packages)
+      names.push_back(package.name);
+    return report(context,
+                  Error::failed(fmt::format("`{}` is not part of the environment", name))
+                      .hint(fmt::format("the environment has {}", text::join(names, ", "))));
   }
   if (context.options.json) {
     std::cout << nlohmann::json{{"package", first->name},

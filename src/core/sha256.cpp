@@ -22,7 +22,9 @@ struct Sha256::State {
   }
 };
 
-Sha256::Sha256() : state_(std::make_unique<State>()) { state_->start(); }
+Sha256::Sha256() : state_(std::make_unique<State>()) {
+  state_->start();
+}
 Sha256::~Sha256() = default;
 Sha256::Sha256(Sha256&&) noexcept = default;
 Sha256& Sha256::operator=(Sha256&&) noexcept = default;
@@ -34,7 +36,9 @@ void Sha256::update(std::span<const std::byte> bytes) {
   }
 }
 
-void Sha256::update(std::string_view text) { update(std::as_bytes(std::span(text))); }
+void Sha256::update(std::string_view text) {
+  update(std::as_bytes(std::span(text)));
+}
 
 std::string Sha256::hex_digest() {
   std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};

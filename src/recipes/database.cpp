@@ -1,11 +1,10 @@
 #include "envkit/recipes/database.hpp"
 
 #include <fmt/format.h>
-
-#include <future>
 #include <unistd.h>
 
 #include <algorithm>
+#include <future>
 #include <set>
 #include <string>
 
@@ -140,7 +139,8 @@ void Database::prefetch(std::span<const std::string> names) const {
   if (wanted.size() < 2) return;  // nothing to overlap
   std::vector<std::future<Result<Recipe>>> parsed;
   for (const auto& name : wanted) {
-    parsed.push_back(std::async(std::launch::async, [this, name] { return read_merged_facts(dir_, name); }));
+    parsed.push_back(
+        std::async(std::launch::async, [this, name] { return read_merged_facts(dir_, name); }));
   }
   for (std::size_t i = 0; i < wanted.size(); ++i) {
     // A file that fails is left out: facts() reads it again and reports the error.

@@ -30,8 +30,8 @@ Describer::Describer(const Problem& problem) : problem_(problem) {
     if (fact.kind != Fact::Kind::requirement) continue;
     const auto& dependency = problem.package(fact.dependency);
     if (dependency.kind == PackageKind::driver || fact.spec.empty()) continue;
-    labels_.push_back({fact.dependency, problem.allowed_by(fact.dependency, fact.spec),
-                       fact.spec.to_string()});
+    labels_.push_back(
+        {fact.dependency, problem.allowed_by(fact.dependency, fact.spec), fact.spec.to_string()});
   }
 }
 
@@ -49,14 +49,16 @@ std::string Describer::ranges(PackageId package, const VersionSet& set) const {
   std::vector<std::string> parts;
   // Runs of consecutive entries of `universe` (candidate indices, by version)
   // that `member` accepts, as ">=a,<=b", "<=b", ">=a" or "a".
-  const auto runs = [&](const std::vector<std::size_t>& universe, auto member, std::string_view suffix) {
+  const auto runs = [&](const std::vector<std::size_t>& universe, auto member,
+                        std::string_view suffix) {
     for (std::size_t i = 0; i < universe.size();) {
       if (!member(universe[i])) {
         ++i;
         continue;
       }
       auto j = i;
-      while (j + 1 < universe.size() && member(universe[j + 1])) ++j;
+      while (j + 1 < universe.size() && member(universe[j + 1]))
+        ++j;
       const auto& low = candidates[universe[i]].version.original();
       const auto& high = candidates[universe[j]].version.original();
       std::string range;
@@ -79,17 +81,24 @@ std::string Describer::ranges(PackageId package, const VersionSet& set) const {
       first_of_each_version.push_back(c);
     }
   }
-  runs(first_of_each_version, [&](std::size_t c) {
-    const auto [in_set, total] = held[candidates[c].version_rank];
-    return in_set == total;
-  }, "");
+  runs(
+      first_of_each_version,
+      [&](std::size_t c) {
+        const auto [in_set, total] = held[candidates[c].version_rank];
+        return in_set == total;
+      },
+      "");
   std::map<std::string, std::vector<std::size_t>> by_build;
-  for (std::size_t c = 0; c < candidates.size(); ++c) by_build[candidates[c].build_id].push_back(c);
+  for (std::size_t c = 0; c < candidates.size(); ++c)
+    by_build[candidates[c].build_id].push_back(c);
   for (const auto& [build, universe] : by_build) {
-    runs(universe, [&](std::size_t c) {
-      const auto [in_set, total] = held[candidates[c].version_rank];
-      return set.contains(c) && in_set < total;
-    }, build);
+    runs(
+        universe,
+        [&](std::size_t c) {
+          const auto [in_set, total] = held[candidates[c].version_rank];
+          return set.contains(c) && in_set < total;
+        },
+        build);
   }
   return text::join(parts, " or ");
 }
@@ -109,7 +118,8 @@ std::string Describer::candidates(PackageId package, const VersionSet& set) cons
   }
   if (set.full() && set.universe() > 1) return fmt::format("every {} version", info.name);
   for (const auto& label : labels_) {
-    if (label.package == package && label.set == set) return fmt::format("{} {}", info.name, label.spec);
+    if (label.package == package && label.set == set)
+      return fmt::format("{} {}", info.name, label.spec);
   }
   return fmt::format("{} {}", info.name, ranges(package, set));
 }
@@ -117,8 +127,9 @@ std::string Describer::candidates(PackageId package, const VersionSet& set) cons
 std::string Describer::requirement(const Fact& fact) const {
   const auto& dependency = problem_.package(fact.dependency);
   if (dependency.kind == PackageKind::driver) {
-    return fmt::format("an NVIDIA driver {}{}", fact.spec.to_string(),
-                       fact.driver_through_compat ? " (with CUDA minor-version compatibility)" : "");
+    return fmt::format(
+        "an NVIDIA driver {}{}", fact.spec.to_string(),
+        fact.driver_through_compat ? " (with CUDA minor-version compatibility)" : "");
   }
   return fact.spec.empty() ? dependency.name
                            : fmt::format("{} {}", dependency.name, fact.spec.to_string());
@@ -150,20 +161,21 @@ std::string Describer::unsupported_gpu(PackageId package, const VersionSet& set,
   const auto& info = problem_.package(package);
   const auto& gpu = problem_.request().system.gpus[gpu_index];
   const auto& owner = problem_.request().system.gpus_owner;
-  const auto whose = gpu.name.empty() ? fmt::format("{} GPUs", owner)
-                                      : fmt::format("{} {}", owner, gpu.name);
+  const auto whose =
+      gpu.name.empty() ? fmt::format("{} GPUs", owner) : fmt::format("{} {}", owner, gpu.name);
   // "dropped" when older versions had code for it.
   const auto lowest = *set.lowest();
   bool older_ran_it = false;
   for (std::size_t c = 0; c < lowest; ++c) {
     const auto* build = info.candidates[c].build;
-    older_ran_it = older_ran_it ||
-                   (build != nullptr && Problem::runs_on(build->cuda_arch, gpu.capability));
+    older_ran_it =
+        older_ran_it || (build != nullptr && Problem::runs_on(build->cuda_arch, gpu.capability));
   }
   const auto subject = candidates(package, set);
   if (info.name == "cuda") {
-    return older_ran_it ? fmt::format("{} dropped {} ({})", subject, sm(gpu.capability), whose)
-                        : fmt::format("{} does not support {} ({})", subject, sm(gpu.capability), whose);
+    return older_ran_it
+               ? fmt::format("{} dropped {} ({})", subject, sm(gpu.capability), whose)
+               : fmt::format("{} does not support {} ({})", subject, sm(gpu.capability), whose);
   }
   return fmt::format("{} ships no code for {} ({})", subject, sm(gpu.capability), whose);
 }
@@ -173,9 +185,9 @@ std::string Describer::fact(const Incompatibility& incompatibility, const Fact& 
   switch (fact.kind) {
     case Fact::Kind::platform: {
       const auto& info = problem_.package(fact.package);
-      return fmt::format("{} has no {} {} in the recipe database", candidates(first.package, first.set),
-                         specs::to_string(problem_.request().platform),
-                         info.is_framework() ? "build" : "archive");
+      return fmt::format(
+          "{} has no {} {} in the recipe database", candidates(first.package, first.set),
+          specs::to_string(problem_.request().platform), info.is_framework() ? "build" : "archive");
     }
     case Fact::Kind::gpu:
       return unsupported_gpu(first.package, first.set, fact.gpu);
@@ -184,7 +196,8 @@ std::string Describer::fact(const Incompatibility& incompatibility, const Fact& 
   }
   const auto clause =
       fmt::format("{} requires {}", candidates(first.package, first.set), requirement(fact));
-  if (incompatibility.terms.size() == 1) return fmt::format("{}, but {}", clause, nothing_satisfies(fact));
+  if (incompatibility.terms.size() == 1)
+    return fmt::format("{}, but {}", clause, nothing_satisfies(fact));
   return clause;
 }
 
@@ -205,8 +218,10 @@ std::string Describer::derived(const Incompatibility& incompatibility) const {
     return fmt::format("{} cannot be used", name(term));
   }
   if (terms.size() == 2) {
-    const auto positive = std::find_if(terms.begin(), terms.end(), [](const Term& t) { return t.positive; });
-    const auto negative = std::find_if(terms.begin(), terms.end(), [](const Term& t) { return !t.positive; });
+    const auto positive =
+        std::find_if(terms.begin(), terms.end(), [](const Term& t) { return t.positive; });
+    const auto negative =
+        std::find_if(terms.begin(), terms.end(), [](const Term& t) { return !t.positive; });
     if (positive != terms.end() && negative != terms.end()) {
       return fmt::format("{} requires {}", name(*positive), name(*negative));
     }
@@ -227,8 +242,9 @@ std::string Describer::incompatibility(const Incompatibility& incompatibility) c
     case Cause::Kind::fact:
       return fact(incompatibility, problem_.fact(incompatibility.cause.fact));
     case Cause::Kind::no_versions:
-      return fmt::format("no version of {} is left to choose",
-                         candidates(incompatibility.terms[0].package, incompatibility.terms[0].set));
+      return fmt::format(
+          "no version of {} is left to choose",
+          candidates(incompatibility.terms[0].package, incompatibility.terms[0].set));
     case Cause::Kind::root:
       return "envkit.yaml is the project";
     case Cause::Kind::derived:
@@ -250,8 +266,8 @@ class Reporter {
     const auto& failure = at(result_.failure);
     if (failure.cause.kind != Cause::Kind::derived) {
       lines_.push_back(capitalized(describer_.incompatibility(failure)) + ".");
-      lines_.push_back(capitalized(fmt::format("so {}.", describer_.incompatibility(
-                                                             {{}, {Cause::Kind::derived}}))));
+      lines_.push_back(capitalized(
+          fmt::format("so {}.", describer_.incompatibility({{}, {Cause::Kind::derived}}))));
       return std::move(lines_);
     }
     count_derivations(result_.failure);
@@ -280,7 +296,8 @@ class Reporter {
   }
 
   static std::string capitalized(std::string line) {
-    if (!line.empty() && line[0] >= 'a' && line[0] <= 'z') line[0] = static_cast<char>(line[0] - 'a' + 'A');
+    if (!line.empty() && line[0] >= 'a' && line[0] <= 'z')
+      line[0] = static_cast<char>(line[0] - 'a' + 'A');
     return line;
   }
 
@@ -318,7 +335,8 @@ class Reporter {
       const auto left_line = line_of(left);
       const auto right_line = line_of(right);
       if (left_line && right_line) {
-        write(id, fmt::format("because {} and {}, {}.", ref(left), ref(right), conclusion_text), numbered);
+        write(id, fmt::format("because {} and {}, {}.", ref(left), ref(right), conclusion_text),
+              numbered);
       } else if (left_line || right_line) {
         const auto known = left_line ? left : right;
         visit(left_line ? right : left, false);
@@ -351,8 +369,9 @@ class Reporter {
         const auto inner_derived = is_derived(inner.left) ? inner.left : inner.right;
         const auto inner_stated = is_derived(inner.left) ? inner.right : inner.left;
         visit(inner_derived, false);
-        write(id, fmt::format("and because {} and {}, {}.", text(inner_stated), text(stated, derived),
-                              conclusion_text),
+        write(id,
+              fmt::format("and because {} and {}, {}.", text(inner_stated), text(stated, derived),
+                          conclusion_text),
               numbered);
       } else {
         visit(derived, false);
@@ -398,10 +417,12 @@ std::vector<std::string> explain_choice(const Problem& problem, const PubGrubRes
                                         PackageId package) {
   const Describer describer(problem);
   std::map<PackageId, Candidate> decided;
-  for (const auto& decision : result.decisions) decided[decision.package] = decision.candidate;
+  for (const auto& decision : result.decisions)
+    decided[decision.package] = decision.candidate;
   std::vector<std::string> lines;
   const auto add = [&](std::string line) {
-    if (std::find(lines.begin(), lines.end(), line) == lines.end()) lines.push_back(std::move(line));
+    if (std::find(lines.begin(), lines.end(), line) == lines.end())
+      lines.push_back(std::move(line));
   };
   if (const auto it = result.narrowed_by.find(package); it != result.narrowed_by.end()) {
     for (const auto id : it->second) {

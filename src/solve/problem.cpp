@@ -14,9 +14,8 @@ bool PackageInfo::is_framework() const {
 }
 
 bool PackageInfo::has_several_builds(std::size_t version_rank) const {
-  return std::count_if(candidates.begin(), candidates.end(), [&](const CandidateInfo& c) {
-           return c.version_rank == version_rank;
-         }) > 1;
+  return std::count_if(candidates.begin(), candidates.end(),
+                       [&](const CandidateInfo& c) { return c.version_rank == version_rank; }) > 1;
 }
 
 Problem::Problem(const recipes::Database& database, Request request)
@@ -35,7 +34,8 @@ Result<std::unique_ptr<Problem>> Problem::create(const recipes::Database& databa
   // Every package reachable from the project's requirements, breadth first;
   // each wave's facts files are parsed in parallel.
   std::vector<std::string> wave;
-  for (const auto& requirement : request.requirements) wave.push_back(requirement.package);
+  for (const auto& requirement : request.requirements)
+    wave.push_back(requirement.package);
   while (!wave.empty()) {
     database.prefetch(wave);
     std::vector<std::string> next;
@@ -120,10 +120,8 @@ Result<void> Problem::add_candidates(PackageInfo& info, const recipes::Recipe& r
           {.version = version.version, .on_platform = false, .version_rank = rank});
     }
     for (const auto* build : builds) {
-      CandidateInfo candidate{.version = version.version,
-                              .build = build,
-                              .build_id = build->id,
-                              .version_rank = rank};
+      CandidateInfo candidate{
+          .version = version.version, .build = build, .build_id = build->id, .version_rank = rank};
       candidate.requirements = recipes::requirements_on(*build, request_.platform);
       if (info.name == "cuda") add_driver_requirement(candidate);
       info.candidates.push_back(std::move(candidate));
@@ -167,8 +165,9 @@ bool Problem::runs_on(const std::vector<specs::ComputeCapability>& archs,
 // A build with no known architecture list is assumed to run everywhere.
 bool Problem::runs_everywhere(const CandidateInfo& candidate) const {
   if (candidate.build == nullptr || candidate.build->cuda_arch.empty()) return true;
-  return std::all_of(request_.system.gpus.begin(), request_.system.gpus.end(),
-                     [&](const GpuFact& gpu) { return runs_on(candidate.build->cuda_arch, gpu.capability); });
+  return std::all_of(
+      request_.system.gpus.begin(), request_.system.gpus.end(),
+      [&](const GpuFact& gpu) { return runs_on(candidate.build->cuda_arch, gpu.capability); });
 }
 
 void Problem::facts_about(PackageId package, std::vector<Incompatibility>& out) {
@@ -215,19 +214,20 @@ void Problem::dependencies_of(PackageId package, Candidate candidate,
                          VersionSet dependers, std::string origin) {
     const auto dependency = *find(dependency_name);
     const auto allowed = allowed_by(dependency, spec);
-    const auto id = add_fact({.kind = Fact::Kind::requirement,
-                              .package = package,
-                              .dependency = dependency,
-                              .spec = spec,
-                              .origin = std::move(origin),
-                              .driver_through_compat =
-                                  info.candidates[candidate].driver_through_compat &&
-                                  dependency_name == kDriverPackage});
+    const auto id =
+        add_fact({.kind = Fact::Kind::requirement,
+                  .package = package,
+                  .dependency = dependency,
+                  .spec = spec,
+                  .origin = std::move(origin),
+                  .driver_through_compat = info.candidates[candidate].driver_through_compat &&
+                                           dependency_name == kDriverPackage});
     Term depender{package, true, std::move(dependers)};
     if (allowed.empty()) {
       out.push_back({{std::move(depender)}, {Cause::Kind::fact, id}});
     } else {
-      out.push_back({{std::move(depender), Term{dependency, false, allowed}}, {Cause::Kind::fact, id}});
+      out.push_back(
+          {{std::move(depender), Term{dependency, false, allowed}}, {Cause::Kind::fact, id}});
     }
   };
   if (info.kind == PackageKind::root) {
@@ -311,7 +311,8 @@ bool Problem::tested_with(PackageId package, const CandidateInfo& candidate,
     // (cudart 12.1.105), which shares major.minor with its CUDA release.
     auto tested = it->second;
     if (packages_[package].name == "cuda") {
-      if (const auto parsed = specs::Version::parse(tested); parsed && parsed->release().size() > 2) {
+      if (const auto parsed = specs::Version::parse(tested);
+          parsed && parsed->release().size() > 2) {
         tested = fmt::format("{}.{}", parsed->major(), parsed->minor());
       }
     }
@@ -361,11 +362,11 @@ Candidate Problem::choose(PackageId package, const VersionSet& allowed,
       best_reason = "the newest allowed version";
     }
     if (info.is_framework() && !candidate.build_id.empty()) {
-      best_reason += compat_only == 0 && no_cuda == 0
-                         ? fmt::format("; build {} uses the newest CUDA {}", candidate.build_id,
-                                       request_.system.driver ? "the driver runs natively"
-                                                              : "it supports")
-                         : fmt::format("; build {}", candidate.build_id);
+      best_reason +=
+          compat_only == 0 && no_cuda == 0
+              ? fmt::format("; build {} uses the newest CUDA {}", candidate.build_id,
+                            request_.system.driver ? "the driver runs natively" : "it supports")
+              : fmt::format("; build {}", candidate.build_id);
     }
   }
   preferences_[package] = std::move(best_reason);

@@ -192,7 +192,8 @@ class Solver {
     for (const auto package : newcomers) {
       std::vector<Incompatibility> facts;
       provider_.facts_about(package, facts);
-      for (auto& fact : facts) add(std::move(fact));
+      for (auto& fact : facts)
+        add(std::move(fact));
     }
     return id;
   }
@@ -357,9 +358,10 @@ class Solver {
     for (auto& requirement : requirements) {
       const auto id = add(std::move(requirement));
       const auto& stated = incompatibilities_[id];
-      conflict = conflict || std::all_of(stated.terms.begin(), stated.terms.end(), [&](const Term& t) {
-                   return t.package == package || solution_.relation(t) == Relation::satisfied;
-                 });
+      conflict =
+          conflict || std::all_of(stated.terms.begin(), stated.terms.end(), [&](const Term& t) {
+            return t.package == package || solution_.relation(t) == Relation::satisfied;
+          });
     }
     if (!conflict) {
       solution_.decide(package, candidate, provider_.candidate_count(package));
@@ -390,6 +392,8 @@ class Solver {
 
 }  // namespace
 
-PubGrubResult pubgrub(Provider& provider) { return Solver(provider).run(); }
+PubGrubResult pubgrub(Provider& provider) {
+  return Solver(provider).run();
+}
 
 }  // namespace envkit::solve

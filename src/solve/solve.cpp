@@ -87,15 +87,20 @@ std::vector<std::string> hints_for(const recipes::Database& database, const Requ
   const auto facts = facts_behind(failed);
   std::vector<std::string> hints;
   const auto add = [&](std::string hint) {
-    if (std::find(hints.begin(), hints.end(), hint) == hints.end()) hints.push_back(std::move(hint));
+    if (std::find(hints.begin(), hints.end(), hint) == hints.end())
+      hints.push_back(std::move(hint));
   };
-  const auto any_fact = [&](auto predicate) { return std::any_of(facts.begin(), facts.end(), predicate); };
+  const auto any_fact = [&](auto predicate) {
+    return std::any_of(facts.begin(), facts.end(), predicate);
+  };
   const auto unsatisfiable_requirement_on = [&](const Fact* fact, PackageKind kind) {
-    return fact->kind == Fact::Kind::requirement && problem.package(fact->dependency).kind == kind &&
+    return fact->kind == Fact::Kind::requirement &&
+           problem.package(fact->dependency).kind == kind &&
            problem.allowed_by(fact->dependency, fact->spec).empty();
   };
 
-  if (any_fact([&](const Fact* f) { return unsatisfiable_requirement_on(f, PackageKind::driver); })) {
+  if (any_fact(
+          [&](const Fact* f) { return unsatisfiable_requirement_on(f, PackageKind::driver); })) {
     auto relaxed = request;
     relaxed.system.driver.reset();
     if (const auto solution = solved_without(database, relaxed)) {
@@ -148,10 +153,12 @@ std::vector<std::string> hints_for(const recipes::Database& database, const Requ
   for (const auto* fact : facts) {
     const auto& dependency = problem.package(fact->dependency);
     if (fact->kind == Fact::Kind::requirement && dependency.name == "python" &&
-        dependency.kind == PackageKind::recipe && problem.allowed_by(fact->dependency, fact->spec).empty()) {
-      add(fmt::format("if the machines have a Python {}, declare it in envkit.yaml: "
-                      "`external: {{python: \"3.6.9\"}}` (its exact version) or `external: {{python: system}}`",
-                      fact->spec.to_string()));
+        dependency.kind == PackageKind::recipe &&
+        problem.allowed_by(fact->dependency, fact->spec).empty()) {
+      add(fmt::format(
+          "if the machines have a Python {}, declare it in envkit.yaml: "
+          "`external: {{python: \"3.6.9\"}}` (its exact version) or `external: {{python: system}}`",
+          fact->spec.to_string()));
     }
     if (fact->kind == Fact::Kind::platform && request.platform != specs::host_platform()) {
       add(fmt::format("remove {} from `platforms:` in envkit.yaml to lock for the other platforms",
@@ -163,7 +170,8 @@ std::vector<std::string> hints_for(const recipes::Database& database, const Requ
       if (!cuda) continue;
       const CandidateInfo* newest = nullptr;
       for (const auto& candidate : problem.package(*cuda).candidates) {
-        if (candidate.build != nullptr && Problem::runs_on(candidate.build->cuda_arch, gpu.capability)) {
+        if (candidate.build != nullptr &&
+            Problem::runs_on(candidate.build->cuda_arch, gpu.capability)) {
           newest = &candidate;
         }
       }

@@ -7,7 +7,9 @@ namespace envkit::solve {
 
 namespace {
 constexpr std::size_t kBits = 64;
-std::size_t words_for(std::size_t universe) { return (universe + kBits - 1) / kBits; }
+std::size_t words_for(std::size_t universe) {
+  return (universe + kBits - 1) / kBits;
+}
 }  // namespace
 
 VersionSet VersionSet::none(std::size_t universe) {
@@ -58,11 +60,14 @@ bool VersionSet::empty() const {
   return true;
 }
 
-bool VersionSet::full() const { return count() == universe_; }
+bool VersionSet::full() const {
+  return count() == universe_;
+}
 
 std::size_t VersionSet::count() const {
   std::size_t n = 0;
-  for (const auto word : words_) n += static_cast<std::size_t>(std::popcount(word));
+  for (const auto word : words_)
+    n += static_cast<std::size_t>(std::popcount(word));
   return n;
 }
 
@@ -95,27 +100,31 @@ std::vector<std::size_t> VersionSet::members() const {
 VersionSet VersionSet::operator&(const VersionSet& other) const {
   assert(universe_ == other.universe_);
   auto out = *this;
-  for (std::size_t i = 0; i < words_.size(); ++i) out.words_[i] &= other.words_[i];
+  for (std::size_t i = 0; i < words_.size(); ++i)
+    out.words_[i] &= other.words_[i];
   return out;
 }
 
 VersionSet VersionSet::operator|(const VersionSet& other) const {
   assert(universe_ == other.universe_);
   auto out = *this;
-  for (std::size_t i = 0; i < words_.size(); ++i) out.words_[i] |= other.words_[i];
+  for (std::size_t i = 0; i < words_.size(); ++i)
+    out.words_[i] |= other.words_[i];
   return out;
 }
 
 VersionSet VersionSet::operator-(const VersionSet& other) const {
   assert(universe_ == other.universe_);
   auto out = *this;
-  for (std::size_t i = 0; i < words_.size(); ++i) out.words_[i] &= ~other.words_[i];
+  for (std::size_t i = 0; i < words_.size(); ++i)
+    out.words_[i] &= ~other.words_[i];
   return out;
 }
 
 VersionSet VersionSet::complement() const {
   auto out = *this;
-  for (auto& word : out.words_) word = ~word;
+  for (auto& word : out.words_)
+    word = ~word;
   out.clear_tail();
   return out;
 }

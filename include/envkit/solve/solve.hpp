@@ -30,7 +30,8 @@ struct SystemFacts {
   // The lowest NVIDIA driver among the machines; absent: unknown, no constraint.
   std::optional<specs::Version> driver;
   // The driver fact as a sentence's subject and object, for explanations:
-  // "this machine's driver is 375.26", "the fleet's drivers are >=390.30 (envkit.yaml system.driver)".
+  // "this machine's driver is 375.26", "the fleet's drivers are >=390.30 (envkit.yaml
+  // system.driver)".
   std::string driver_statement;
   std::vector<GpuFact> gpus;
   // Whose GPUs: "your" (this machine) or "the fleet's" (envkit.yaml system.cuda-arch).
@@ -60,7 +61,7 @@ struct Request {
 struct Choice {
   std::string name;
   specs::Version version;
-  std::string build;  // build id; empty when the version has one build
+  std::string build;                    // build id; empty when the version has one build
   std::optional<std::string> external;  // set when the machine provides it: how it was found
   std::map<std::string, specs::VersionSpec> requires_;  // on the request's platform
   // Why this version: the requirements and facts that narrowed it, then the

@@ -8,9 +8,9 @@
 
 using envkit::solve::Candidate;
 using envkit::solve::Cause;
-using envkit::solve::PubGrubResult;
 using envkit::solve::PackageId;
 using envkit::solve::pubgrub;
+using envkit::solve::PubGrubResult;
 using envkit::solve::VersionSet;
 using envkit::solve::testing::TableProblem;
 using Chosen = std::map<std::string, std::string>;
@@ -186,7 +186,8 @@ bool brute_force_solvable(const TableProblem& p) {
 // The decided packages form a valid selection.
 bool is_valid_solution(const TableProblem& p, const PubGrubResult& outcome) {
   std::map<PackageId, Candidate> picked;
-  for (const auto& d : outcome.decisions) picked[d.package] = d.candidate;
+  for (const auto& d : outcome.decisions)
+    picked[d.package] = d.candidate;
   if (!picked.contains(0)) return false;
   for (const auto& [q, c] : picked) {
     if (const auto f = p.forbidden.find(q); f != p.forbidden.end() && f->second.contains(c)) {
@@ -213,7 +214,8 @@ TableProblem random_problem(std::mt19937& rng) {
   for (int i = 0; i < packages; ++i) {
     std::vector<std::string> versions;
     const auto count = version_count(rng);
-    for (int v = 1; v <= count; ++v) versions.push_back(std::to_string(v));
+    for (int v = 1; v <= count; ++v)
+      versions.push_back(std::to_string(v));
     p.package("p" + std::to_string(i), std::move(versions));
   }
   const auto total = static_cast<PackageId>(p.names.size());
@@ -230,7 +232,8 @@ TableProblem random_problem(std::mt19937& rng) {
     }
     if (q != 0 && percent(rng) < 20) {
       auto forbidden = VersionSet::none(p.versions[q].size());
-      forbidden.insert(std::uniform_int_distribution<std::size_t>(0, p.versions[q].size() - 1)(rng));
+      forbidden.insert(
+          std::uniform_int_distribution<std::size_t>(0, p.versions[q].size() - 1)(rng));
       p.forbidden.emplace(q, forbidden);
     }
   }

@@ -59,7 +59,8 @@ struct TableProblem : Provider {
     for (const auto& requirement : it->second) {
       const auto d = id(requirement.package);
       auto allowed = VersionSet::none(versions[d].size());
-      for (const auto& v : requirement.allowed) allowed.insert(candidate(d, v));
+      for (const auto& v : requirement.allowed)
+        allowed.insert(candidate(d, v));
       const Term depender{p, true, VersionSet::only(versions[p].size(), c)};
       if (allowed.empty()) {
         out.push_back({{depender}, {Cause::Kind::fact, 0}});
