@@ -22,21 +22,6 @@ struct LockOptions {
   bool check = false;
 };
 
-Result<std::vector<specs::Platform>> parse_platform_flags(const std::vector<std::string>& flags) {
-  std::vector<specs::Platform> platforms;
-  for (const auto& flag : flags) {
-    auto platform = specs::parse_platform(flag);
-    if (!platform) {
-      return Error::input(fmt::format("invalid `--platform` value {}", text::quoted(flag)))
-          .because(platform.error().message());
-    }
-    if (std::find(platforms.begin(), platforms.end(), *platform) == platforms.end()) {
-      platforms.push_back(*platform);
-    }
-  }
-  return platforms;
-}
-
 nlohmann::json lock_json(const lock::Lockfile& lockfile) {
   nlohmann::json platforms = nlohmann::json::array();
   nlohmann::json packages = nlohmann::json::array();
@@ -73,21 +58,7 @@ std::string summary(const lock::PlatformLock& platform) {
     if (package.external) part += " (provided by the machine)";
     parts.push_back(std::move(part));
   }
-  return text::join(parts, ", ");
-}
-
-int report_unsolvable(const Context& context, specs::Platform platform,
-                      const solve::Unsolvable& unsolvable) {
-  context.console.explanation(unsolvable.summary, unsolvable.explanation, unsolvable.hints);
-  if (context.options.json) {
-    std::cout << nlohmann::json{{"error", "unsatisfiable"},
-                                {"platform", specs::to_string(platform)},
-                                {"explanation", unsolvable.explanation},
-                                {"hints", unsolvable.hints}}
-                     .dump()
-              << '\n';
-  }
-  return 1;
+  return parts.empty() ? "no packages (envkit.yaml requires none)" : text::join(parts, ", ");
 }
 
 // Re-solving the current inputs must give the lock's exact bytes.

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <future>
+#include <iostream>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "envkit/core/env_vars.hpp"
@@ -103,7 +105,7 @@ Result<LockInputs> gather_lock_inputs(const fs::path& directory,
                                       const std::vector<specs::Platform>& platforms,
                                       const gpu::ProbeSources& sources) {
   LockInputs inputs;
-  inputs.manifest_path = directory / manifest::kFileName;
+  inputs.manifest_path = (directory / manifest::kFileName).lexically_normal();
   std::error_code ignored;
   if (!fs::exists(inputs.manifest_path, ignored)) {
     return Error::input(fmt::format("{} does not exist", inputs.manifest_path.string()))
@@ -305,6 +307,35 @@ Result<lock::Staleness> lock_staleness(const recipes::Database& database, const 
                                             describe(inputs.assumptions)));
   }
   return staleness;
+}
+
+Result<std::vector<specs::Platform>> parse_platform_flags(const std::vector<std::string>& flags) {
+  std::vector<specs::Platform> platforms;
+  for (const auto& flag : flags) {
+    auto platform = specs::parse_platform(flag);
+    if (!platform) {
+      return Error::input(fmt::format("invalid `--platform` value {}", text::quoted(flag)))
+          .because(platform.error().message());
+    }
+    if (std::find(platforms.begin(), platforms.end(), *platform) == platforms.end()) {
+      platforms.push_back(*platform);
+    }
+  }
+  return platforms;
+}
+
+int report_unsolvable(const Context& context, specs::Platform platform,
+                      const solve::Unsolvable& unsolvable) {
+  context.console.explanation(unsolvable.summary, unsolvable.explanation, unsolvable.hints);
+  if (context.options.json) {
+    std::cout << nlohmann::json{{"error", "unsatisfiable"},
+                                {"platform", specs::to_string(platform)},
+                                {"explanation", unsolvable.explanation},
+                                {"hints", unsolvable.hints}}
+                     .dump()
+              << '\n';
+  }
+  return 1;
 }
 
 }  // namespace envkit::cli

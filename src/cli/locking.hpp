@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "context.hpp"
 #include "envkit/core/result.hpp"
 #include "envkit/gpu/host_probe.hpp"
 #include "envkit/lock/lockfile.hpp"
@@ -56,5 +57,14 @@ struct Solved {
 [[nodiscard]] Result<lock::Staleness> lock_staleness(const recipes::Database& database,
                                                      const LockInputs& inputs,
                                                      const lock::Lockfile& lockfile);
+
+// `--platform P` flags (repeatable), repeats dropped; errors name the flag.
+[[nodiscard]] Result<std::vector<specs::Platform>> parse_platform_flags(
+    const std::vector<std::string>& flags);
+
+// Prints an unsatisfiable platform's explanation (and, with --json, the
+// {"error": "unsatisfiable", ...} object); returns exit code 1.
+int report_unsolvable(const Context& context, specs::Platform platform,
+                      const solve::Unsolvable& unsolvable);
 
 }  // namespace envkit::cli

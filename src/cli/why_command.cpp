@@ -45,32 +45,18 @@ std::optional<std::string> lock_disagreement(const Context& context, specs::Plat
 }
 
 int run_why(Context& context, const WhyOptions& options) {
-  std::vector<specs::Platform> platforms;
-  for (const auto& flag : options.platforms) {
-    auto platform = specs::parse_platform(flag);
-    if (!platform) return report(context, platform.error());
-    platforms.push_back(*platform);
-  }
+  auto platforms = parse_platform_flags(options.platforms);
+  if (!platforms) return report(context, platforms.error());
   auto database = recipes::Database::open(recipes::default_database_dir(context.options.recipes));
   if (!database) return report(context, database.error());
-  auto inputs = gather_lock_inputs(context.options.directory, platforms, gpu::host_sources());
+  auto inputs = gather_lock_inputs(context.options.directory, *platforms, gpu::host_sources());
   if (!inputs) return report(context, inputs.error());
   for (const auto& warning : inputs->warnings)
     context.console.detail("warning: " + warning);
   auto solved = solve_platforms(*database, *inputs);
   if (!solved) return report(context, solved.error());
   if (solved->failure) {
-    const auto& [platform, unsolvable] = *solved->failure;
-    context.console.explanation(unsolvable.summary, unsolvable.explanation, unsolvable.hints);
-    if (context.options.json) {
-      std::cout << nlohmann::json{{"error", "unsatisfiable"},
-                                  {"platform", specs::to_string(platform)},
-                                  {"explanation", unsolvable.explanation},
-                                  {"hints", unsolvable.hints}}
-                       .dump()
-                << '\n';
-    }
-    return 1;
+    return report_unsolvable(context, solved->failure->first, solved->failure->second);
   }
   const auto name = specs::known_package(options.package)
                         .value_or(specs::canonical_package_name(options.package));

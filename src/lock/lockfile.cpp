@@ -59,24 +59,12 @@ std::string hash_scalar(std::string_view hash) {
   return simple ? fmt::format("\"{}\"", hash) : yaml::scalar(hash);
 }
 
-template <class Range, class Format>
-std::string flow_list(const Range& items, Format format) {
-  std::string out = "[";
-  bool first = true;
-  for (const auto& item : items) {
-    if (!first) out += ", ";
-    out += format(item);
-    first = false;
-  }
-  return out + "]";
-}
-
 void write_system(std::string& out, const SystemAssumptions& system) {
   out += "system:\n";
   out += fmt::format("  source: {}\n", yaml::scalar(system.source));
   if (system.driver) out += fmt::format("  driver: {}\n", yaml::scalar(*system.driver));
   if (!system.cuda_arch.empty()) {
-    out += fmt::format("  cuda-arch: {}\n", flow_list(system.cuda_arch, [](const auto& cc) {
+    out += fmt::format("  cuda-arch: {}\n", yaml::flow_list(system.cuda_arch, [](const auto& cc) {
                          return yaml::scalar(cc.to_string());
                        }));
   }

@@ -23,18 +23,6 @@ constexpr std::string_view kHeader =
 
 // ------------------------------------------------------------------ writing
 
-template <class Range, class Format>
-std::string flow_list(const Range& items, Format format) {
-  std::string out = "[";
-  bool first = true;
-  for (const auto& item : items) {
-    if (!first) out += ", ";
-    out += format(item);
-    first = false;
-  }
-  return out + "]";
-}
-
 void write_platform_map(std::string& out, std::string_view indent,
                         const std::map<specs::Platform, specs::Version>& drivers) {
   for (const auto& [platform, driver] : drivers) {
@@ -62,7 +50,7 @@ void write_build(std::string& out, const Build& build) {
   if (!build.requires_only_on.empty()) {
     out += key("requires-only-on") + "\n";
     for (const auto& [package, platforms] : build.requires_only_on) {
-      out += fmt::format("{}  {}: {}\n", in, package, flow_list(platforms, [](auto p) {
+      out += fmt::format("{}  {}: {}\n", in, package, yaml::flow_list(platforms, [](auto p) {
                            return std::string(specs::to_string(p));
                          }));
     }
@@ -83,11 +71,13 @@ void write_build(std::string& out, const Build& build) {
   }
   if (!build.cuda_arch.empty()) {
     out += key("cuda-arch") + " " +
-           flow_list(build.cuda_arch, [](const auto& cc) { return yaml::scalar(cc.to_string()); }) +
+           yaml::flow_list(build.cuda_arch,
+                           [](const auto& cc) { return yaml::scalar(cc.to_string()); }) +
            "\n";
   }
   out += key("platforms") + " " +
-         flow_list(build.platforms, [](auto p) { return std::string(specs::to_string(p)); }) + "\n";
+         yaml::flow_list(build.platforms, [](auto p) { return std::string(specs::to_string(p)); }) +
+         "\n";
 }
 
 void write_artifact(std::string& out, const std::string& build_id, const Artifact& a) {
@@ -430,7 +420,7 @@ std::string write_facts(const Recipe& recipe) {
       out += fmt::format("  - {}\n", yaml::scalar(c));
   }
   if (!recipe.replaces.empty()) {
-    out += fmt::format("replaces: {}\n", flow_list(recipe.replaces, [](const std::string& v) {
+    out += fmt::format("replaces: {}\n", yaml::flow_list(recipe.replaces, [](const std::string& v) {
                          return yaml::scalar(v);
                        }));
   }

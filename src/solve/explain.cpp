@@ -128,7 +128,7 @@ std::string Describer::requirement(const Fact& fact) const {
   const auto& dependency = problem_.package(fact.dependency);
   if (dependency.kind == PackageKind::driver) {
     return fmt::format(
-        "an NVIDIA driver {}{}", fact.spec.to_string(),
+        "an NVIDIA driver {}{}", fact.spec.original(),  // as NVIDIA spells it: 450.80.02
         fact.driver_through_compat ? " (with CUDA minor-version compatibility)" : "");
   }
   return fact.spec.empty() ? dependency.name
@@ -265,9 +265,10 @@ class Reporter {
   std::vector<std::string> report() {
     const auto& failure = at(result_.failure);
     if (failure.cause.kind != Cause::Kind::derived) {
-      lines_.push_back(capitalized(describer_.incompatibility(failure)) + ".");
-      lines_.push_back(capitalized(
-          fmt::format("so {}.", describer_.incompatibility({{}, {Cause::Kind::derived}}))));
+      // A stated fact starts with a package name, kept as spelled.
+      lines_.push_back(describer_.incompatibility(failure) + ".");
+      lines_.push_back(
+          fmt::format("So {}.", describer_.incompatibility({{}, {Cause::Kind::derived}})));
       return std::move(lines_);
     }
     count_derivations(result_.failure);
@@ -295,12 +296,6 @@ class Reporter {
     return describer_.incompatibility(fact);
   }
 
-  static std::string capitalized(std::string line) {
-    if (!line.empty() && line[0] >= 'a' && line[0] <= 'z')
-      line[0] = static_cast<char>(line[0] - 'a' + 'A');
-    return line;
-  }
-
   void count_derivations(IncompatibilityId id) {
     if (++uses_[id] > 1 || !is_derived(id)) return;
     count_derivations(at(id).cause.left);
@@ -318,7 +313,7 @@ class Reporter {
       numbers_[id] = number;
       sentence += fmt::format(" ({})", number);
     }
-    lines_.push_back(capitalized(std::move(sentence)));
+    lines_.push_back(std::move(sentence));
   }
 
   std::string ref(IncompatibilityId id) const {
@@ -335,12 +330,12 @@ class Reporter {
       const auto left_line = line_of(left);
       const auto right_line = line_of(right);
       if (left_line && right_line) {
-        write(id, fmt::format("because {} and {}, {}.", ref(left), ref(right), conclusion_text),
+        write(id, fmt::format("Because {} and {}, {}.", ref(left), ref(right), conclusion_text),
               numbered);
       } else if (left_line || right_line) {
         const auto known = left_line ? left : right;
         visit(left_line ? right : left, false);
-        write(id, fmt::format("and because {}, {}.", ref(known), conclusion_text), numbered);
+        write(id, fmt::format("And because {}, {}.", ref(known), conclusion_text), numbered);
       } else {
         const bool single_left = single_line(left);
         const bool single_right = single_line(right);
@@ -349,11 +344,11 @@ class Reporter {
           const auto second = single_right ? right : left;
           visit(first, false);
           visit(second, false);
-          write(id, fmt::format("thus, {}.", conclusion_text), numbered);
+          write(id, fmt::format("Thus, {}.", conclusion_text), numbered);
         } else {
           visit(left, true);
           visit(right, false);
-          write(id, fmt::format("and because {}, {}.", ref(left), conclusion_text), numbered);
+          write(id, fmt::format("And because {}, {}.", ref(left), conclusion_text), numbered);
         }
       }
     } else if (is_derived(left) || is_derived(right)) {
@@ -361,7 +356,7 @@ class Reporter {
       const auto stated = is_derived(left) ? right : left;
       if (line_of(derived)) {
         write(id,
-              fmt::format("because {} and {}, {}.", text(stated, derived), ref(derived),
+              fmt::format("Because {} and {}, {}.", text(stated, derived), ref(derived),
                           conclusion_text),
               numbered);
       } else if (collapsible(derived)) {
@@ -370,17 +365,17 @@ class Reporter {
         const auto inner_stated = is_derived(inner.left) ? inner.right : inner.left;
         visit(inner_derived, false);
         write(id,
-              fmt::format("and because {} and {}, {}.", text(inner_stated), text(stated, derived),
+              fmt::format("And because {} and {}, {}.", text(inner_stated), text(stated, derived),
                           conclusion_text),
               numbered);
       } else {
         visit(derived, false);
-        write(id, fmt::format("and because {}, {}.", text(stated, derived), conclusion_text),
+        write(id, fmt::format("And because {}, {}.", text(stated, derived), conclusion_text),
               numbered);
       }
     } else {
       write(id,
-            fmt::format("because {} and {}, {}.", text(left, right), text(right, left),
+            fmt::format("Because {} and {}, {}.", text(left, right), text(right, left),
                         conclusion_text),
             numbered);
     }
@@ -413,9 +408,8 @@ std::vector<std::string> explain_failure(const Problem& problem, const PubGrubRe
   return Reporter(problem, result).report();
 }
 
-std::vector<std::string> explain_choice(const Problem& problem, const PubGrubResult& result,
-                                        PackageId package) {
-  const Describer describer(problem);
+std::vector<std::string> explain_choice(const Problem& problem, const Describer& describer,
+                                        const PubGrubResult& result, PackageId package) {
   std::map<PackageId, Candidate> decided;
   for (const auto& decision : result.decisions)
     decided[decision.package] = decision.candidate;

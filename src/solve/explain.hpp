@@ -44,7 +44,9 @@ class Describer {
 
 // Why each decided package has its version: the requirements and facts that
 // narrowed it, then the preference that chose it.
+// `describer` is built once per solution (it indexes the stated requirements).
 [[nodiscard]] std::vector<std::string> explain_choice(const Problem& problem,
+                                                      const Describer& describer,
                                                       const PubGrubResult& result,
                                                       PackageId package);
 

@@ -27,10 +27,8 @@ Result<std::unique_ptr<Problem>> Problem::create(const recipes::Database& databa
   auto& root = problem->packages_.emplace_back();
   root.name = "envkit.yaml";
   root.kind = PackageKind::root;
+  // The root's requirements are the request's, stated in dependencies_of().
   root.candidates.push_back({.version = specs::Version::from_release({1})});
-  for (const auto& requirement : request.requirements) {
-    root.candidates[0].requirements.emplace(requirement.package, requirement.spec);
-  }
   // Every package reachable from the project's requirements, breadth first;
   // each wave's facts files are parsed in parallel.
   std::vector<std::string> wave;
@@ -282,46 +280,68 @@ bool Problem::driver_runs(const CandidateInfo& cuda) const {
   return it != cuda.requirements.end() && it->second.contains(*request_.system.driver);
 }
 
+namespace {
+
+// The series a build was tested with for `package` (`tested: {cuda: "12.1"}`
+// -> ==12.1.*). A CUDA pin read from a wheel is the runtime component's
+// version (cudart 12.1.105), which shares major.minor with its CUDA release.
+std::optional<specs::VersionSpec> tested_series(const recipes::Build& build,
+                                                const std::string& package) {
+  const auto it = build.tested.find(package);
+  if (it == build.tested.end()) return std::nullopt;
+  auto tested = it->second;
+  if (package == "cuda") {
+    if (const auto parsed = specs::Version::parse(tested); parsed && parsed->release().size() > 2) {
+      tested = fmt::format("{}.{}", parsed->major(), parsed->minor());
+    }
+  }
+  auto series = specs::VersionSpec::parse(tested, specs::SpecSyntax::envkit);
+  if (!series) return std::nullopt;
+  return *std::move(series);
+}
+
+}  // namespace
+
+// A build's CUDA is the one it was tested with where the database has it
+// (cu124: 12.4), else the newest its range admits: builds whose ranges all end
+// at `<13` still differ by what they were built for.
 std::tuple<int, int, long> Problem::build_rank(const CandidateInfo& framework) const {
   constexpr std::tuple<int, int, long> kNoCuda{1, 1, 0};
   const auto cuda_id = find("cuda");
   const auto wanted = framework.requirements.find("cuda");
   if (!cuda_id || wanted == framework.requirements.end()) return kNoCuda;
-  std::optional<std::tuple<int, int, long>> best;
-  for (const auto& cuda : packages_[*cuda_id].candidates) {
-    if (!cuda.on_platform || !wanted->second.contains(cuda.version) || !runs_everywhere(cuda) ||
-        !driver_runs(cuda)) {
-      continue;
+  const auto series =
+      framework.build != nullptr ? tested_series(*framework.build, "cuda") : std::nullopt;
+  const auto best_of = [&](bool tested_only) {
+    std::optional<std::tuple<int, int, long>> best;
+    for (const auto& cuda : packages_[*cuda_id].candidates) {
+      if (!cuda.on_platform || !wanted->second.contains(cuda.version) || !runs_everywhere(cuda) ||
+          !driver_runs(cuda) || (tested_only && !series->contains(cuda.version))) {
+        continue;
+      }
+      const std::tuple<int, int, long> rank{0, driver_runs_natively(cuda) ? 0 : 1,
+                                            -static_cast<long>(cuda.version_rank)};
+      if (!best || rank < *best) best = rank;
     }
-    const std::tuple<int, int, long> rank{0, driver_runs_natively(cuda) ? 0 : 1,
-                                          -static_cast<long>(cuda.version_rank)};
-    if (!best || rank < *best) best = rank;
-  }
+    return best;
+  };
+  auto best = series ? best_of(true) : std::nullopt;
+  if (!best) best = best_of(false);
   return best.value_or(kNoCuda);
 }
 
 bool Problem::tested_with(PackageId package, const CandidateInfo& candidate,
                           std::span<const Decision> decided, std::string& by) const {
+  const auto& name = packages_[package].name;
   for (const auto& decision : decided) {
     const auto& other = packages_[decision.package].candidates[decision.candidate];
     if (other.build == nullptr) continue;
-    const auto it = other.build->tested.find(packages_[package].name);
-    if (it == other.build->tested.end()) continue;
-    // A CUDA pin read from a wheel is the runtime component's version
-    // (cudart 12.1.105), which shares major.minor with its CUDA release.
-    auto tested = it->second;
-    if (packages_[package].name == "cuda") {
-      if (const auto parsed = specs::Version::parse(tested);
-          parsed && parsed->release().size() > 2) {
-        tested = fmt::format("{}.{}", parsed->major(), parsed->minor());
-      }
-    }
-    const auto series = specs::VersionSpec::parse(tested, specs::SpecSyntax::envkit);
+    const auto series = tested_series(*other.build, name);
     if (series && series->contains(candidate.version)) {
       by = fmt::format("{} {}{} was tested with {} {}", packages_[decision.package].name,
                        other.version.original(),
-                       other.build_id.empty() ? "" : fmt::format(" ({})", other.build_id),
-                       packages_[package].name, it->second);
+                       other.build_id.empty() ? "" : fmt::format(" ({})", other.build_id), name,
+                       other.build->tested.at(name));
       return true;
     }
   }

@@ -32,6 +32,7 @@ Result<Attempt> attempt(const recipes::Database& database, const Request& reques
 
 Solution solution_of(const Attempt& attempt) {
   const auto& problem = *attempt.problem;
+  const Describer describer(problem);
   Solution solution;
   for (const auto& decision : attempt.result.decisions) {
     const auto& info = problem.package(decision.package);
@@ -44,7 +45,7 @@ Solution solution_of(const Attempt& attempt) {
     for (const auto& [dependency, spec] : candidate.requirements) {
       if (dependency != kDriverPackage) choice.requires_.emplace(dependency, spec);
     }
-    choice.because = explain_choice(problem, attempt.result, decision.package);
+    choice.because = explain_choice(problem, describer, attempt.result, decision.package);
     solution.packages.push_back(std::move(choice));
   }
   std::sort(solution.packages.begin(), solution.packages.end(),
@@ -156,8 +157,8 @@ std::vector<std::string> hints_for(const recipes::Database& database, const Requ
         dependency.kind == PackageKind::recipe &&
         problem.allowed_by(fact->dependency, fact->spec).empty()) {
       add(fmt::format(
-          "if the machines have a Python {}, declare it in envkit.yaml: "
-          "`external: {{python: \"3.6.9\"}}` (its exact version) or `external: {{python: system}}`",
+          "if the machines have a Python {}, declare it in envkit.yaml: `external: {{python: "
+          "system}}`, or its exact version as `external: {{python: \"X.Y.Z\"}}`",
           fact->spec.to_string()));
     }
     if (fact->kind == Fact::Kind::platform && request.platform != specs::host_platform()) {

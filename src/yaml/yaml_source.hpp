@@ -70,6 +70,19 @@ struct Entry {
 // starting with `>` or `!`, `yes`/`no`, text with `: ` or ` #`).
 [[nodiscard]] std::string scalar(std::string_view text);
 
+// A flow sequence, `[a, b, c]`, of `format(item)` for each item.
+template <class Range, class Format>
+[[nodiscard]] std::string flow_list(const Range& items, Format format) {
+  std::string out = "[";
+  bool first = true;
+  for (const auto& item : items) {
+    if (!first) out += ", ";
+    out += format(item);
+    first = false;
+  }
+  return out + "]";
+}
+
 // `a`, `b` and `c`, each in backticks: for hints that list the choices.
 [[nodiscard]] std::string quoted_list(std::span<const std::string_view> names);
 
