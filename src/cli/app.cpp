@@ -110,6 +110,7 @@ int run(int argc, char** argv) {
   register_init(app, commands);
   register_lock(app, commands);
   register_why(app, commands);
+  register_install(app, commands);
   register_recipes(app, commands);
   register_debug(app, commands);
 

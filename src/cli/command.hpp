@@ -22,6 +22,7 @@ void register_debug(CLI::App& root, Commands& out);
 void register_recipes(CLI::App& root, Commands& out);
 void register_lock(CLI::App& root, Commands& out);
 void register_why(CLI::App& root, Commands& out);
+void register_install(CLI::App& root, Commands& out);
 
 // Prints `error` (and, with --json, {"error": ...} on stdout); returns its exit code.
 int report(const Context& context, const Error& error);

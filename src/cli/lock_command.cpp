@@ -125,13 +125,12 @@ int run_lock(Context& context, const LockOptions& options) {
     }
   }
 
-  auto solved = solve_platforms(*database, *inputs);
-  if (!solved) return report(context, solved.error());
-  if (solved->failure) {
-    return report_unsolvable(context, solved->failure->first, solved->failure->second);
+  auto attempt = solve_lock(*database, *inputs);
+  if (!attempt) return report(context, attempt.error());
+  if (attempt->failure) {
+    return report_unsolvable(context, attempt->failure->first, attempt->failure->second);
   }
-  auto lockfile = make_lockfile(*database, *inputs, *solved);
-  if (!lockfile) return report(context, lockfile.error());
+  const auto& lockfile = attempt->lockfile;
   const auto text = lock::write(*lockfile);
 
   if (options.check) {
@@ -145,11 +144,8 @@ int run_lock(Context& context, const LockOptions& options) {
     if (context.options.json) std::cout << nlohmann::json{{"up_to_date", true}}.dump() << '\n';
     return 0;
   }
-  const auto current = sys::read_file(lock_path);
-  if (!current || *current != text) {
-    if (auto written = sys::write_file_atomic(lock_path, text); !written) {
-      return report(context, written.error());
-    }
+  if (auto written = write_lock_text(lock_path, text); !written) {
+    return report(context, written.error());
   }
   for (const auto& platform : lockfile->platforms) {
     context.console.info(

@@ -1,5 +1,7 @@
 #include "locking.hpp"
 
+#include "envkit/sys/fs.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -336,6 +338,21 @@ int report_unsolvable(const Context& context, specs::Platform platform,
               << '\n';
   }
   return 1;
+}
+
+Result<LockAttempt> solve_lock(const recipes::Database& database, const LockInputs& inputs) {
+  auto solved = solve_platforms(database, inputs);
+  if (!solved) return std::move(solved).error();
+  if (solved->failure) return LockAttempt{.failure = std::move(solved->failure)};
+  auto lockfile = make_lockfile(database, inputs, *solved);
+  if (!lockfile) return std::move(lockfile).error();
+  return LockAttempt{.lockfile = *std::move(lockfile)};
+}
+
+Result<void> write_lock_text(const std::filesystem::path& path, const std::string& text) {
+  const auto current = sys::read_file(path);
+  if (current && *current == text) return {};
+  return sys::write_file_atomic(path, text);
 }
 
 }  // namespace envkit::cli

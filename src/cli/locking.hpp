@@ -51,6 +51,18 @@ struct Solved {
 [[nodiscard]] Result<lock::Lockfile> make_lockfile(const recipes::Database& database,
                                                    const LockInputs& inputs, const Solved& solved);
 
+// A solved and made lock, or the first platform's explanation of why there is none.
+struct LockAttempt {
+  std::optional<lock::Lockfile> lockfile;
+  std::optional<std::pair<specs::Platform, solve::Unsolvable>> failure;
+};
+[[nodiscard]] Result<LockAttempt> solve_lock(const recipes::Database& database,
+                                             const LockInputs& inputs);
+
+// Writes `text` to `path` unless the file holds exactly it already.
+[[nodiscard]] Result<void> write_lock_text(const std::filesystem::path& path,
+                                           const std::string& text);
+
 // Why `lockfile` no longer matches the inputs: the manifest's content, the
 // recipe files it was made from, the platforms asked for, or (when the facts
 // came from this machine) the machine's facts.

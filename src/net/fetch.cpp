@@ -1,34 +1,23 @@
 #include "envkit/net/fetch.hpp"
 
-#include <curl/curl.h>
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <memory>
-#include <mutex>
+#include <new>
+#include <string>
 #include <thread>
+#include <vector>
 
-#include "envkit/core/env_vars.hpp"
 #include "envkit/core/text.hpp"
 #include "envkit/core/url.hpp"
+#include "curl_common.hpp"
 
 namespace envkit::net {
 
 namespace {
 
-struct EasyDeleter {
-  void operator()(CURL* handle) const { curl_easy_cleanup(handle); }
-};
-struct SlistDeleter {
-  void operator()(curl_slist* list) const { curl_slist_free_all(list); }
-};
-using EasyHandle = std::unique_ptr<CURL, EasyDeleter>;
-using HeaderList = std::unique_ptr<curl_slist, SlistDeleter>;
-
-void init_curl_once() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
+using detail::EasyHandle;
+using detail::HeaderList;
 
 struct Sink {
   std::string body;
@@ -67,34 +56,16 @@ HeaderList header_list(const std::vector<std::string>& headers) {
   return list;
 }
 
-std::optional<std::string> ca_file_for(const FetchOptions& options) {
-  if (options.ca_file) return options.ca_file->string();
-  return env::get(env::kSslCertFile);
-}
-
 void set_options(CURL* curl, const std::string& url, const FetchOptions& options,
                  curl_slist* headers, Sink& sink, char* error_buffer) {
-  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https,file");
-  // A redirect may never turn a web request into a local file read.
-  curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
-  curl_easy_setopt(curl, CURLOPT_MAXREDIRS, 10L);
-  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
-  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
-  if (auto ca = ca_file_for(options)) curl_easy_setopt(curl, CURLOPT_CAINFO, ca->c_str());
-  if (auto dir = env::get(env::kSslCertDir)) curl_easy_setopt(curl, CURLOPT_CAPATH, dir->c_str());
-  curl_easy_setopt(curl, CURLOPT_NETRC, static_cast<long>(CURL_NETRC_OPTIONAL));
+  detail::set_common_options(
+      curl, url, {.connect_timeout = options.connect_timeout, .ca_file = options.ca_file},
+      error_buffer);
   curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "");  // whatever libcurl can decode
-  curl_easy_setopt(curl, CURLOPT_USERAGENT, "envkit/" ENVKIT_NET_VERSION);
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
-                   static_cast<long>(options.connect_timeout.count()));
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(options.timeout.count()));
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // timeouts without SIGALRM (threads)
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, append_to_sink);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &sink);
-  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_buffer);
 }
 
 void read_response_info(CURL* curl, Attempt& attempt) {
@@ -115,9 +86,7 @@ void read_response_info(CURL* curl, Attempt& attempt) {
 }
 
 Attempt try_once(const std::string& url, const FetchOptions& options) {
-  init_curl_once();
-  EasyHandle curl(curl_easy_init());
-  if (!curl) throw std::bad_alloc();
+  EasyHandle curl = detail::make_easy();
   HeaderList headers = header_list(options.headers);
   Sink sink{.limit = options.max_bytes};
   char error_buffer[CURL_ERROR_SIZE] = {};
@@ -134,56 +103,17 @@ Attempt try_once(const std::string& url, const FetchOptions& options) {
   return attempt;
 }
 
-bool is_transient(CURLcode code) {
-  switch (code) {
-    case CURLE_COULDNT_RESOLVE_PROXY:
-    case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_COULDNT_CONNECT:
-    case CURLE_OPERATION_TIMEDOUT:
-    case CURLE_SEND_ERROR:
-    case CURLE_RECV_ERROR:
-    case CURLE_GOT_NOTHING:
-    case CURLE_PARTIAL_FILE:
-    case CURLE_SSL_CONNECT_ERROR:
-    case CURLE_HTTP2:
-    case CURLE_HTTP2_STREAM:
-      return true;
-    default:
-      return false;
-  }
-}
-
-bool is_transient_status(int status) {
-  return status == 429 || status == 500 || status == 502 || status == 503 || status == 504;
-}
-
 bool should_retry(const Attempt& attempt) {
-  if (attempt.code != CURLE_OK) return is_transient(attempt.code);
-  return is_transient_status(attempt.response.status);
-}
-
-bool is_tls_failure(CURLcode code) {
-  return code == CURLE_PEER_FAILED_VERIFICATION || code == CURLE_SSL_CACERT_BADFILE ||
-         code == CURLE_SSL_CONNECT_ERROR || code == CURLE_SSL_CERTPROBLEM;
+  if (attempt.code != CURLE_OK) return detail::is_transient(attempt.code);
+  return detail::is_transient_status(attempt.response.status);
 }
 
 Error transfer_error(const std::string& url, const Attempt& attempt, int tries) {
   Error error = Error::failed("cannot fetch " + text::quoted(url::redacted(url)));
   if (attempt.too_large) return error.because("the response is larger than the limit");
-  // libcurl's detail may quote the URL; never let it carry the credentials out.
-  std::string reason = attempt.detail.empty() ? curl_easy_strerror(attempt.code) : attempt.detail;
-  const std::string redacted = url::redacted(url);
-  if (redacted != url) {
-    for (auto at = reason.find(url); at != std::string::npos; at = reason.find(url))
-      reason.replace(at, url.size(), redacted);
-  }
-  error.because(reason);
+  error.because(detail::curl_reason(attempt.code, attempt.detail.c_str(), url));
   if (tries > 1) error.because(fmt::format("gave up after {} tries", tries));
-  if (is_tls_failure(attempt.code)) {
-    error.hint(
-        "behind a TLS-intercepting proxy, point SSL_CERT_FILE at a CA bundle that "
-        "includes its certificate");
-  }
+  if (detail::is_tls_failure(attempt.code)) error.hint(detail::kTlsHint);
   return error;
 }
 

@@ -1,0 +1,75 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "envkit/core/result.hpp"
+
+// envkit's one safe extractor (libarchive): tar, tar.gz, tar.xz, tar.bz2,
+// tar.zst, zip and wheels. Nothing is written outside the destination: no
+// absolute paths, no `..`, no link that escapes, no device files or fifos,
+// setuid/setgid dropped, a limit on unpacked bytes, truncated or corrupt
+// archives refused. Every refusal names the archive and the entry.
+namespace envkit::archive {
+
+// Where the archive's bytes come from, pulled in order (a download, a file).
+class Source {
+ public:
+  virtual ~Source() = default;
+  // Up to buffer.size() bytes; 0 at the end.
+  [[nodiscard]] virtual Result<std::size_t> read(std::span<std::byte> buffer) = 0;
+  // How messages name the archive (a URL, a path).
+  [[nodiscard]] virtual std::string name() const = 0;
+};
+
+// Where an entry lands: its path relative to the destination, or nullopt to
+// leave it out. Gets the entry's path as stored, after strip_components.
+using PathMap = std::function<std::optional<std::string>(std::string_view entry_path)>;
+
+struct ExtractOptions {
+  int strip_components = 0;
+  PathMap map;  // empty = every entry where it is
+  // Decompression-bomb limits: bytes written and entries.
+  std::uint64_t max_bytes = std::uint64_t{64} << 30;
+  std::uint64_t max_entries = 1'000'000;
+  // Compute each regular file's sha256 while writing it.
+  bool hash_files = false;
+};
+
+enum class EntryType : std::uint8_t { file, directory, symlink };
+
+struct ExtractedEntry {
+  std::string path;  // relative to the destination, '/'-separated, after mapping
+  EntryType type = EntryType::file;
+  std::uint64_t size = 0;   // files
+  bool executable = false;  // files
+  std::string sha256;       // files, with hash_files
+  std::string link_target;  // symlinks, as stored
+};
+
+struct ExtractResult {
+  std::vector<ExtractedEntry> entries;  // in archive order
+  std::uint64_t bytes_written = 0;
+};
+
+// Unpacks the archive read from `source` under `destination` (created if
+// missing). Streams: memory does not grow with the archive's size. Zip needs
+// its central directory (at the end) for modes, so give zips and wheels to
+// extract_file.
+[[nodiscard]] Result<ExtractResult> extract(Source& source,
+                                            const std::filesystem::path& destination,
+                                            const ExtractOptions& options = {});
+
+// The same for an archive on disk (any format, zip and wheels included).
+[[nodiscard]] Result<ExtractResult> extract_file(const std::filesystem::path& archive,
+                                                 const std::filesystem::path& destination,
+                                                 const ExtractOptions& options = {});
+
+}  // namespace envkit::archive

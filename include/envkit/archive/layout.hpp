@@ -1,0 +1,34 @@
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "envkit/archive/extract.hpp"
+#include "envkit/core/result.hpp"
+#include "envkit/recipes/recipe.hpp"
+
+// How each packaging's entries map into a prefix that works as a CUDA root
+// (docs/how-it-works.md, "Layout").
+namespace envkit::archive {
+
+struct LayoutTarget {
+  recipes::Layout layout = recipes::Layout::nvidia_redist;
+  std::string package;     // `cuda`, `cudnn`, `python`: names the licence folder
+  std::string component;   // `cuda_cudart`, `cudnn`: names the licence folder
+  std::string wheel_root;  // wheels: `nvidia/cuda_runtime`, `nvidia/cu13`
+};
+
+// The options that unpack `target`'s archive straight into prefix layout:
+// strip_components and map set; the limits left as in `base`.
+[[nodiscard]] ExtractOptions layout_options(const LayoutTarget& target,
+                                            ExtractOptions base = {});
+
+// Wheels cannot hold symlinks: under `root`/lib, for every versioned shared
+// library (libcudart.so.12, libcudnn.so.9.1.0) without its links, makes the
+// usual soname and development links (libcudart.so -> libcudart.so.12).
+// Returns the links it made, relative to `root`.
+[[nodiscard]] Result<std::vector<ExtractedEntry>> add_library_links(
+    const std::filesystem::path& root);
+
+}  // namespace envkit::archive

@@ -1,0 +1,96 @@
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "envkit/core/result.hpp"
+
+// Downloads of artifacts: many at once over one libcurl multi handle, each
+// read in order as a byte stream by whoever unpacks it. A stream survives
+// broken transfers: it resumes with a Range request (or skips what it already
+// delivered when the server ignores Range) and moves on to the next URL when
+// one gives up, so the reader sees one continuous body. Whether those bytes
+// are the right ones is the reader's sha256 to decide.
+namespace envkit::net {
+
+struct TransportOptions {
+  // Transfers running at once; more streams wait their turn.
+  int jobs = 8;
+  std::chrono::milliseconds connect_timeout{std::chrono::seconds(15)};
+  // A transfer that receives nothing for this long (while the reader keeps
+  // up) is broken and tried again.
+  std::chrono::milliseconds stall_timeout{std::chrono::seconds(30)};
+  // Tries per URL; connection errors, timeouts, stalls, 429 and 5xx are tried again.
+  int attempts = 5;
+  // The wait before the second try, doubled after each further failure up to
+  // max_retry_delay, with jitter; a server's Retry-After is honoured within the cap.
+  std::chrono::milliseconds first_retry_delay{500};
+  std::chrono::milliseconds max_retry_delay{std::chrono::seconds(30)};
+  // CA bundle; nullopt = SSL_CERT_FILE, else libcurl's default. TLS verification is always on.
+  std::optional<std::filesystem::path> ca_file;
+  // Credentials for mirrors and indexes; nullopt = libcurl's default (~/.netrc).
+  std::optional<std::filesystem::path> netrc_file;
+  // Bytes buffered per stream before its transfer pauses for the reader.
+  std::size_t buffer_bytes = std::size_t{4} << 20;
+};
+
+struct DownloadRequest {
+  // Tried in order (mirrors first, then the original); a later URL continues
+  // where the previous one stopped.
+  std::vector<std::string> urls;
+  // When known: a body that ends short of it is resumed, one that runs past it is an error.
+  std::optional<std::uint64_t> expected_size;
+  // Shown in progress, e.g. "cuda_cudart 12.4.127".
+  std::string label;
+};
+
+// One download, read in order. read() blocks until bytes arrive.
+class ByteStream {
+ public:
+  virtual ~ByteStream() = default;
+  // Up to buffer.size() bytes; 0 at the end of the body. An error when every
+  // URL has failed: it names each URL (credentials redacted) and why.
+  [[nodiscard]] virtual Result<std::size_t> read(std::span<std::byte> buffer) = 0;
+  // The URL the bytes came from last (credentials redacted), for messages.
+  [[nodiscard]] virtual std::string url() const = 0;
+};
+
+// A snapshot of one transfer, for progress displays.
+struct TransferProgress {
+  std::string label;
+  std::uint64_t received = 0;          // bytes delivered so far (all tries)
+  std::optional<std::uint64_t> total;  // expected size, else Content-Length, when known
+  bool started = false;                // false while waiting for a free slot
+};
+
+class Transport {
+ public:
+  explicit Transport(TransportOptions options = {});
+  ~Transport();  // cancels whatever is still running
+  Transport(const Transport&) = delete;
+  Transport& operator=(const Transport&) = delete;
+
+  // Starts (or queues) the download. Dropping the stream cancels it.
+  [[nodiscard]] std::unique_ptr<ByteStream> open(DownloadRequest request);
+
+  // Every stream not yet finished or dropped, in the order they were opened.
+  [[nodiscard]] std::vector<TransferProgress> progress() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Where mirror `mirror` keeps `url`: https://HOST/PATH -> MIRROR/HOST/PATH (CLI.md).
+// The mirror may end with '/' or not; the original's credentials are not carried over.
+[[nodiscard]] std::string mirror_url(std::string_view mirror, std::string_view url);
+
+}  // namespace envkit::net

@@ -1,0 +1,46 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <semaphore>
+#include <string>
+#include <vector>
+
+#include "envkit/core/result.hpp"
+#include "envkit/net/transport.hpp"
+#include "envkit/store/cache.hpp"
+
+// Filling a cache entry: one streaming pass from the socket through sha256
+// into the extractor and onto disk in staging; the entry appears only when the
+// hash matches. Tar archives stream; zips and wheels keep their directory at
+// the end, so they are spooled to a file (hashed on the way) and unpacked from it.
+namespace envkit::store {
+
+struct FillContext {
+  // nullptr: offline, the cache only.
+  net::Transport* transport = nullptr;
+  std::vector<std::string> mirrors;
+  // xz decoders running at once (each may need a 64 MiB dictionary).
+  std::counting_semaphore<>* xz_slots = nullptr;
+};
+
+struct FillOutcome {
+  std::optional<EntryRecord> record;
+  std::optional<Error> error;
+  // The error is that no URL could be reached: another packaging may do.
+  bool unreachable = false;
+  // Missing from the cache while offline.
+  bool missing_offline = false;
+  std::uint64_t downloaded_bytes = 0;
+};
+
+// The cache entry for `target`, downloading and unpacking it unless it is
+// there. Safe to call from several threads and processes for the same target.
+[[nodiscard]] FillOutcome fill_entry(const Cache& cache, const ArtifactTarget& target,
+                                     const FillContext& context);
+
+// The URLs to try for `url`: each mirror's copy, then the original.
+[[nodiscard]] std::vector<std::string> candidate_urls(const std::vector<std::string>& mirrors,
+                                                      const std::string& url);
+
+}  // namespace envkit::store

@@ -1,0 +1,52 @@
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "envkit/core/result.hpp"
+#include "envkit/lock/lockfile.hpp"
+#include "envkit/net/transport.hpp"
+#include "envkit/store/cache.hpp"
+#include "envkit/store/link.hpp"
+#include "envkit/store/plan.hpp"
+
+// `envkit install`: make a prefix match the lock. Artifacts are filled into
+// the cache (in parallel), a new generation of the prefix is linked from the
+// cache, and the prefix is switched to it in one rename.
+namespace envkit::store {
+
+struct InstallOptions {
+  std::filesystem::path prefix;
+  specs::Platform platform = specs::host_platform();
+  // nullptr: offline, the cache only (and say what is missing).
+  net::Transport* transport = nullptr;
+  std::vector<std::string> mirrors;
+  int jobs = 8;
+  Packaging preferred = Packaging::archive;
+  std::optional<LinkMode> link_mode;  // nullopt: the best that works
+  // Human progress lines ("waiting for ...", "unpacked ...").
+  std::function<void(const std::string&)> note;
+};
+
+struct InstallReport {
+  std::filesystem::path prefix;
+  int generation = 0;
+  bool changed = false;
+  std::string link_mode;               // how files came from the cache ("" when none moved)
+  std::vector<std::string> added;      // "cuda 12.4.1 (archive)"
+  std::vector<std::string> removed;    // "cudnn 8.9.7.29"
+  std::vector<std::string> unchanged;  // "zlib 1.3.1"
+  std::vector<std::string> skipped;    // one sentence each
+  std::vector<std::string> fell_back;  // "cuda: installed from wheels, archives unreachable"
+  std::uint64_t downloaded_bytes = 0;
+  std::size_t files = 0;  // in the new generation
+};
+
+[[nodiscard]] Result<InstallReport> install(const lock::Lockfile& lockfile, const Cache& cache,
+                                            const InstallOptions& options);
+
+}  // namespace envkit::store

@@ -1,0 +1,48 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "envkit/core/result.hpp"
+#include "envkit/lock/lockfile.hpp"
+#include "envkit/store/records.hpp"
+
+// What `install` will do to a prefix: the lock's packages for this platform
+// against the receipts of what is installed.
+namespace envkit::store {
+
+// NVIDIA ships CUDA and cuDNN twice: redist archives and PyPI wheels. One
+// install uses one packaging for all of a package's components.
+enum class Packaging : std::uint8_t { archive, wheel };
+[[nodiscard]] std::string_view to_string(Packaging packaging);
+
+struct PlannedPackage {
+  std::string name;
+  std::string version;  // as the lock writes it
+  std::string build;
+  Packaging packaging = Packaging::archive;
+  std::vector<recipes::Artifact> artifacts;  // the chosen packaging's
+  // The other packaging covering every component, for when the first is unreachable.
+  std::optional<std::vector<recipes::Artifact>> fallback;
+  // Installed already from the same artifacts: nothing to fetch.
+  bool unchanged = false;
+};
+
+struct InstallPlan {
+  std::vector<PlannedPackage> packages;  // what the prefix will hold, by name
+  std::vector<std::string> removed;      // installed packages the lock no longer has
+  // Packages of the lock this envkit leaves out, one sentence each.
+  std::vector<std::string> skipped;
+
+  // Nothing to add, change or remove.
+  [[nodiscard]] bool nothing_to_do() const;
+};
+
+// Fails (exit 1) for what cannot be installed at all, e.g. a CUDA that exists
+// only as a runfile installer, saying what would be needed.
+[[nodiscard]] Result<InstallPlan> plan_install(const lock::PlatformLock& lock,
+                                               const std::optional<PrefixState>& installed,
+                                               Packaging preferred);
+
+}  // namespace envkit::store

@@ -1,0 +1,76 @@
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "envkit/archive/extract.hpp"
+#include "envkit/core/result.hpp"
+
+// What the store writes down: the files of an unpacked artifact (a cache
+// entry's record) and the packages installed in a prefix (its receipts).
+// Both are JSON with sorted keys, so they diff and hash the same everywhere.
+namespace envkit::store {
+
+// One file, directory or symlink, relative to its root ('/'-separated).
+struct FileRecord {
+  std::string path;
+  archive::EntryType type = archive::EntryType::file;
+  std::uint64_t size = 0;
+  bool executable = false;
+  std::string sha256;       // files
+  std::string link_target;  // symlinks
+
+  friend bool operator==(const FileRecord&, const FileRecord&) = default;
+};
+
+// A cache entry: one artifact, verified and unpacked in prefix layout.
+struct EntryRecord {
+  std::string id;      // the entry's folder name (the artifact's sha256 + layout tag)
+  std::string sha256;  // of the artifact as downloaded
+  std::string url;     // where it came from, without credentials
+  std::string package;
+  std::string component;
+  std::string layout;
+  std::vector<FileRecord> files;
+};
+
+// One artifact a package was installed from.
+struct ReceiptArtifact {
+  std::string component;
+  std::string sha256;
+  std::string url;  // without credentials
+  std::string entry;  // cache entry id
+};
+
+// A package in a prefix: what it was installed from and every file it put there.
+struct PackageReceipt {
+  std::string name;
+  std::string version;
+  std::string build;
+  std::string packaging;  // "archive" or "wheel"
+  std::vector<ReceiptArtifact> artifacts;
+  std::vector<FileRecord> files;
+};
+
+// A prefix generation's state: its packages and the links envkit made for it.
+struct PrefixState {
+  int generation = 0;
+  std::string platform;
+  std::string link_mode;  // reflink, hardlink or copy: how files came from the cache
+  std::vector<PackageReceipt> packages;
+  std::vector<FileRecord> links;  // lib64 -> lib, targets/<arch>-linux/{include,lib}
+};
+
+[[nodiscard]] std::string to_json(const EntryRecord& record);
+[[nodiscard]] Result<EntryRecord> parse_entry_record(std::string_view text,
+                                                     const std::filesystem::path& file);
+
+// <root>/.envkit/state.json and <root>/.envkit/receipts/<name>.json.
+[[nodiscard]] Result<void> write_state(const std::filesystem::path& root, const PrefixState& state);
+// nullopt when `root` has no state (not made by envkit).
+[[nodiscard]] Result<std::optional<PrefixState>> read_state(const std::filesystem::path& root);
+
+}  // namespace envkit::store

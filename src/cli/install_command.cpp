@@ -1,0 +1,303 @@
+// `envkit install`, `envkit list` and `envkit cache ...`: the prefix and the
+// cache it is linked from.
+#include <fmt/format.h>
+
+#include <charconv>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "command.hpp"
+#include "envkit/core/env_vars.hpp"
+#include "envkit/core/text.hpp"
+#include "envkit/store/install.hpp"
+#include "envkit/store/prefix.hpp"
+#include "locking.hpp"
+#include "progress.hpp"
+
+namespace envkit::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct InstallFlags {
+  bool locked = false;
+  bool frozen = false;
+  std::optional<fs::path> prefix;
+  bool offline = false;
+  std::vector<std::string> mirrors;
+  int jobs = 8;
+  std::string packaging = "archive";
+  std::optional<std::string> link_mode;
+  std::optional<fs::path> cacert;
+};
+
+fs::path prefix_path(const Context& context, const std::optional<fs::path>& flag) {
+  if (flag) return flag->is_absolute() ? *flag : context.options.directory / *flag;
+  return context.options.directory / ".envkit" / "env";
+}
+
+store::Cache cache_of(const Context& context) {
+  return store::Cache(store::default_cache_dir(context.options.cache_dir));
+}
+
+// A millisecond setting from the environment (ENVKIT_RETRY_DELAY_MS, ...).
+std::optional<long> number_from(const env::Variable& variable) {
+  const auto text = env::get(variable);
+  if (!text) return std::nullopt;
+  long value = 0;
+  const auto* end = text->data() + text->size();
+  auto [ptr, ec] = std::from_chars(text->data(), end, value);
+  if (ec != std::errc() || ptr != end || value < 0) return std::nullopt;
+  return value;
+}
+
+net::TransportOptions transport_options(const InstallFlags& flags) {
+  using std::chrono::milliseconds;
+  net::TransportOptions options{.jobs = flags.jobs, .ca_file = flags.cacert};
+  if (auto v = number_from(env::kRetries)) options.attempts = static_cast<int>(*v);
+  if (auto v = number_from(env::kRetryDelayMs)) options.first_retry_delay = milliseconds(*v);
+  if (auto v = number_from(env::kMaxRetryDelayMs)) options.max_retry_delay = milliseconds(*v);
+  if (auto v = number_from(env::kStallTimeoutMs)) options.stall_timeout = milliseconds(*v);
+  if (auto v = number_from(env::kConnectTimeoutMs)) options.connect_timeout = milliseconds(*v);
+  return options;
+}
+
+// The lock to install: as it is (--frozen), checked (--locked), or brought up
+// to date first. Returns an exit code when it cannot give one.
+std::variant<lock::Lockfile, int> lock_for_install(Context& context, const InstallFlags& flags) {
+  const auto lock_path = (context.options.directory / lock::kFileName).lexically_normal();
+  std::error_code ignored;
+  const bool exists = fs::exists(lock_path, ignored);
+  if (flags.frozen || flags.locked) {
+    if (!exists) {
+      return report(context, Error::failed(fmt::format("{} does not exist", lock_path.string()))
+                                 .hint("run `envkit lock` first"));
+    }
+  }
+  std::optional<lock::Lockfile> existing;
+  if (exists) {
+    auto loaded = lock::load(lock_path);
+    if (!loaded) return report(context, loaded.error());
+    existing = *std::move(loaded);
+    if (flags.frozen) return *std::move(existing);
+  }
+  auto database = recipes::Database::open(recipes::default_database_dir(context.options.recipes));
+  if (!database) return report(context, database.error());
+  auto inputs = gather_lock_inputs(context.options.directory, {}, gpu::host_sources());
+  if (!inputs) return report(context, inputs.error());
+  if (existing) {
+    auto staleness = lock_staleness(*database, *inputs, *existing);
+    if (!staleness) return report(context, staleness.error());
+    if (!staleness->stale()) return *std::move(existing);
+    if (flags.locked) {
+      Error error = Error::failed(fmt::format("{} is out of date", lock_path.string()));
+      for (const auto& reason : staleness->reasons)
+        error.because(reason);
+      return report(context, error.hint("run `envkit lock`, or install it as it is with --frozen"));
+    }
+  }
+  for (const auto& warning : inputs->warnings)
+    context.console.warn(warning);
+  auto attempt = solve_lock(*database, *inputs);
+  if (!attempt) return report(context, attempt.error());
+  if (attempt->failure)
+    return report_unsolvable(context, attempt->failure->first, attempt->failure->second);
+  if (auto written = write_lock_text(lock_path, lock::write(*attempt->lockfile)); !written)
+    return report(context, written.error());
+  context.console.info(fmt::format("{} {}", existing ? "updated" : "wrote", lock_path.string()));
+  return *std::move(attempt->lockfile);
+}
+
+nlohmann::json report_json(const store::InstallReport& report) {
+  return {{"prefix", report.prefix.string()},   {"generation", report.generation},
+          {"changed", report.changed},          {"link_mode", report.link_mode},
+          {"added", report.added},              {"removed", report.removed},
+          {"unchanged", report.unchanged},      {"skipped", report.skipped},
+          {"fell_back", report.fell_back},      {"downloaded_bytes", report.downloaded_bytes},
+          {"files", report.files}};
+}
+
+void print_summary(const Context& context, const store::InstallReport& report) {
+  for (const auto& skipped : report.skipped)
+    context.console.warn(skipped);
+  const auto where = text::quoted(report.prefix.string());
+  if (!report.changed) {
+    context.console.info(fmt::format("{} is up to date with envkit.lock (nothing to do)", where));
+    return;
+  }
+  std::vector<std::string> parts;
+  if (!report.added.empty()) parts.push_back("added " + text::join(report.added, ", "));
+  if (!report.removed.empty()) parts.push_back("removed " + text::join(report.removed, ", "));
+  if (!report.unchanged.empty()) parts.push_back("kept " + text::join(report.unchanged, ", "));
+  context.console.info(fmt::format("installed into {} (generation {}): {}", where,
+                                   report.generation, text::join(parts, "; ")));
+  context.console.info(fmt::format("{} files {} from the cache, {} downloaded", report.files,
+                                   report.link_mode == "copy" ? "copied" : report.link_mode + "ed",
+                                   human_bytes(report.downloaded_bytes)));
+}
+
+int run_install(Context& context, const InstallFlags& flags) {
+  if (flags.locked && flags.frozen) {
+    return report(context, Error::input("--locked and --frozen cannot be used together")
+                               .hint("--locked checks the lock, --frozen skips the check"));
+  }
+  std::optional<store::LinkMode> link_mode;
+  if (flags.link_mode) link_mode = store::parse_link_mode(*flags.link_mode);
+  auto lockfile = lock_for_install(context, flags);
+  if (const int* code = std::get_if<int>(&lockfile)) return *code;
+
+  std::unique_ptr<net::Transport> transport;
+  if (!flags.offline) transport = std::make_unique<net::Transport>(transport_options(flags));
+  std::optional<ProgressDisplay> progress;
+  if (transport) {
+    progress.emplace(*transport, ProgressDisplay::mode_for(context.options.quiet ||
+                                                           context.options.json));
+  }
+  const store::InstallOptions options{
+      .prefix = prefix_path(context, flags.prefix),
+      .transport = transport.get(),
+      .mirrors = flags.mirrors,
+      .jobs = flags.jobs,
+      .preferred = flags.packaging == "wheel" ? store::Packaging::wheel : store::Packaging::archive,
+      .link_mode = link_mode,
+      .note = [&](const std::string& line) {
+        if (progress) {
+          progress->note(line);
+        } else if (!context.options.quiet) {
+          context.console.info(line);
+        }
+      }};
+  auto installed = store::install(std::get<lock::Lockfile>(lockfile),
+                                  cache_of(context), options);
+  progress.reset();
+  if (!installed) return report(context, installed.error());
+  print_summary(context, *installed);
+  if (context.options.json) std::cout << report_json(*installed).dump() << '\n';
+  return 0;
+}
+
+int run_list(Context& context, const std::optional<fs::path>& prefix_flag) {
+  auto prefix = store::Prefix::open(prefix_path(context, prefix_flag));
+  if (!prefix) return report(context, prefix.error());
+  auto state = prefix->state();
+  if (!state) return report(context, state.error());
+  if (!*state) {
+    return report(context, Error::failed(fmt::format("nothing is installed in {}",
+                                                     text::quoted(prefix->path().string())))
+                               .hint("run `envkit install`"));
+  }
+  nlohmann::json packages = nlohmann::json::array();
+  for (const auto& package : (*state)->packages) {
+    std::size_t files = 0;
+    for (const auto& file : package.files)
+      files += file.type == archive::EntryType::directory ? 0 : 1;
+    packages.push_back({{"name", package.name},
+                        {"version", package.version},
+                        {"build", package.build},
+                        {"packaging", package.packaging},
+                        {"files", files}});
+    if (!context.options.json) {
+      std::cout << fmt::format("{:<10} {:<14} {:<8} {:<8} {} files\n", package.name,
+                               package.version, package.build.empty() ? "-" : package.build,
+                               package.packaging, files);
+    }
+  }
+  if (context.options.json) {
+    std::cout << nlohmann::json{{"prefix", prefix->path().string()},
+                                {"generation", (*state)->generation},
+                                {"packages", packages}}
+                     .dump()
+              << '\n';
+  }
+  return 0;
+}
+
+int run_cache_info(Context& context) {
+  auto info = cache_of(context).info();
+  if (!info) return report(context, info.error());
+  if (context.options.json) {
+    nlohmann::json prefixes = nlohmann::json::array();
+    for (const auto& prefix : info->prefixes)
+      prefixes.push_back(prefix.string());
+    std::cout << nlohmann::json{{"path", info->root.string()},
+                                {"entries", info->entries},
+                                {"bytes", info->bytes},
+                                {"prefixes", prefixes}}
+                     .dump()
+              << '\n';
+    return 0;
+  }
+  std::cout << fmt::format("cache:    {}\nentries:  {} unpacked artifacts\nsize:     {}\n",
+                           info->root.string(), info->entries, human_bytes(info->bytes));
+  for (const auto& prefix : info->prefixes)
+    std::cout << fmt::format("used by:  {}\n", prefix.string());
+  return 0;
+}
+
+int run_cache_clean(Context& context, bool prune) {
+  auto cache = cache_of(context);
+  auto cleaned = prune ? cache.prune() : cache.clean();
+  if (!cleaned) return report(context, cleaned.error());
+  context.console.info(fmt::format("removed {} entr{} ({}){}", cleaned->removed,
+                                   cleaned->removed == 1 ? "y" : "ies", human_bytes(cleaned->bytes),
+                                   cleaned->in_use ? fmt::format("; {} in use by a running envkit "
+                                                                 "left alone",
+                                                                 cleaned->in_use)
+                                                   : std::string()));
+  if (context.options.json) {
+    std::cout << nlohmann::json{{"removed", cleaned->removed},
+                                {"bytes", cleaned->bytes},
+                                {"in_use", cleaned->in_use}}
+                     .dump()
+              << '\n';
+  }
+  return 0;
+}
+
+}  // namespace
+
+void register_install(CLI::App& root, Commands& out) {
+  auto flags = std::make_shared<InstallFlags>();
+  auto* install = root.add_subcommand("install", "Make the prefix match envkit.lock (locking first if needed)");
+  install->add_flag("--locked", flags->locked, "Fail if envkit.lock is missing or out of date");
+  install->add_flag("--frozen", flags->frozen, "Install envkit.lock as it is, without solving");
+  install->add_option("--prefix", flags->prefix, "Where to install (default: .envkit/env)")
+      ->option_text("DIR");
+  install->add_flag("--offline", flags->offline, "Use the cache only; say what is missing");
+  install->add_option("--mirror", flags->mirrors,
+                      "Fetch https://HOST/PATH from MIRROR/HOST/PATH first (repeatable)")
+      ->option_text("URL");
+  install->add_option("--jobs,-j", flags->jobs, "Downloads at once (default 8)")
+      ->check(CLI::Range(1, 64));
+  install->add_option("--packaging", flags->packaging,
+                      "Where NVIDIA ships both: archive (redist, default) or wheel (PyPI); the "
+                      "other is the fallback")
+      ->check(CLI::IsMember({"archive", "wheel"}));
+  install->add_option("--link-mode", flags->link_mode,
+                      "How files come from the cache: reflink, hardlink or copy (default: the "
+                      "best that works)")
+      ->check(CLI::IsMember({"reflink", "hardlink", "copy"}));
+  install->add_option("--cacert", flags->cacert, "Extra CA bundle to verify servers with")
+      ->option_text("FILE");
+  out.push_back({install, [flags](Context& context) { return run_install(context, *flags); }});
+
+  auto list_prefix = std::make_shared<std::optional<fs::path>>();
+  auto* list = root.add_subcommand("list", "Show what is installed in the prefix");
+  list->add_option("--prefix", *list_prefix, "The prefix (default: .envkit/env)")
+      ->option_text("DIR");
+  out.push_back({list, [list_prefix](Context& context) { return run_list(context, *list_prefix); }});
+
+  auto* cache = root.add_subcommand("cache", "The content-addressed cache of unpacked artifacts");
+  cache->require_subcommand(1);
+  out.push_back({cache, nullptr});
+  out.push_back({cache->add_subcommand("info", "Where the cache is and what it holds"),
+                 [](Context& context) { return run_cache_info(context); }});
+  out.push_back({cache->add_subcommand("clean", "Remove every cache entry"),
+                 [](Context& context) { return run_cache_clean(context, false); }});
+  out.push_back({cache->add_subcommand("prune", "Remove the entries no prefix uses"),
+                 [](Context& context) { return run_cache_clean(context, true); }});
+}
+
+}  // namespace envkit::cli

@@ -1,0 +1,108 @@
+#include "curl_common.hpp"
+
+#include <mutex>
+#include <new>
+#include <string_view>
+
+#include "envkit/core/env_vars.hpp"
+#include "envkit/core/url.hpp"
+
+namespace envkit::net::detail {
+
+namespace {
+
+std::optional<std::string> ca_file_for(const CommonOptions& options) {
+  if (options.ca_file) return options.ca_file->string();
+  return env::get(env::kSslCertFile);
+}
+
+void replace_all(std::string& text, std::string_view from, std::string_view to) {
+  if (from.empty() || from == to) return;
+  for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
+}
+
+// "user:secret@" of `url`, or empty.
+std::string_view userinfo(std::string_view url) {
+  const auto begin = url::authority_begin(url);
+  if (begin == std::string_view::npos) return {};
+  const auto authority = url.substr(begin, url::authority_end(url, begin) - begin);
+  const auto at = authority.rfind('@');
+  return at == std::string_view::npos ? std::string_view{} : authority.substr(0, at + 1);
+}
+
+}  // namespace
+
+void init_curl_once() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+EasyHandle make_easy() {
+  init_curl_once();
+  EasyHandle curl(curl_easy_init());
+  if (!curl) throw std::bad_alloc();
+  return curl;
+}
+
+void set_common_options(CURL* curl, const std::string& url, const CommonOptions& options,
+                        char* error_buffer) {
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https,file");
+  // A redirect may never turn a web request into a local file read.
+  curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
+  curl_easy_setopt(curl, CURLOPT_MAXREDIRS, 10L);
+  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
+  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
+  if (auto ca = ca_file_for(options)) curl_easy_setopt(curl, CURLOPT_CAINFO, ca->c_str());
+  if (auto dir = env::get(env::kSslCertDir)) curl_easy_setopt(curl, CURLOPT_CAPATH, dir->c_str());
+  curl_easy_setopt(curl, CURLOPT_NETRC, static_cast<long>(CURL_NETRC_OPTIONAL));
+  if (options.netrc_file) {
+    curl_easy_setopt(curl, CURLOPT_NETRC_FILE, options.netrc_file->string().c_str());
+  }
+  curl_easy_setopt(curl, CURLOPT_USERAGENT, "envkit/" ENVKIT_NET_VERSION);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
+                   static_cast<long>(options.connect_timeout.count()));
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // timeouts without SIGALRM (threads)
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_buffer);
+}
+
+bool is_transient(CURLcode code) {
+  switch (code) {
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_transient_status(long status) {
+  return status == 429 || (status >= 500 && status <= 599);
+}
+
+bool is_tls_failure(CURLcode code) {
+  return code == CURLE_PEER_FAILED_VERIFICATION || code == CURLE_SSL_CACERT_BADFILE ||
+         code == CURLE_SSL_CONNECT_ERROR || code == CURLE_SSL_CERTPROBLEM;
+}
+
+std::string curl_reason(CURLcode code, const char* error_buffer, const std::string& url) {
+  std::string reason =
+      error_buffer && *error_buffer ? std::string(error_buffer) : curl_easy_strerror(code);
+  // libcurl's detail may quote the URL or its user name; never let credentials out.
+  replace_all(reason, url, url::redacted(url));
+  replace_all(reason, userinfo(url), "***@");
+  return reason;
+}
+
+}  // namespace envkit::net::detail

@@ -1,0 +1,285 @@
+#include "envkit/store/fill.hpp"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <array>
+#include <fstream>
+#include <map>
+
+#include "envkit/archive/layout.hpp"
+#include "envkit/core/sha256.hpp"
+#include "envkit/core/text.hpp"
+#include "envkit/core/url.hpp"
+
+namespace envkit::store {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The download as the extractor's source, hashed and counted on the way.
+class HashingSource final : public archive::Source {
+ public:
+  HashingSource(net::ByteStream& stream, std::string name)
+      : stream_(stream), name_(std::move(name)) {}
+
+  Result<std::size_t> read(std::span<std::byte> buffer) override {
+    auto count = stream_.read(buffer);
+    if (!count) {
+      download_error_ = count.error();
+      return count;
+    }
+    sha_.update(buffer.first(*count));
+    bytes_ += *count;
+    return count;
+  }
+  [[nodiscard]] std::string name() const override { return name_; }
+
+  // Reads what the extractor left (tar padding, a tail) so the hash covers it all.
+  Result<void> drain() {
+    std::array<std::byte, 1 << 16> buffer{};
+    while (true) {
+      auto count = read(buffer);
+      if (!count) return std::move(count).error();
+      if (*count == 0) return {};
+    }
+  }
+
+  [[nodiscard]] std::string digest() { return sha_.hex_digest(); }
+  [[nodiscard]] std::uint64_t bytes() const { return bytes_; }
+  [[nodiscard]] const std::optional<Error>& download_error() const { return download_error_; }
+
+ private:
+  net::ByteStream& stream_;
+  std::string name_;
+  core::Sha256 sha_;
+  std::uint64_t bytes_ = 0;
+  std::optional<Error> download_error_;
+};
+
+// Holds an xz decoding slot for the length of one unpack.
+class SlotGuard {
+ public:
+  explicit SlotGuard(std::counting_semaphore<>* slots) : slots_(slots) {
+    if (slots_) slots_->acquire();
+  }
+  ~SlotGuard() {
+    if (slots_) slots_->release();
+  }
+  SlotGuard(const SlotGuard&) = delete;
+  SlotGuard& operator=(const SlotGuard&) = delete;
+
+ private:
+  std::counting_semaphore<>* slots_;
+};
+
+bool is_zip(const recipes::Artifact& artifact) {
+  return artifact.kind == recipes::ArtifactKind::wheel || artifact.format == "zip" ||
+         artifact.format == "whl";
+}
+
+bool is_xz(const recipes::Artifact& artifact) {
+  return artifact.format == "tar.xz" || artifact.format == "txz";
+}
+
+// Limits against decompression bombs: generous for real CUDA archives (they
+// unpack to 2-4 times their size), far below what a bomb would write.
+std::uint64_t unpack_limit(const recipes::Artifact& artifact) {
+  constexpr std::uint64_t kFloor = std::uint64_t{4} << 30;
+  constexpr std::uint64_t kWithoutSize = std::uint64_t{32} << 30;
+  if (!artifact.size) return kWithoutSize;
+  return std::max(kFloor, *artifact.size * 40);
+}
+
+Error mismatch(const ArtifactTarget& target, const std::string& url, const std::string& actual) {
+  return Error::failed(fmt::format("checksum mismatch for {}", target.label()))
+      .because(fmt::format("expected sha256 {}", target.artifact.sha256))
+      .because(fmt::format("got      sha256 {}", actual))
+      .because(fmt::format("downloaded from {}", url))
+      .hint("the file changed on the server or in transit; nothing was installed from it. If a "
+            "mirror serves it, check the mirror's copy");
+}
+
+FillOutcome failure(Error error, bool unreachable = false) {
+  return FillOutcome{.error = std::move(error), .unreachable = unreachable};
+}
+
+// Read-only from now on: prefixes hard-link these files, and a prefix must
+// not be able to change the cache's copy by writing to its own.
+void make_read_only(const fs::path& root, const std::vector<FileRecord>& files) {
+  for (const auto& file : files) {
+    if (file.type != archive::EntryType::file) continue;
+    ::chmod((root / file.path).c_str(), file.executable ? 0555 : 0444);
+  }
+}
+
+// What was unpacked, one record per path (a later tar entry replaces an earlier one).
+std::vector<FileRecord> records_of(const std::vector<archive::ExtractedEntry>& entries) {
+  std::map<std::string, FileRecord> by_path;
+  for (const auto& entry : entries) {
+    by_path[entry.path] = FileRecord{.path = entry.path,
+                                     .type = entry.type,
+                                     .size = entry.size,
+                                     .executable = entry.executable,
+                                     .sha256 = entry.sha256,
+                                     .link_target = entry.link_target};
+  }
+  std::vector<FileRecord> files;
+  files.reserve(by_path.size());
+  for (auto& [path, record] : by_path)
+    files.push_back(std::move(record));
+  return files;
+}
+
+archive::ExtractOptions options_for(const ArtifactTarget& target) {
+  const auto& artifact = target.artifact;
+  return archive::layout_options(
+      {.layout = artifact.layout,
+       .package = target.package,
+       .component = artifact.component.empty() ? target.package : artifact.component,
+       .wheel_root = artifact.wheel_root},
+      {.max_bytes = unpack_limit(artifact), .hash_files = true});
+}
+
+// Unpacks a tar.* straight from the download.
+Result<archive::ExtractResult> stream_unpack(const ArtifactTarget& target, net::ByteStream& stream,
+                                             const fs::path& staging, std::string& digest,
+                                             std::uint64_t& bytes, bool& unreachable) {
+  HashingSource source(stream, url::redacted(target.artifact.url));
+  auto extracted = archive::extract(source, staging, options_for(target));
+  // Whatever the extractor made of them, the bytes must be the locked ones:
+  // a hash mismatch explains a "corrupt archive" better than the archive does.
+  auto drained = source.drain();
+  bytes = source.bytes();
+  if (source.download_error()) {
+    unreachable = true;
+    return *source.download_error();
+  }
+  if (!drained) return std::move(drained).error();
+  digest = source.digest();
+  if (digest != target.artifact.sha256) return mismatch(target, stream.url(), digest);
+  return extracted;
+}
+
+// Spools a zip/wheel to disk, hashing it, then unpacks it from there.
+Result<archive::ExtractResult> spool_unpack(const ArtifactTarget& target, net::ByteStream& stream,
+                                            const fs::path& staging, std::string& digest,
+                                            std::uint64_t& bytes, bool& unreachable) {
+  const auto spool = fs::path(staging.string() + ".download");
+  {
+    std::ofstream out(spool, std::ios::binary | std::ios::trunc);
+    if (!out) return Error::failed("cannot write " + text::quoted(spool.string()));
+    core::Sha256 sha;
+    std::array<std::byte, 1 << 16> buffer{};
+    while (true) {
+      auto count = stream.read(buffer);
+      if (!count) {
+        unreachable = true;
+        return std::move(count).error();
+      }
+      if (*count == 0) break;
+      sha.update(std::span(buffer).first(*count));
+      out.write(reinterpret_cast<const char*>(buffer.data()),
+                static_cast<std::streamsize>(*count));
+      bytes += *count;
+    }
+    if (!out.flush()) {
+      return Error::failed("cannot write " + text::quoted(spool.string()))
+          .because("the disk may be full");
+    }
+    digest = sha.hex_digest();
+  }
+  struct Remove {
+    fs::path path;
+    ~Remove() {
+      std::error_code ignored;
+      fs::remove(path, ignored);
+    }
+  } remove_spool{spool};
+  if (digest != target.artifact.sha256) return mismatch(target, stream.url(), digest);
+  return archive::extract_file(spool, staging, options_for(target));
+}
+
+FillOutcome download_and_unpack(const Cache& cache, const ArtifactTarget& target,
+                                const std::string& id, const FillContext& context) {
+  const auto& artifact = target.artifact;
+  auto staging = cache.fresh_staging(id);
+  if (!staging) return failure(std::move(staging).error());
+  const SlotGuard slot(is_xz(artifact) ? context.xz_slots : nullptr);
+  auto stream = context.transport->open({.urls = candidate_urls(context.mirrors, artifact.url),
+                                         .expected_size = artifact.size,
+                                         .label = target.label()});
+  std::string digest;
+  std::uint64_t bytes = 0;
+  bool unreachable = false;
+  auto extracted = is_zip(artifact)
+                       ? spool_unpack(target, *stream, *staging, digest, bytes, unreachable)
+                       : stream_unpack(target, *stream, *staging, digest, bytes, unreachable);
+  const auto discard = [&] {
+    std::error_code ignored;
+    fs::remove_all(*staging, ignored);
+  };
+  if (!extracted) {
+    discard();
+    return failure(std::move(extracted).error(), unreachable);
+  }
+  auto files = records_of(extracted->entries);
+  if (artifact.layout == recipes::Layout::nvidia_wheel) {
+    auto links = archive::add_library_links(*staging);
+    if (!links) {
+      discard();
+      return failure(std::move(links).error());
+    }
+    for (auto& link : records_of(*links))
+      files.push_back(std::move(link));
+    std::sort(files.begin(), files.end(),
+              [](const FileRecord& a, const FileRecord& b) { return a.path < b.path; });
+  }
+  make_read_only(*staging, files);
+  EntryRecord record{.id = id,
+                     .sha256 = digest,
+                     .url = url::without_credentials(artifact.url),
+                     .package = target.package,
+                     .component = artifact.component,
+                     .layout = std::string(recipes::to_string(artifact.layout)),
+                     .files = std::move(files)};
+  if (auto committed = cache.commit(*staging, record); !committed) {
+    discard();
+    return failure(std::move(committed).error());
+  }
+  return FillOutcome{.record = std::move(record), .downloaded_bytes = bytes};
+}
+
+}  // namespace
+
+std::vector<std::string> candidate_urls(const std::vector<std::string>& mirrors,
+                                        const std::string& url) {
+  std::vector<std::string> urls;
+  for (const auto& mirror : mirrors)
+    urls.push_back(net::mirror_url(mirror, url));
+  urls.push_back(url);
+  return urls;
+}
+
+FillOutcome fill_entry(const Cache& cache, const ArtifactTarget& target,
+                       const FillContext& context) {
+  const auto id = Cache::entry_id(target);
+  auto found = cache.find(id);
+  if (!found) return failure(std::move(found).error());
+  if (*found) return FillOutcome{.record = std::move(**found)};
+  if (!context.transport) {
+    return FillOutcome{.error = Error::failed(target.label() + " is not in the cache"),
+                       .missing_offline = true};
+  }
+  // Another envkit may be making the same entry: wait for it, then look again.
+  auto lock = cache.lock_entry(id);
+  if (!lock) return failure(std::move(lock).error());
+  found = cache.find(id);
+  if (!found) return failure(std::move(found).error());
+  if (*found) return FillOutcome{.record = std::move(**found)};
+  return download_and_unpack(cache, target, id, context);
+}
+
+}  // namespace envkit::store

@@ -1,0 +1,57 @@
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "envkit/core/result.hpp"
+#include "envkit/specs/platform.hpp"
+#include "envkit/store/link.hpp"
+#include "envkit/store/records.hpp"
+
+namespace envkit::store {
+
+// Builds one prefix generation: places packages' files from the cache,
+// refuses two packages writing one path differently, carries over files the
+// user added, and makes the links a CUDA root needs.
+class GenerationBuilder {
+ public:
+  GenerationBuilder(std::filesystem::path root, std::optional<LinkMode> link_mode);
+
+  // Places `files` (relative to `source`) into the generation for `package`.
+  [[nodiscard]] Result<void> place(const std::string& package,
+                                   const std::filesystem::path& source,
+                                   const std::vector<FileRecord>& files);
+
+  // Files under `old_root` that no receipt lists (the user's own): kept.
+  [[nodiscard]] Result<void> carry_untracked(const std::filesystem::path& old_root,
+                                             const PrefixState& old_state);
+
+  // lib64 -> lib, and targets/<arch>-linux/{include,lib} -> ../../{include,lib}
+  // where nvcc.profile looks for them. Returns the links made.
+  [[nodiscard]] Result<std::vector<FileRecord>> finish(specs::Platform platform);
+
+  [[nodiscard]] std::string link_mode() const;
+  [[nodiscard]] std::size_t files_placed() const { return files_placed_; }
+
+ private:
+  struct Owner {
+    std::string package;
+    std::string fingerprint;  // sha256 of a file, target of a link
+  };
+  [[nodiscard]] Result<bool> claim(const std::string& package, const FileRecord& file);
+  [[nodiscard]] Result<void> make_parent(const std::filesystem::path& path);
+  [[nodiscard]] Result<void> make_symlink(const std::string& target,
+                                          const std::filesystem::path& path);
+
+  std::filesystem::path root_;
+  Linker linker_;
+  std::map<std::string, Owner> owners_;
+  std::set<std::filesystem::path> made_dirs_;
+  std::size_t files_placed_ = 0;
+};
+
+}  // namespace envkit::store

@@ -1,0 +1,321 @@
+#include "envkit/store/install.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <semaphore>
+#include <set>
+#include <thread>
+
+#include "envkit/core/text.hpp"
+#include "envkit/core/url.hpp"
+#include "envkit/store/fill.hpp"
+#include "envkit/store/prefix.hpp"
+#include "generation_builder.hpp"
+
+namespace envkit::store {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// xz decoders at once: each may hold a 64 MiB dictionary; three keep an
+// install's memory well under 256 MiB whatever the archives' sizes.
+constexpr std::ptrdiff_t kXzSlots = 3;
+
+void note(const InstallOptions& options, const std::string& line) {
+  if (options.note) options.note(line);
+}
+
+std::string describe(const PlannedPackage& package) {
+  auto text = fmt::format("{} {}", package.name, package.version);
+  if (!package.build.empty()) text += fmt::format(" ({})", package.build);
+  return text;
+}
+
+const lock::PlatformLock* platform_lock(const lock::Lockfile& lockfile, specs::Platform platform) {
+  for (const auto& entry : lockfile.platforms) {
+    if (entry.platform == platform) return &entry;
+  }
+  return nullptr;
+}
+
+// The artifacts one package needs and what became of them.
+struct PackageFill {
+  PlannedPackage* package = nullptr;
+  std::vector<FillOutcome> outcomes;
+};
+
+// Fills every artifact of `fills` with `jobs` workers.
+void fill_all(std::vector<PackageFill>& fills, const Cache& cache, const FillContext& context,
+              int jobs, const InstallOptions& options) {
+  struct Task {
+    PackageFill* fill;
+    std::size_t index;
+  };
+  std::vector<Task> tasks;
+  for (auto& fill : fills) {
+    fill.outcomes.assign(fill.package->artifacts.size(), {});
+    for (std::size_t i = 0; i < fill.package->artifacts.size(); ++i)
+      tasks.push_back({&fill, i});
+  }
+  if (tasks.empty()) return;
+  std::atomic<std::size_t> next{0};
+  std::mutex notes;
+  const auto work = [&] {
+    for (std::size_t i = next++; i < tasks.size(); i = next++) {
+      const auto& [fill, index] = tasks[i];
+      const ArtifactTarget target{.package = fill->package->name,
+                                  .version = fill->package->version,
+                                  .artifact = fill->package->artifacts[index]};
+      fill->outcomes[index] = fill_entry(cache, target, context);
+      if (fill->outcomes[index].downloaded_bytes > 0) {
+        const std::lock_guard guard(notes);
+        note(options, fmt::format("unpacked {}", target.label()));
+      }
+    }
+  };
+  const auto workers = std::clamp<std::size_t>(static_cast<std::size_t>(jobs), 1, tasks.size());
+  std::vector<std::jthread> threads;
+  for (std::size_t i = 1; i < workers; ++i)
+    threads.emplace_back(work);
+  work();
+}
+
+bool all_filled(const PackageFill& fill) {
+  return std::all_of(fill.outcomes.begin(), fill.outcomes.end(),
+                     [](const FillOutcome& outcome) { return outcome.record.has_value(); });
+}
+
+bool only_unreachable(const PackageFill& fill) {
+  return std::all_of(fill.outcomes.begin(), fill.outcomes.end(), [](const FillOutcome& outcome) {
+    return outcome.record || outcome.unreachable;
+  });
+}
+
+Error offline_error(const std::vector<PackageFill>& fills) {
+  Error error = Error::failed("--offline: some artifacts are not in the cache");
+  for (const auto& fill : fills) {
+    for (std::size_t i = 0; i < fill.outcomes.size(); ++i) {
+      if (!fill.outcomes[i].missing_offline) continue;
+      const auto& artifact = fill.package->artifacts[i];
+      error.because(fmt::format("{} {}: {} ({})", fill.package->name, fill.package->version,
+                                artifact.component, url::redacted(artifact.url)));
+    }
+  }
+  return error.hint(
+      "run `envkit install` once with network access (or with --mirror), then --offline works");
+}
+
+// The first failure, with a count of the others.
+Error first_failure(const std::vector<PackageFill>& fills) {
+  std::optional<Error> first;
+  std::size_t others = 0;
+  for (const auto& fill : fills) {
+    for (const auto& outcome : fill.outcomes) {
+      if (!outcome.error) continue;
+      if (!first) {
+        first = *outcome.error;
+      } else {
+        ++others;
+      }
+    }
+  }
+  if (others > 0) first->because(fmt::format("and {} more artifact(s) failed", others));
+  return *first;
+}
+
+// Fills what the plan needs, switching a package to its other packaging when
+// its first is unreachable.
+Result<std::map<std::string, std::vector<EntryRecord>>> fill_plan(InstallPlan& plan,
+                                                                  const Cache& cache,
+                                                                  const InstallOptions& options,
+                                                                  InstallReport& report) {
+  std::counting_semaphore<> xz_slots(kXzSlots);
+  const FillContext context{
+      .transport = options.transport, .mirrors = options.mirrors, .xz_slots = &xz_slots};
+  std::vector<PackageFill> fills;
+  for (auto& package : plan.packages) {
+    if (!package.unchanged) fills.push_back({.package = &package});
+  }
+  fill_all(fills, cache, context, options.jobs, options);
+
+  std::vector<PackageFill> retries;
+  for (auto& fill : fills) {
+    if (all_filled(fill) || !only_unreachable(fill) || !fill.package->fallback) continue;
+    auto& package = *fill.package;
+    const auto first = package.packaging;
+    package.packaging = first == Packaging::archive ? Packaging::wheel : Packaging::archive;
+    std::swap(package.artifacts, *package.fallback);
+    package.fallback.reset();
+    report.fell_back.push_back(fmt::format("{}: installed from {}s, its {}s were unreachable",
+                                           package.name, to_string(package.packaging),
+                                           to_string(first)));
+    note(options, report.fell_back.back());
+    retries.push_back({.package = &package});
+  }
+  fill_all(retries, cache, context, options.jobs, options);
+  for (auto& retry : retries) {
+    const auto it = std::find_if(fills.begin(), fills.end(),
+                                 [&](const PackageFill& f) { return f.package == retry.package; });
+    *it = std::move(retry);
+  }
+
+  const bool offline = options.transport == nullptr;
+  const bool missing = std::any_of(fills.begin(), fills.end(), [](const PackageFill& fill) {
+    return std::any_of(fill.outcomes.begin(), fill.outcomes.end(),
+                       [](const FillOutcome& outcome) { return outcome.missing_offline; });
+  });
+  if (offline && missing) return offline_error(fills);
+  if (!std::all_of(fills.begin(), fills.end(), all_filled)) return first_failure(fills);
+
+  std::map<std::string, std::vector<EntryRecord>> entries;
+  for (auto& fill : fills) {
+    for (auto& outcome : fill.outcomes) {
+      report.downloaded_bytes += outcome.downloaded_bytes;
+      entries[fill.package->name].push_back(std::move(*outcome.record));
+    }
+  }
+  return entries;
+}
+
+PackageReceipt receipt_for(const PlannedPackage& package, const std::vector<EntryRecord>& entries,
+                           std::vector<FileRecord> files) {
+  PackageReceipt receipt{.name = package.name,
+                         .version = package.version,
+                         .build = package.build,
+                         .packaging = std::string(to_string(package.packaging)),
+                         .files = std::move(files)};
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    receipt.artifacts.push_back({.component = package.artifacts[i].component,
+                                 .sha256 = entries[i].sha256,
+                                 .url = entries[i].url,
+                                 .entry = entries[i].id});
+  }
+  return receipt;
+}
+
+Result<PackageReceipt> place_new(GenerationBuilder& builder, const Cache& cache,
+                                 const PlannedPackage& package,
+                                 const std::vector<EntryRecord>& entries) {
+  std::vector<FileRecord> files;
+  for (const auto& entry : entries) {
+    auto placed = builder.place(package.name, cache.entry_dir(entry.id), entry.files);
+    if (!placed) return std::move(placed).error();
+    files.insert(files.end(), entry.files.begin(), entry.files.end());
+  }
+  return receipt_for(package, entries, std::move(files));
+}
+
+// An installed package that stays: from its cache entries, or, when the cache
+// was cleaned since, from the current generation itself.
+Result<PackageReceipt> place_unchanged(GenerationBuilder& builder, const Cache& cache,
+                                       const Prefix& prefix, const PrefixState& state,
+                                       const PlannedPackage& package) {
+  const auto it = std::find_if(state.packages.begin(), state.packages.end(),
+                               [&](const PackageReceipt& r) { return r.name == package.name; });
+  const PackageReceipt& receipt = *it;
+  std::vector<EntryRecord> entries;
+  for (const auto& artifact : receipt.artifacts) {
+    auto found = cache.find(artifact.entry);
+    if (!found || !*found) break;
+    entries.push_back(std::move(**found));
+  }
+  if (entries.size() == receipt.artifacts.size()) {
+    for (const auto& entry : entries) {
+      if (auto placed = builder.place(package.name, cache.entry_dir(entry.id), entry.files);
+          !placed)
+        return std::move(placed).error();
+    }
+  } else {
+    auto placed =
+        builder.place(package.name, prefix.generation_root(state.generation), receipt.files);
+    if (!placed) return std::move(placed).error();
+  }
+  return receipt;
+}
+
+}  // namespace
+
+Result<InstallReport> install(const lock::Lockfile& lockfile, const Cache& cache,
+                              const InstallOptions& options) {
+  const auto* locked = platform_lock(lockfile, options.platform);
+  if (!locked) {
+    const auto name = specs::to_string(options.platform);
+    return Error::failed(fmt::format("envkit.lock has nothing for {}", name))
+        .hint(fmt::format("run `envkit lock --platform {}`", name));
+  }
+  auto prefix = Prefix::open(options.prefix);
+  if (!prefix) return std::move(prefix).error();
+  InstallReport report{.prefix = prefix->path()};
+  std::error_code ignored;
+  fs::create_directories(prefix->path().parent_path(), ignored);
+  auto prefix_lock =
+      sys::FileLock::acquire(prefix->lock_path(), sys::FileLock::Mode::exclusive, [&] {
+        note(options, fmt::format("waiting for another envkit changing {}",
+                                  text::quoted(prefix->path().string())));
+      });
+  if (!prefix_lock) return std::move(prefix_lock).error();
+  prefix->remove_stale_generations();  // what a killed install left behind
+
+  auto state = prefix->state();
+  if (!state) return std::move(state).error();
+  auto plan = plan_install(*locked, *state, options.preferred);
+  if (!plan) return std::move(plan).error();
+  report.skipped = plan->skipped;
+  report.generation = *state ? (*state)->generation : 0;
+  if (*state && plan->nothing_to_do()) {
+    for (const auto& package : plan->packages)
+      report.unchanged.push_back(describe(package));
+    report.link_mode = (*state)->link_mode;
+    return report;
+  }
+
+  if (options.transport) {
+    if (auto writable = cache.check_writable(); !writable) return std::move(writable).error();
+  }
+  if (auto registered = cache.register_prefix(prefix->path()); !registered && options.transport)
+    return std::move(registered).error();
+  auto entries = fill_plan(*plan, cache, options, report);
+  if (!entries) return std::move(entries).error();
+
+  const int generation = report.generation + 1;
+  auto root = prefix->begin(generation);
+  if (!root) return std::move(root).error();
+  GenerationBuilder builder(*root, options.link_mode);
+  PrefixState next{.generation = generation,
+                   .platform = std::string(specs::to_string(options.platform))};
+  for (const auto& package : plan->packages) {
+    auto receipt = package.unchanged
+                       ? place_unchanged(builder, cache, *prefix, **state, package)
+                       : place_new(builder, cache, package, (*entries)[package.name]);
+    if (!receipt) return std::move(receipt).error();
+    next.packages.push_back(*std::move(receipt));
+    (package.unchanged ? report.unchanged : report.added)
+        .push_back(describe(package) + " (" + std::string(to_string(package.packaging)) + ")");
+  }
+  if (*state) {
+    auto carried = builder.carry_untracked(prefix->generation_root(report.generation), **state);
+    if (!carried) return std::move(carried).error();
+  }
+  auto links = builder.finish(options.platform);
+  if (!links) return std::move(links).error();
+  next.links = *std::move(links);
+  next.link_mode = builder.link_mode();
+  if (auto written = write_state(*root, next); !written) return std::move(written).error();
+  if (auto committed = prefix->commit(generation); !committed)
+    return std::move(committed).error();
+
+  report.removed = plan->removed;
+  report.generation = generation;
+  report.changed = true;
+  report.link_mode = next.link_mode;
+  report.files = builder.files_placed();
+  return report;
+}
+
+}  // namespace envkit::store

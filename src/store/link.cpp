@@ -1,0 +1,128 @@
+#include "envkit/store/link.hpp"
+
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "envkit/core/text.hpp"
+
+namespace envkit::store {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Fd {
+  int fd = -1;
+  explicit Fd(int value) : fd(value) {}
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+};
+
+// Copies (or clones) by content into a new file with the source's x bits.
+int clone_or_copy(const fs::path& from, const fs::path& to, bool clone_only) {
+  Fd in(::open(from.c_str(), O_RDONLY | O_CLOEXEC));
+  if (in.fd < 0) return errno;
+  struct stat info{};
+  if (::fstat(in.fd, &info) != 0) return errno;
+  // Clones and copies belong to the prefix: writable by their owner.
+  const mode_t mode = (info.st_mode & 0111) != 0 ? 0755 : 0644;
+  Fd out(::open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
+  if (out.fd < 0) return errno;
+  int failure = 0;
+  if (clone_only) {
+    if (::ioctl(out.fd, FICLONE, in.fd) != 0) failure = errno;
+  } else {
+    for (off_t left = info.st_size; left > 0;) {
+      const auto copied = ::copy_file_range(in.fd, nullptr, out.fd, nullptr,
+                                            static_cast<std::size_t>(left), 0);
+      if (copied <= 0) {
+        failure = copied < 0 ? errno : EIO;
+        break;
+      }
+      left -= copied;
+    }
+  }
+  if (failure != 0) ::unlink(to.c_str());
+  return failure;
+}
+
+// Errors that say "this way of linking does not work here", not "this file is wrong".
+bool unsupported(LinkMode mode, int error) {
+  switch (mode) {
+    case LinkMode::reflink:
+      return error == EOPNOTSUPP || error == EXDEV || error == EINVAL || error == ENOTTY ||
+             error == ENOSYS || error == EPERM;
+    case LinkMode::hardlink:
+      return error == EXDEV || error == EPERM || error == EMLINK || error == EACCES;
+    case LinkMode::copy:
+      return false;
+  }
+  return false;
+}
+
+int place_with(LinkMode mode, const fs::path& from, const fs::path& to) {
+  switch (mode) {
+    case LinkMode::reflink:
+      return clone_or_copy(from, to, true);
+    case LinkMode::hardlink:
+      return ::link(from.c_str(), to.c_str()) == 0 ? 0 : errno;
+    case LinkMode::copy:
+      return clone_or_copy(from, to, false);
+  }
+  return EINVAL;
+}
+
+}  // namespace
+
+std::string_view to_string(LinkMode mode) {
+  switch (mode) {
+    case LinkMode::reflink:
+      return "reflink";
+    case LinkMode::hardlink:
+      return "hardlink";
+    case LinkMode::copy:
+      return "copy";
+  }
+  return "copy";
+}
+
+std::optional<LinkMode> parse_link_mode(std::string_view text) {
+  for (auto mode : {LinkMode::reflink, LinkMode::hardlink, LinkMode::copy}) {
+    if (to_string(mode) == text) return mode;
+  }
+  return std::nullopt;
+}
+
+Linker::Linker(std::optional<LinkMode> only) {
+  if (only) {
+    mode_ = *only;
+    fixed_ = true;
+  }
+}
+
+Result<void> Linker::place(const fs::path& from, const fs::path& to) {
+  while (true) {
+    const int error = place_with(mode_, from, to);
+    if (error == 0) return {};
+    if (fixed_ || !unsupported(mode_, error)) {
+      return Error::failed(fmt::format("cannot {} {} to {}", to_string(mode_),
+                                       text::quoted(from.string()), text::quoted(to.string())))
+          .because(std::strerror(error));
+    }
+    // Falls back once for the whole install: the next mode is tried from now on.
+    mode_ = mode_ == LinkMode::reflink ? LinkMode::hardlink : LinkMode::copy;
+  }
+}
+
+}  // namespace envkit::store

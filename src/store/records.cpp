@@ -1,0 +1,183 @@
+#include "envkit/store/records.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "envkit/core/text.hpp"
+#include "envkit/sys/fs.hpp"
+
+namespace envkit::store {
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string_view type_name(archive::EntryType type) {
+  switch (type) {
+    case archive::EntryType::file:
+      return "file";
+    case archive::EntryType::directory:
+      return "directory";
+    case archive::EntryType::symlink:
+      return "symlink";
+  }
+  return "file";
+}
+
+archive::EntryType parse_type(const std::string& name) {
+  if (name == "directory") return archive::EntryType::directory;
+  if (name == "symlink") return archive::EntryType::symlink;
+  return archive::EntryType::file;
+}
+
+json files_json(const std::vector<FileRecord>& files) {
+  json out = json::array();
+  for (const auto& file : files) {
+    json item = {{"path", file.path}, {"type", type_name(file.type)}};
+    if (file.type == archive::EntryType::file) {
+      item["size"] = file.size;
+      item["sha256"] = file.sha256;
+      if (file.executable) item["executable"] = true;
+    }
+    if (file.type == archive::EntryType::symlink) item["target"] = file.link_target;
+    out.push_back(std::move(item));
+  }
+  return out;
+}
+
+std::vector<FileRecord> files_from(const json& array) {
+  std::vector<FileRecord> files;
+  for (const auto& item : array) {
+    FileRecord file;
+    file.path = item.at("path").get<std::string>();
+    file.type = parse_type(item.value("type", "file"));
+    file.size = item.value("size", std::uint64_t{0});
+    file.sha256 = item.value("sha256", "");
+    file.executable = item.value("executable", false);
+    file.link_target = item.value("target", "");
+    files.push_back(std::move(file));
+  }
+  return files;
+}
+
+json receipt_json(const PackageReceipt& receipt) {
+  json artifacts = json::array();
+  for (const auto& artifact : receipt.artifacts) {
+    artifacts.push_back({{"component", artifact.component},
+                         {"sha256", artifact.sha256},
+                         {"url", artifact.url},
+                         {"entry", artifact.entry}});
+  }
+  return {{"name", receipt.name},         {"version", receipt.version},
+          {"build", receipt.build},       {"packaging", receipt.packaging},
+          {"artifacts", artifacts},       {"files", files_json(receipt.files)}};
+}
+
+PackageReceipt receipt_from(const json& object) {
+  PackageReceipt receipt;
+  receipt.name = object.at("name").get<std::string>();
+  receipt.version = object.at("version").get<std::string>();
+  receipt.build = object.value("build", "");
+  receipt.packaging = object.value("packaging", "");
+  for (const auto& item : object.at("artifacts")) {
+    receipt.artifacts.push_back({.component = item.value("component", ""),
+                                 .sha256 = item.at("sha256").get<std::string>(),
+                                 .url = item.value("url", ""),
+                                 .entry = item.value("entry", "")});
+  }
+  receipt.files = files_from(object.at("files"));
+  return receipt;
+}
+
+Error unreadable(const fs::path& file, const std::exception& error) {
+  return Error::failed(fmt::format("{} is damaged", text::quoted(file.string())))
+      .because(error.what())
+      .hint("run `envkit install` again: it rebuilds what it cannot read");
+}
+
+fs::path state_file(const fs::path& root) { return root / ".envkit" / "state.json"; }
+fs::path receipts_dir(const fs::path& root) { return root / ".envkit" / "receipts"; }
+
+}  // namespace
+
+std::string to_json(const EntryRecord& record) {
+  const json object = {{"id", record.id},
+                       {"sha256", record.sha256},
+                       {"url", record.url},
+                       {"package", record.package},
+                       {"component", record.component},
+                       {"layout", record.layout},
+                       {"files", files_json(record.files)}};
+  return object.dump(1) + "\n";
+}
+
+Result<EntryRecord> parse_entry_record(std::string_view text, const fs::path& file) {
+  try {
+    const json object = json::parse(text);
+    return EntryRecord{.id = object.at("id").get<std::string>(),
+                       .sha256 = object.at("sha256").get<std::string>(),
+                       .url = object.value("url", ""),
+                       .package = object.value("package", ""),
+                       .component = object.value("component", ""),
+                       .layout = object.value("layout", ""),
+                       .files = files_from(object.at("files"))};
+  } catch (const json::exception& error) {
+    return unreadable(file, error);
+  }
+}
+
+Result<void> write_state(const fs::path& root, const PrefixState& state) {
+  std::error_code error;
+  fs::create_directories(receipts_dir(root), error);
+  if (error) {
+    return Error::failed("cannot write the receipts in " + text::quoted(root.string()))
+        .because(error.message());
+  }
+  json names = json::array();
+  for (const auto& receipt : state.packages) {
+    names.push_back(receipt.name);
+    auto written = sys::write_file_atomic(receipts_dir(root) / (receipt.name + ".json"),
+                                          receipt_json(receipt).dump(1) + "\n");
+    if (!written) return written;
+  }
+  const json object = {{"generation", state.generation}, {"platform", state.platform},
+                       {"link-mode", state.link_mode},   {"packages", names},
+                       {"links", files_json(state.links)}};
+  // Written last: a generation without state.json is not finished.
+  return sys::write_file_atomic(state_file(root), object.dump(1) + "\n");
+}
+
+Result<std::optional<PrefixState>> read_state(const fs::path& root) {
+  std::error_code ignored;
+  if (!fs::exists(state_file(root), ignored)) return std::optional<PrefixState>{};
+  auto text = sys::read_file(state_file(root));
+  if (!text) return std::move(text).error();
+  PrefixState state;
+  std::vector<std::string> names;
+  try {
+    const json object = json::parse(*text);
+    state.generation = object.at("generation").get<int>();
+    state.platform = object.value("platform", "");
+    state.link_mode = object.value("link-mode", "");
+    names = object.at("packages").get<std::vector<std::string>>();
+    state.links = files_from(object.value("links", json::array()));
+  } catch (const json::exception& error) {
+    return unreadable(state_file(root), error);
+  }
+  for (const auto& name : names) {
+    const auto file = receipts_dir(root) / (name + ".json");
+    auto receipt_text = sys::read_file(file);
+    if (!receipt_text) return std::move(receipt_text).error();
+    try {
+      state.packages.push_back(receipt_from(json::parse(*receipt_text)));
+    } catch (const json::exception& error) {
+      return unreadable(file, error);
+    }
+  }
+  return std::optional<PrefixState>(std::move(state));
+}
+
+}  // namespace envkit::store

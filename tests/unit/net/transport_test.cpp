@@ -1,0 +1,495 @@
+#include "envkit/net/transport.hpp"
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "envkit/core/sha256.hpp"
+#include "support/fault_server.hpp"
+#include "support/http_server.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace std::chrono_literals;
+using envkit::core::sha256_hex;
+using envkit::net::ByteStream;
+using envkit::net::DownloadRequest;
+using envkit::net::Transport;
+using envkit::net::TransportOptions;
+using envkit::test::Behaviour;
+using envkit::test::FaultServer;
+
+namespace {
+
+constexpr std::size_t KiB = 1024;
+constexpr std::size_t MiB = 1024 * KiB;
+
+// Retries and stalls in milliseconds, so the whole binary runs in seconds.
+TransportOptions quick() {
+  return {.jobs = 4,
+          .connect_timeout = 2s,
+          .stall_timeout = 200ms,
+          .attempts = 3,
+          .first_retry_delay = 1ms,
+          .max_retry_delay = 5ms,
+          .buffer_bytes = 1 * MiB};
+}
+
+// Bytes that differ everywhere, so a body spliced at the wrong offset shows.
+std::string payload(std::size_t size, unsigned seed = 7) {
+  std::string bytes(size, '\0');
+  std::minstd_rand random(seed);
+  for (auto& byte : bytes) byte = static_cast<char>(random() & 0xff);
+  return bytes;
+}
+
+struct Drained {
+  std::string bytes;
+  std::optional<envkit::Error> error;
+};
+
+// Reads the stream to its end, `pause` after each read (a slow reader).
+Drained drain(ByteStream& stream, std::size_t chunk = 64 * KiB,
+              std::chrono::milliseconds pause = 0ms) {
+  Drained out;
+  std::vector<std::byte> buffer(chunk);
+  while (true) {
+    auto got = stream.read(buffer);
+    if (!got) {
+      out.error = got.error();
+      return out;
+    }
+    if (*got == 0) return out;
+    out.bytes.append(reinterpret_cast<const char*>(buffer.data()), *got);
+    if (pause > 0ms) std::this_thread::sleep_for(pause);
+  }
+}
+
+// K of a "bytes=K-" header; 0 when there was none.
+std::size_t range_from(const std::string& header) {
+  if (header.empty()) return 0;
+  REQUIRE_THAT(header, Catch::StartsWith("bytes=") && Catch::EndsWith("-"));
+  return std::stoull(header.substr(6));
+}
+
+Drained download(Transport& transport, DownloadRequest request) {
+  auto stream = transport.open(std::move(request));
+  return drain(*stream);
+}
+
+}  // namespace
+
+TEST_CASE("a stream reads the exact bytes the server serves", "[net][transport]") {
+  FaultServer server;
+  const auto body = payload(3 * MiB);
+  server.serve("/a.tar.xz", body);
+  Transport transport(quick());
+
+  auto stream = transport.open({.urls = {server.url("/a.tar.xz")}, .label = "a 1.0"});
+  const auto got = drain(*stream);
+  REQUIRE_FALSE(got.error);
+  CHECK(got.bytes.size() == body.size());
+  CHECK(sha256_hex(got.bytes) == sha256_hex(body));
+  CHECK(stream->url() == server.url("/a.tar.xz"));
+  CHECK(server.ranges("/a.tar.xz") == std::vector<std::string>{""});
+  CHECK(transport.progress().empty());
+}
+
+TEST_CASE("a transfer cut mid-body resumes with a Range request", "[net][transport]") {
+  FaultServer server;
+  const auto body = payload(2 * MiB);
+  server.serve("/cut", body, {.cut_first = 2});
+  Transport transport(quick());
+
+  const auto got = download(transport, {.urls = {server.url("/cut")}});
+  REQUIRE_FALSE(got.error);
+  CHECK(sha256_hex(got.bytes) == sha256_hex(body));
+  const auto ranges = server.ranges("/cut");
+  REQUIRE(ranges.size() == 3);
+  CHECK(ranges[0].empty());
+  const auto first = range_from(ranges[1]), second = range_from(ranges[2]);
+  CHECK(first > 0);
+  CHECK(second > first);  // the second try continued where the first resume stopped
+}
+
+TEST_CASE("a server that ignores Range still yields the exact bytes", "[net][transport]") {
+  FaultServer server;
+  const auto body = payload(1 * MiB);
+  server.serve("/whole", body, {.ranges = false, .cut_first = 1});
+  Transport transport(quick());
+
+  const auto got = download(transport, {.urls = {server.url("/whole")}});
+  REQUIRE_FALSE(got.error);
+  CHECK(got.bytes.size() == body.size());
+  CHECK(sha256_hex(got.bytes) == sha256_hex(body));
+  const auto ranges = server.ranges("/whole");
+  REQUIRE(ranges.size() == 2);
+  CHECK(range_from(ranges[1]) > 0);  // asked for the rest, got everything, skipped the start
+}
+
+TEST_CASE("5xx and 429 are tried again up to `attempts`", "[net][transport]") {
+  FaultServer server;
+  const auto body = payload(100 * KiB);
+  server.serve("/flaky", body, {.fail_first = 2, .fail_status = 500});
+  server.serve("/busy", body, {.fail_first = 1, .fail_status = 429, .retry_after = "0"});
+  server.serve("/down", body, {.fail_first = 1000, .fail_status = 503});
+  Transport transport(quick());
+
+  const auto flaky = download(transport, {.urls = {server.url("/flaky")}});
+  REQUIRE_FALSE(flaky.error);
+  CHECK(sha256_hex(flaky.bytes) == sha256_hex(body));
+  CHECK(server.requests("/flaky") == 3);
+
+  const auto busy = download(transport, {.urls = {server.url("/busy")}});
+  REQUIRE_FALSE(busy.error);
+  CHECK(server.requests("/busy") == 2);
+
+  const auto down = download(transport, {.urls = {server.url("/down")}, .label = "down 1.0"});
+  REQUIRE(down.error);
+  CHECK(down.error->message() == "cannot download down 1.0");
+  REQUIRE(down.error->causes().size() == 1);
+  CHECK(down.error->causes()[0] ==
+        "`" + server.url("/down") + "`: the server answered HTTP 503 (3 tries)");
+  CHECK(server.requests("/down") == 3);
+}
+
+TEST_CASE("Retry-After is honoured, up to max_retry_delay", "[net][transport]") {
+  FaultServer server;
+  const auto body = payload(10 * KiB);
+  server.serve("/slow-down", body, {.fail_first = 1, .fail_status = 429, .retry_after = "1"});
+  server.serve("/capped", body, {.fail_first = 1, .fail_status = 429, .retry_after = "1"});
+
+  auto options = quick();
+  options.max_retry_delay = 2s;
+  {
+    Transport transport(options);
+    const auto start = std::chrono::steady_clock::now();
+    const auto got = download(transport, {.urls = {server.url("/slow-down")}});
+    REQUIRE_FALSE(got.error);
+    CHECK(std::chrono::steady_clock::now() - start >= 1s);
+    CHECK(server.requests("/slow-down") == 2);
+  }
+  options.max_retry_delay = 50ms;
+  Transport transport(options);
+  const auto start = std::chrono::steady_clock::now();
+  const auto got = download(transport, {.urls = {server.url("/capped")}});
+  REQUIRE_FALSE(got.error);
+  CHECK(std::chrono::steady_clock::now() - start < 900ms);
+  CHECK(server.requests("/capped") == 2);
+}
+
+TEST_CASE("a stalled transfer is given up after stall_timeout and resumed", "[net][transport]") {
+  FaultServer server;
+  const auto body = payload(1 * MiB);
+  server.serve("/stall", body, {.stall_first = 1});
+  Transport transport(quick());
+
+  const auto start = std::chrono::steady_clock::now();
+  const auto got = download(transport, {.urls = {server.url("/stall")}});
+  const auto took = std::chrono::steady_clock::now() - start;
+  REQUIRE_FALSE(got.error);
+  CHECK(sha256_hex(got.bytes) == sha256_hex(body));
+  CHECK(took >= 200ms);
+  CHECK(took < 2s);
+  const auto ranges = server.ranges("/stall");
+  REQUIRE(ranges.size() == 2);
+  CHECK(range_from(ranges[1]) > 0);
+}
+
+TEST_CASE("a slow reader pauses the transfer, and pausing is not stalling", "[net][transport]") {
+  FaultServer server;
+  const auto body = payload(20 * MiB);
+  server.serve("/big", body);
+  auto options = quick();
+  options.buffer_bytes = 64 * KiB;
+  Transport transport(options);
+
+  auto stream = transport.open(
+      {.urls = {server.url("/big")}, .expected_size = body.size(), .label = "big 2.0"});
+  std::vector<std::byte> first(16 * KiB);
+  const auto first_read = stream->read(first);
+  REQUIRE(first_read.ok());
+  // Three times the stall timeout with the buffer full: paused, not stalled.
+  std::this_thread::sleep_for(600ms);
+  const auto progress = transport.progress();
+  REQUIRE(progress.size() == 1);
+  CHECK(progress[0].label == "big 2.0");
+  CHECK(progress[0].started);
+  CHECK(progress[0].total == body.size());
+  CHECK(progress[0].received <= 64 * KiB + 64 * KiB);  // the buffer, and libcurl's last chunk
+
+  auto rest = drain(*stream, 48 * KiB);
+  REQUIRE_FALSE(rest.error);
+  rest.bytes.insert(0, reinterpret_cast<const char*>(first.data()), *first_read);
+  CHECK(rest.bytes.size() == body.size());
+  CHECK(sha256_hex(rest.bytes) == sha256_hex(body));
+  CHECK(server.requests("/big") == 1);
+}
+
+TEST_CASE("a 4xx on a mirror moves to the next URL at once", "[net][transport]") {
+  FaultServer server;
+  const auto body = payload(300 * KiB);
+  server.serve("/forbidden", body, {.fail_first = 1000, .fail_status = 403});
+  server.serve("/origin", body);
+  Transport transport(quick());
+
+  auto stream = transport.open(
+      {.urls = {server.url("/missing"), server.url("/forbidden"), server.url("/origin")}});
+  const auto got = drain(*stream);
+  REQUIRE_FALSE(got.error);
+  CHECK(sha256_hex(got.bytes) == sha256_hex(body));
+  CHECK(server.requests("/forbidden") == 1);
+  CHECK(stream->url() == server.url("/origin"));
+}
+
+TEST_CASE("a mirror that breaks mid-body hands over to the next URL, which continues",
+          "[net][transport]") {
+  FaultServer mirror, origin;
+  const auto body = payload(2 * MiB);
+  mirror.serve("/m/a.whl", body, {.cut_first = 100});
+  origin.serve("/a.whl", body);
+  auto options = quick();
+  options.attempts = 2;
+  Transport transport(options);
+
+  const auto got = download(transport, {.urls = {mirror.url("/m/a.whl"), origin.url("/a.whl")}});
+  REQUIRE_FALSE(got.error);
+  CHECK(sha256_hex(got.bytes) == sha256_hex(body));
+  CHECK(mirror.requests("/m/a.whl") == 2);
+  const auto ranges = origin.ranges("/a.whl");
+  REQUIRE(ranges.size() == 1);
+  CHECK(range_from(ranges[0]) > 0);
+}
+
+TEST_CASE("when every URL fails, the error names each one without credentials",
+          "[net][transport]") {
+  FaultServer server;
+  std::string closed;
+  {
+    FaultServer gone;
+    closed = gone.url("/gone");
+  }  // nothing listens there now
+  const auto secret_url = "http://user:secret@127.0.0.1:" + std::to_string(server.port()) + "/x";
+  Transport transport(quick());
+
+  auto stream = transport.open({.urls = {secret_url, closed}});
+  const auto progress = transport.progress();
+  REQUIRE(progress.size() == 1);
+  CHECK_THAT(progress[0].label, !Catch::Contains("secret"));
+  const auto got = drain(*stream);
+  REQUIRE(got.error);
+  const auto text = got.error->to_string();
+  CHECK_THAT(text, !Catch::Contains("secret"));
+  CHECK_THAT(text, !Catch::Contains("user:"));
+  CHECK_THAT(got.error->message(), Catch::StartsWith("cannot download http://***@127.0.0.1:"));
+  REQUIRE(got.error->causes().size() == 2);
+  CHECK(got.error->causes()[0] == "`http://***@127.0.0.1:" + std::to_string(server.port()) +
+                                      "/x`: the server answered HTTP 404");
+  CHECK_THAT(got.error->causes()[1], Catch::StartsWith("`" + closed + "`: "));
+  CHECK_THAT(got.error->causes()[1], Catch::EndsWith("(3 tries)"));
+  CHECK_THAT(stream->url(), !Catch::Contains("secret"));
+}
+
+TEST_CASE("expected_size: a body past it is an error, one short of it is resumed",
+          "[net][transport]") {
+  FaultServer server;
+  const auto body = payload(200 * KiB);
+  server.serve("/a", body);
+  server.serve("/short-length", body, {.length_lie = -50'000});
+  server.serve("/long-length", body, {.length_lie = 50'000});
+  Transport transport(quick());
+
+  SECTION("more bytes than the lock records") {
+    const auto got = download(transport, {.urls = {server.url("/a")}, .expected_size = 1000});
+    REQUIRE(got.error);
+    CHECK_THAT(got.error->causes().at(0),
+               Catch::EndsWith("the server sent more than the 1000 bytes the lock records"));
+    CHECK(got.bytes.size() <= 1000);
+  }
+  SECTION("fewer bytes than the lock records, and the server has no more") {
+    const auto got =
+        download(transport, {.urls = {server.url("/a")}, .expected_size = body.size() + 10});
+    REQUIRE(got.error);
+    CHECK_THAT(got.error->causes().at(0),
+               Catch::EndsWith("the server has " + std::to_string(body.size()) +
+                               " bytes, the lock records " + std::to_string(body.size() + 10) +
+                               " (2 tries)"));
+    CHECK(server.requests("/a") == 2);  // the rest was asked for once (416)
+  }
+  SECTION("a Content-Length too short: the rest is fetched with a Range") {
+    const auto got =
+        download(transport, {.urls = {server.url("/short-length")}, .expected_size = body.size()});
+    REQUIRE_FALSE(got.error);
+    CHECK(sha256_hex(got.bytes) == sha256_hex(body));
+    const auto ranges = server.ranges("/short-length");
+    REQUIRE(ranges.size() == 2);
+    CHECK(range_from(ranges[1]) == body.size() - 50'000);
+  }
+  SECTION("a Content-Length too long: the lock's size arrived, that is the body") {
+    const auto got =
+        download(transport, {.urls = {server.url("/long-length")}, .expected_size = body.size()});
+    REQUIRE_FALSE(got.error);
+    CHECK(sha256_hex(got.bytes) == sha256_hex(body));
+    CHECK(server.requests("/long-length") == 1);
+  }
+  SECTION("a Content-Length too long and no size known: a 416 at the end confirms it") {
+    const auto got = download(transport, {.urls = {server.url("/long-length")}});
+    REQUIRE_FALSE(got.error);
+    CHECK(sha256_hex(got.bytes) == sha256_hex(body));
+    const auto ranges = server.ranges("/long-length");
+    REQUIRE(ranges.size() == 2);
+    CHECK(range_from(ranges[1]) == body.size());
+  }
+}
+
+TEST_CASE("wrong bytes are delivered as served: the reader's sha256 tells", "[net][transport]") {
+  FaultServer server;
+  const auto body = payload(64 * KiB);
+  server.serve("/tampered", body, {.wrong_bytes = true});
+  Transport transport(quick());
+
+  const auto got = download(transport, {.urls = {server.url("/tampered")}});
+  REQUIRE_FALSE(got.error);
+  CHECK(got.bytes.size() == body.size());
+  CHECK(sha256_hex(got.bytes) != sha256_hex(body));
+}
+
+TEST_CASE("file:// URLs are read, and can continue a broken transfer", "[net][transport]") {
+  envkit::test::TempDir dir;
+  const auto body = payload(1 * MiB);
+  const auto file = "file://" + dir.write("m/host/a.tar.xz", body).string();
+  const auto missing = "file://" + (dir.path() / "nope").string();
+  FaultServer server;
+  server.serve("/a.tar.xz", body, {.cut_first = 100});
+  auto options = quick();
+  options.attempts = 1;
+  Transport transport(options);
+
+  const auto plain = download(transport, {.urls = {file}});
+  REQUIRE_FALSE(plain.error);
+  CHECK(sha256_hex(plain.bytes) == sha256_hex(body));
+
+  const auto continued = download(transport, {.urls = {server.url("/a.tar.xz"), missing, file}});
+  REQUIRE_FALSE(continued.error);
+  CHECK(sha256_hex(continued.bytes) == sha256_hex(body));
+
+  const auto failed = download(transport, {.urls = {missing}});
+  REQUIRE(failed.error);
+  CHECK_THAT(failed.error->causes().at(0), Catch::StartsWith("`" + missing + "`: "));
+}
+
+TEST_CASE("at most `jobs` transfers run at once; the others wait their turn", "[net][transport]") {
+  FaultServer server;
+  std::vector<std::string> bodies;
+  for (unsigned i = 0; i < 16; ++i) {
+    bodies.push_back(payload(256 * KiB, i + 1));
+    server.serve("/" + std::to_string(i), bodies.back(), {.chunk_delay = 2ms});
+  }
+  Transport transport(quick());  // jobs = 4
+
+  std::vector<std::unique_ptr<ByteStream>> streams;
+  for (unsigned i = 0; i < 16; ++i) {
+    streams.push_back(transport.open(
+        {.urls = {server.url("/" + std::to_string(i))}, .label = "p" + std::to_string(i)}));
+  }
+  const auto progress = transport.progress();
+  REQUIRE(progress.size() == 16);
+  CHECK(progress[0].label == "p0");
+  CHECK(progress[15].label == "p15");
+  CHECK(std::count_if(progress.begin(), progress.end(), [](const auto& p) { return p.started; }) <=
+        4);
+
+  for (unsigned i = 0; i < 16; ++i) {
+    const auto got = drain(*streams[i]);
+    REQUIRE_FALSE(got.error);
+    CHECK(sha256_hex(got.bytes) == sha256_hex(bodies[i]));
+  }
+  CHECK(server.max_concurrent() <= 4);
+  CHECK(server.max_concurrent() >= 2);
+  CHECK(transport.progress().empty());
+}
+
+TEST_CASE("dropping a stream cancels its transfer without hanging", "[net][transport]") {
+  FaultServer server;
+  server.serve("/hangs", payload(100 * KiB), {.stall_first = 1000});
+  server.serve("/big", payload(4 * MiB));
+  auto options = quick();
+  options.stall_timeout = 30s;  // only dropping ends these
+  options.buffer_bytes = 64 * KiB;
+  options.jobs = 2;
+  const auto start = std::chrono::steady_clock::now();
+  {
+    Transport transport(options);
+    auto hanging = transport.open({.urls = {server.url("/hangs")}, .label = "hangs"});
+    auto paused = transport.open({.urls = {server.url("/big")}, .label = "paused"});
+    auto queued = transport.open({.urls = {server.url("/big")}, .label = "queued"});
+    std::vector<std::byte> buffer(1024);
+    REQUIRE(hanging->read(buffer).ok());  // running: half the body in, then silence
+    REQUIRE(paused->read(buffer).ok());   // running, its buffer full
+    REQUIRE(transport.progress().size() == 3);
+
+    hanging.reset();
+    paused.reset();
+    queued.reset();
+    for (int i = 0; i < 100 && !transport.progress().empty(); ++i)
+      std::this_thread::sleep_for(10ms);
+    CHECK(transport.progress().empty());
+  }
+  CHECK(std::chrono::steady_clock::now() - start < 3s);
+  CHECK(server.requests("/big") <= 2);
+}
+
+TEST_CASE("a stream that outlives its transport reads an error", "[net][transport]") {
+  FaultServer server;
+  server.serve("/hangs", payload(1 * MiB), {.stall_first = 1000});
+  auto options = quick();
+  options.stall_timeout = 30s;
+  std::unique_ptr<ByteStream> stream;
+  {
+    Transport transport(options);
+    stream = transport.open({.urls = {server.url("/hangs")}, .label = "orphan"});
+  }
+  const auto got = drain(*stream);
+  REQUIRE(got.error);
+  CHECK(got.error->message() == "cannot download orphan");
+  CHECK(got.error->causes().at(0) == "the download was cancelled");
+}
+
+TEST_CASE("against nginx: exact bytes, resume with a Range, 404 falls back", "[net][transport]") {
+  if (!envkit::test::StaticHttpServer::available()) {
+    WARN("skipped: nginx is not installed (scripts/setup installs it)");
+    return;
+  }
+  envkit::test::TempDir www;
+  const auto body = payload(5 * MiB);
+  www.write("pkgs/a.tar.xz", body);
+  envkit::test::StaticHttpServer nginx(www.path());
+  FaultServer mirror;
+  mirror.serve("/a.tar.xz", body, {.cut_first = 100});
+  auto options = quick();
+  options.attempts = 1;
+  options.buffer_bytes = 256 * KiB;
+  Transport transport(options);
+
+  const auto plain = download(transport, {.urls = {nginx.url("/pkgs/a.tar.xz")}});
+  REQUIRE_FALSE(plain.error);
+  CHECK(sha256_hex(plain.bytes) == sha256_hex(body));
+
+  // Half the body from the broken mirror, the rest from nginx's 206.
+  const auto resumed = download(transport, {.urls = {mirror.url("/a.tar.xz"), nginx.url("/nope"),
+                                                     nginx.url("/pkgs/a.tar.xz")},
+                                            .expected_size = body.size()});
+  REQUIRE_FALSE(resumed.error);
+  CHECK(sha256_hex(resumed.bytes) == sha256_hex(body));
+
+  // A slow reader with a small buffer against a real server.
+  auto stream = transport.open({.urls = {nginx.url("/pkgs/a.tar.xz")}});
+  const auto slow = drain(*stream, 32 * KiB, 1ms);
+  REQUIRE_FALSE(slow.error);
+  CHECK(sha256_hex(slow.bytes) == sha256_hex(body));
+}
