@@ -31,6 +31,7 @@ struct Entry {
   unsigned mode = 0644;      // permission bits, setuid and friends included
   std::string link;          // symlink or hard link target
   std::uint64_t zeros = 0;   // files: this many zero bytes after `content`
+  bool size_unknown = false;  // zip files: size only in the data descriptor, after the data
 
   static Entry file(std::string path, std::string content, unsigned mode = 0644) {
     return {.path = std::move(path), .content = std::move(content), .mode = mode};
@@ -130,8 +131,10 @@ inline void fill_header(struct archive_entry* header, const Entry& entry) {
   switch (entry.kind) {
     case Kind::file:
       archive_entry_set_filetype(header, AE_IFREG);
-      archive_entry_set_size(header,
-                             static_cast<la_int64_t>(entry.content.size() + entry.zeros));
+      if (!entry.size_unknown) {
+        archive_entry_set_size(header,
+                               static_cast<la_int64_t>(entry.content.size() + entry.zeros));
+      }
       break;
     case Kind::directory:
       archive_entry_set_filetype(header, AE_IFDIR);
@@ -233,7 +236,7 @@ inline std::vector<std::string> tree(const std::filesystem::path& root) {
   namespace fs = std::filesystem;
   std::vector<std::string> found;
   for (const auto& item : fs::recursive_directory_iterator(root)) {
-    auto name = fs::relative(item.path(), root).generic_string();
+    auto name = item.path().lexically_relative(root).generic_string();
     if (item.is_symlink()) {
       name += " -> " + fs::read_symlink(item.path()).string();
     } else if (item.is_directory()) {

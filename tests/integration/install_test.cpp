@@ -1,0 +1,442 @@
+// `envkit install` end to end: the real binary downloads from nginx and from
+// the fault-injecting server, verifies, unpacks and links into a prefix.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "envkit/core/sha256.hpp"
+#include "envkit/sys/fs.hpp"
+#include "install_support.hpp"
+#include "support/fault_server.hpp"
+#include "support/http_server.hpp"
+#include "support/temp_dir.hpp"
+
+namespace envkit::test {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// A small library component with the links NVIDIA's archives carry.
+FixtureComponent small_component(const std::string& name, const std::string& version,
+                                 const std::string& flavour = "") {
+  return {.name = name,
+          .version = version,
+          .files = {{.path = "lib/lib" + name + ".so." + version,
+                     .content = name + " library " + version + flavour + "\n"},
+                    {.path = "lib/lib" + name + ".so.1",
+                     .symlink_target = "lib" + name + ".so." + version},
+                    {.path = "lib/lib" + name + ".so", .symlink_target = "lib" + name + ".so.1"},
+                    {.path = "include/" + name + ".h", .content = "int " + name + "(void);\n"},
+                    {.path = "bin/" + name + "-tool",
+                     .content = "#!/bin/sh\necho " + name + " " + version + "\n",
+                     .executable = true}}};
+}
+
+// A project folder with its own cache, installing with millisecond retry delays.
+struct Project {
+  TempDir dir;
+  fs::path root = dir.path() / "project";
+  fs::path cache = dir.path() / "cache";
+
+  Project() { fs::create_directories(root); }
+  [[nodiscard]] fs::path prefix() const { return root / ".envkit" / "env"; }
+  void lock(const std::vector<LockedSpec>& packages) const {
+    std::ofstream(root / "envkit.lock") << lock_text(packages);
+  }
+  [[nodiscard]] sys::ProcessOutput envkit(std::vector<std::string> args,
+                                          std::map<std::string, std::optional<std::string>> env =
+                                              {}) const {
+    std::vector<std::string> all = {"-C", root.string(), "--cache-dir", cache.string()};
+    all.insert(all.end(), args.begin(), args.end());
+    env.emplace("ENVKIT_RETRY_DELAY_MS", "1");
+    env.emplace("ENVKIT_MAX_RETRY_DELAY_MS", "20");
+    env.emplace("ENVKIT_STALL_TIMEOUT_MS", "500");
+    return run_envkit({.args = all, .env = env});
+  }
+  [[nodiscard]] sys::ProcessOutput install(std::vector<std::string> extra = {}) const {
+    std::vector<std::string> args = {"install", "--frozen"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return envkit(args);
+  }
+};
+
+std::string read(const fs::path& path) {
+  auto text = sys::read_file(path);
+  return text ? *text : std::string("<unreadable>");
+}
+
+bool nginx_missing() {
+  if (StaticHttpServer::available()) return false;
+  WARN("skipped: nginx is not installed (scripts/setup installs it)");
+  return true;
+}
+
+TEST_CASE("install lays a redist archive out as a prefix, links intact", "[cli][install]") {
+  if (nginx_missing()) return;
+  Project project;
+  const RedistMirror mirror(project.dir.path() / "www");
+  const auto built = mirror.add_archive(small_component("foo", "1.2.3"));
+  const StaticHttpServer server(mirror.root());
+  project.lock({{"cuda", "12.4.1", {lock_artifact(built, server.url(""))}}});
+
+  const auto r = project.install({"--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto prefix = project.prefix();
+  CHECK(read(prefix / "lib" / "libfoo.so") == "foo library 1.2.3\n");
+  CHECK(fs::read_symlink(prefix / "lib" / "libfoo.so") == "libfoo.so.1");
+  CHECK(fs::read_symlink(prefix / "lib" / "libfoo.so.1") == "libfoo.so.1.2.3");
+  CHECK(read(prefix / "include" / "foo.h") == "int foo(void);\n");
+  CHECK((fs::status(prefix / "bin" / "foo-tool").permissions() & fs::perms::owner_exec) !=
+        fs::perms::none);
+  CHECK(read(prefix / "share" / "licenses" / "cuda" / "foo" / "LICENSE") == "test licence\n");
+  CHECK(fs::read_symlink(prefix / "lib64") == "lib");
+  const auto report = json::parse(r.out);
+  CHECK(report.at("changed") == true);
+  CHECK(report.at("generation") == 1);
+  CHECK(report.at("downloaded_bytes") == built.size);
+  CHECK(report.at("added") == json::array({"cuda 12.4.1 (archive)"}));
+
+  // `envkit list` shows it, with its files counted from the receipt.
+  const auto list = project.envkit({"list", "--json"});
+  REQUIRE(list.exit_code == 0);
+  const auto listed = json::parse(list.out);
+  CHECK(listed.at("packages").at(0).at("name") == "cuda");
+  CHECK(listed.at("packages").at(0).at("version") == "12.4.1");
+  CHECK(listed.at("packages").at(0).at("files") == 6);  // 3 files, 2 links, LICENSE
+}
+
+TEST_CASE("a second install with nothing changed does nothing", "[cli][install]") {
+  if (nginx_missing()) return;
+  Project project;
+  const RedistMirror mirror(project.dir.path() / "www");
+  const auto built = mirror.add_archive(small_component("foo", "1.2.3"));
+  const StaticHttpServer server(mirror.root());
+  project.lock({{"cuda", "12.4.1", {lock_artifact(built, server.url(""))}}});
+  REQUIRE(project.install().exit_code == 0);
+  const auto target = fs::read_symlink(project.prefix());
+
+  const auto again = project.install({"--json"});
+  REQUIRE(again.exit_code == 0);
+  CHECK(json::parse(again.out).at("changed") == false);
+  CHECK_THAT(again.err, Catch::Contains("nothing to do"));
+  CHECK(fs::read_symlink(project.prefix()) == target);
+}
+
+TEST_CASE("an upgrade replaces exactly the old package's files and keeps the user's",
+          "[cli][install]") {
+  if (nginx_missing()) return;
+  Project project;
+  const RedistMirror mirror(project.dir.path() / "www");
+  const auto old_foo = mirror.add_archive(small_component("foo", "1.2.3"));
+  const auto new_foo = mirror.add_archive(small_component("foo", "1.3.0"));
+  const auto bar = mirror.add_archive(small_component("bar", "2.0.0"));
+  const StaticHttpServer server(mirror.root());
+  const auto base = server.url("");
+  project.lock({{"cuda", "12.4.1", {lock_artifact(old_foo, base)}},
+                {"cudnn", "9.1.0", {lock_artifact(bar, base)}}});
+  REQUIRE(project.install().exit_code == 0);
+  std::ofstream(project.prefix() / "notes.txt") << "mine\n";
+
+  project.lock({{"cuda", "12.4.1", {lock_artifact(new_foo, base)}}});
+  const auto r = project.install({"--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto prefix = project.prefix();
+  CHECK_FALSE(fs::exists(prefix / "lib" / "libfoo.so.1.2.3"));
+  CHECK(read(prefix / "lib" / "libfoo.so") == "foo library 1.3.0\n");
+  CHECK_FALSE(fs::exists(prefix / "lib" / "libbar.so"));  // cudnn left the lock
+  CHECK_FALSE(fs::exists(prefix / "share" / "licenses" / "cudnn"));
+  CHECK(read(prefix / "notes.txt") == "mine\n");
+  const auto report = json::parse(r.out);
+  CHECK(report.at("generation") == 2);
+  CHECK(report.at("removed") == json::array({"cudnn"}));
+  // Only the current generation is kept.
+  CHECK(std::distance(fs::directory_iterator(prefix.parent_path() / ".env.generations"),
+                      fs::directory_iterator()) == 1);
+}
+
+TEST_CASE("a checksum mismatch installs nothing and names both hashes and the URL",
+          "[cli][install]") {
+  Project project;
+  const RedistMirror mirror(project.dir.path() / "www");
+  const auto good = mirror.add_archive(small_component("foo", "1.2.3"));
+  FaultServer server;
+  server.serve("/" + good.relative_path, read(mirror.root() / good.relative_path));
+  project.lock({{"cuda", "12.4.1", {lock_artifact(good, server.url(""))}}});
+  REQUIRE(project.install().exit_code == 0);
+
+  FaultServer bad_server;
+  const auto other = mirror.add_archive(small_component("foo", "1.2.4"));
+  bad_server.serve("/" + other.relative_path, read(mirror.root() / other.relative_path),
+                   {.wrong_bytes = true});
+  project.lock({{"cuda", "12.4.1", {lock_artifact(other, bad_server.url(""))}}});
+  const auto r = project.install();
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("checksum mismatch"));
+  CHECK_THAT(r.err, Catch::Contains(other.sha256));
+  CHECK_THAT(r.err, Catch::Contains(bad_server.url("/" + other.relative_path)));
+  // The previous environment is untouched, and nothing of the bad download is cached.
+  CHECK(read(project.prefix() / "lib" / "libfoo.so") == "foo library 1.2.3\n");
+  const auto info = project.envkit({"cache", "info", "--json"});
+  CHECK(json::parse(info.out).at("entries") == 1);
+}
+
+TEST_CASE("install rides out broken transfers: resets, 500s, 429s, short bodies",
+          "[cli][install][faults]") {
+  Project project;
+  const RedistMirror mirror(project.dir.path() / "www");
+  FaultServer server;
+  std::vector<recipes::Artifact> artifacts;
+  const std::vector<std::pair<std::string, Behaviour>> cases = {
+      {"cut", {.cut_first = 2}},
+      {"fail", {.fail_first = 2, .fail_status = 503}},
+      {"busy", {.fail_first = 1, .fail_status = 429, .retry_after = "0"}},
+      {"short", {.length_lie = -100}},
+      {"norange", {.ranges = false, .cut_first = 1}},
+      {"stall", {.stall_first = 1}}};
+  for (const auto& [name, behaviour] : cases) {
+    const auto built = mirror.add_archive(small_component(name, "1.0.0"));
+    server.serve("/" + built.relative_path, read(mirror.root() / built.relative_path), behaviour);
+    artifacts.push_back(lock_artifact(built, server.url("")));
+  }
+  project.lock({{"cuda", "12.4.1", artifacts}});
+  const auto r = project.install();
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  for (const auto& [name, behaviour] : cases)
+    CHECK(read(project.prefix() / "lib" / ("lib" + name + ".so")) == name + " library 1.0.0\n");
+  // The cut transfer resumed where it broke instead of starting over.
+  const auto ranges = server.ranges("/" + artifacts[0].url.substr(server.url("").size() + 1));
+  REQUIRE(ranges.size() == 3);
+  CHECK_THAT(ranges[1], Catch::StartsWith("bytes="));
+}
+
+TEST_CASE("mirrors are tried first, and the original URL when they fail", "[cli][install]") {
+  if (nginx_missing()) return;
+  Project project;
+  const RedistMirror origin(project.dir.path() / "origin");
+  const auto built = origin.add_archive(small_component("foo", "1.2.3"));
+  // The lock's URL is on a host nobody serves; the mirror has it at MIRROR/HOST/PATH.
+  const std::string original = "http://downloads.invalid/redist";
+  const auto mirrored = project.dir.path() / "mirror" / "downloads.invalid" / "redist" /
+                        built.relative_path;
+  fs::create_directories(mirrored.parent_path());
+  fs::copy_file(origin.root() / built.relative_path, mirrored);
+  const StaticHttpServer server(project.dir.path() / "mirror");
+  project.lock({{"cuda", "12.4.1", {lock_artifact(built, original)}}});
+
+  const auto empty = project.dir.path() / "empty-mirror";
+  fs::create_directories(empty);
+  const StaticHttpServer empty_server(empty);
+  const auto r = project.install({"--mirror", empty_server.url("/"), "--mirror", server.url("")});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(read(project.prefix() / "lib" / "libfoo.so") == "foo library 1.2.3\n");
+
+  // Unreachable everywhere: the error names every URL it tried.
+  Project other;
+  other.lock({{"cuda", "12.4.1", {lock_artifact(built, original)}}});
+  const auto failed = other.install({"--mirror", empty_server.url("")});
+  CHECK(failed.exit_code == 1);
+  CHECK_THAT(failed.err, Catch::Contains(empty_server.url("/downloads.invalid/redist/")));
+  CHECK_THAT(failed.err, Catch::Contains("http://downloads.invalid/redist/"));
+}
+
+TEST_CASE("a package whose archives are unreachable comes from its wheels instead",
+          "[cli][install]") {
+  if (nginx_missing()) return;
+  Project project;
+  const RedistMirror mirror(project.dir.path() / "www");
+  FixtureComponent runtime{.name = "cuda_cudart",
+                           .version = "13.0.96",
+                           .files = {{.path = "lib/libcudart.so.13", .content = "runtime\n"},
+                                     {.path = "include/cuda_runtime_api.h", .content = "// api\n"}}};
+  const auto archive = mirror.add_archive(runtime);
+  const auto wheel = mirror.add_wheel(runtime, "nvidia_cuda_runtime");
+  fs::remove(mirror.root() / archive.relative_path);  // the archive host is down
+  const StaticHttpServer server(mirror.root());
+  project.lock({{"cuda", "13.0.2",
+                 {lock_artifact(archive, server.url("")), lock_artifact(wheel, server.url(""))}}});
+
+  const auto r = project.install({"--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto report = json::parse(r.out);
+  CHECK(report.at("added") == json::array({"cuda 13.0.2 (wheel)"}));
+  CHECK(report.at("fell_back").size() == 1);
+  const auto prefix = project.prefix();
+  CHECK(read(prefix / "lib" / "libcudart.so.13") == "runtime\n");
+  // Wheels hold no symlinks: envkit made the development link itself.
+  CHECK(fs::read_symlink(prefix / "lib" / "libcudart.so") == "libcudart.so.13");
+  CHECK(read(prefix / "share" / "licenses" / "cuda" / "cuda_cudart" / "License.txt") ==
+        "test licence\n");
+  CHECK(fs::read_symlink(prefix / "targets" / "x86_64-linux" / "include") == "../../include");
+}
+
+TEST_CASE("--offline installs from the cache and names what is missing", "[cli][install]") {
+  if (nginx_missing()) return;
+  Project project;
+  const RedistMirror mirror(project.dir.path() / "www");
+  const auto built = mirror.add_archive(small_component("foo", "1.2.3"));
+  std::optional<StaticHttpServer> server(std::in_place, mirror.root());
+  const auto base = server->url("");
+  project.lock({{"cuda", "12.4.1", {lock_artifact(built, base)}}});
+
+  const auto missing = project.install({"--offline"});
+  CHECK(missing.exit_code == 1);
+  CHECK_THAT(missing.err, Catch::Contains("not in the cache"));
+  CHECK_THAT(missing.err, Catch::Contains(built.relative_path));
+  CHECK_FALSE(fs::exists(project.prefix()));
+
+  REQUIRE(project.install().exit_code == 0);
+  server.reset();  // no network from here on
+  const auto elsewhere = project.dir.path() / "second-env";
+  const auto r = project.install({"--offline", "--prefix", elsewhere.string(), "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(json::parse(r.out).at("downloaded_bytes") == 0);
+  CHECK(read(elsewhere / "lib" / "libfoo.so") == "foo library 1.2.3\n");
+}
+
+TEST_CASE("prefixes with different CUDA versions live side by side", "[cli][install]") {
+  if (nginx_missing()) return;
+  Project project;
+  const RedistMirror mirror(project.dir.path() / "www");
+  const auto v12 = mirror.add_archive(small_component("cudart", "12.4.127"));
+  const auto v13 = mirror.add_archive(small_component("cudart", "13.0.96"));
+  const StaticHttpServer server(mirror.root());
+  project.lock({{"cuda", "12.4.1", {lock_artifact(v12, server.url(""))}}});
+  const auto first = project.dir.path() / "envs" / "cuda12";
+  REQUIRE(project.install({"--prefix", first.string()}).exit_code == 0);
+  project.lock({{"cuda", "13.0.2", {lock_artifact(v13, server.url(""))}}});
+  const auto second = project.dir.path() / "envs" / "cuda13";
+  REQUIRE(project.install({"--prefix", second.string()}).exit_code == 0);
+  CHECK(read(first / "lib" / "libcudart.so") == "cudart library 12.4.127\n");
+  CHECK(read(second / "lib" / "libcudart.so") == "cudart library 13.0.96\n");
+}
+
+TEST_CASE("files come from the cache by hard link, and the cache's copies are read-only",
+          "[cli][install]") {
+  if (nginx_missing()) return;
+  Project project;
+  const RedistMirror mirror(project.dir.path() / "www");
+  const auto built = mirror.add_archive(small_component("foo", "1.2.3"));
+  const StaticHttpServer server(mirror.root());
+  project.lock({{"cuda", "12.4.1", {lock_artifact(built, server.url(""))}}});
+  const auto r = project.install({"--json"});
+  REQUIRE(r.exit_code == 0);
+  const auto mode = json::parse(r.out).at("link_mode").get<std::string>();
+  CHECK((mode == "reflink" || mode == "hardlink" || mode == "copy"));
+  struct stat info{};
+  REQUIRE(::stat((project.prefix() / "include" / "foo.h").c_str(), &info) == 0);
+  if (mode == "hardlink") {
+    CHECK(info.st_nlink == 2);
+    CHECK((info.st_mode & 0222) == 0);
+  }
+  const auto copied = project.dir.path() / "copied";
+  const auto c = project.install({"--prefix", copied.string(), "--link-mode", "copy", "--json"});
+  REQUIRE(c.exit_code == 0);
+  CHECK(json::parse(c.out).at("link_mode") == "copy");
+  REQUIRE(::stat((copied / "include" / "foo.h").c_str(), &info) == 0);
+  CHECK(info.st_nlink == 1);
+}
+
+TEST_CASE("two packages writing one path with different content is an error naming both",
+          "[cli][install]") {
+  if (nginx_missing()) return;
+  Project project;
+  const RedistMirror mirror(project.dir.path() / "www");
+  auto first = small_component("foo", "1.0.0");
+  auto second = small_component("bar", "1.0.0");
+  second.files.push_back({.path = "include/foo.h", .content = "int other(void);\n"});
+  const auto a = mirror.add_archive(first);
+  const auto b = mirror.add_archive(second);
+  const StaticHttpServer server(mirror.root());
+  project.lock({{"cuda", "12.4.1", {lock_artifact(a, server.url(""))}},
+                {"cudnn", "9.1.0", {lock_artifact(b, server.url(""))}}});
+  const auto r = project.install();
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("`cuda` and `cudnn` both install"));
+  CHECK_THAT(r.err, Catch::Contains("include/foo.h"));
+  CHECK_FALSE(fs::exists(project.prefix()));
+}
+
+TEST_CASE("a CUDA that NVIDIA ships only as a runfile is refused precisely", "[cli][install]") {
+  Project project;
+  recipes::Artifact runfile;
+  runfile.component = "cuda";
+  runfile.kind = recipes::ArtifactKind::runfile;
+  runfile.url = "https://developer.download.nvidia.com/compute/cuda/11.2.2/local_installers/"
+                "cuda_11.2.2_460.32.03_linux.run";
+  runfile.sha256 = std::string(64, 'a');
+  runfile.format = "run";
+  runfile.layout = recipes::Layout::none;
+  project.lock({{"cuda", "11.2.2", {runfile}}});
+  const auto r = project.install();
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("cuda 11.2.2 cannot be installed"));
+  CHECK_THAT(r.err, Catch::Contains("runfile"));
+  CHECK_THAT(r.err, Catch::Contains("11.4.2"));
+}
+
+TEST_CASE("cache info, prune and clean", "[cli][install][cache]") {
+  if (nginx_missing()) return;
+  Project project;
+  const RedistMirror mirror(project.dir.path() / "www");
+  const auto foo = mirror.add_archive(small_component("foo", "1.2.3"));
+  const auto bar = mirror.add_archive(small_component("bar", "2.0.0"));
+  const StaticHttpServer server(mirror.root());
+  project.lock({{"cuda", "12.4.1", {lock_artifact(foo, server.url(""))}},
+                {"cudnn", "9.1.0", {lock_artifact(bar, server.url(""))}}});
+  REQUIRE(project.install().exit_code == 0);
+  project.lock({{"cuda", "12.4.1", {lock_artifact(foo, server.url(""))}}});
+  REQUIRE(project.install().exit_code == 0);
+
+  auto info = json::parse(project.envkit({"cache", "info", "--json"}).out);
+  CHECK(info.at("entries") == 2);
+  CHECK(info.at("prefixes").size() == 1);
+  const auto pruned = project.envkit({"cache", "prune", "--json"});
+  REQUIRE(pruned.exit_code == 0);
+  CHECK(json::parse(pruned.out).at("removed") == 1);  // bar: no prefix uses it now
+  info = json::parse(project.envkit({"cache", "info", "--json"}).out);
+  CHECK(info.at("entries") == 1);
+
+  const auto cleaned = project.envkit({"cache", "clean", "--json"});
+  REQUIRE(cleaned.exit_code == 0);
+  CHECK(json::parse(cleaned.out).at("removed") == 1);
+  // The prefix does not depend on the cache's entries.
+  CHECK(read(project.prefix() / "lib" / "libfoo.so") == "foo library 1.2.3\n");
+  // And a later change still works: the kept package comes from the prefix itself.
+  const auto baz = mirror.add_archive(small_component("baz", "1.0.0"));
+  project.lock({{"cuda", "12.4.1", {lock_artifact(foo, server.url(""))}},
+                {"zlib", "1.3.1", {lock_artifact(baz, server.url(""))}}});
+  const auto r = project.install({"--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(json::parse(r.out).at("downloaded_bytes") == baz.size);
+  CHECK(read(project.prefix() / "lib" / "libfoo.so") == "foo library 1.2.3\n");
+}
+
+TEST_CASE("an unwritable cache is a clear error, and the prefix is untouched",
+          "[cli][install]") {
+  Project project;
+  const RedistMirror mirror(project.dir.path() / "www");
+  const auto foo = mirror.add_archive(small_component("foo", "1.2.3"));
+  project.lock({{"cuda", "12.4.1", {lock_artifact(foo, "http://127.0.0.1:9")}}});
+  // /proc refuses new folders even to root.
+  const auto r = run_envkit({.args = {"-C", project.root.string(), "--cache-dir",
+                                      "/proc/envkit-cache", "install", "--frozen"}});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("/proc/envkit-cache"));
+  CHECK_THAT(r.err, Catch::Contains("not writable"));
+  CHECK_THAT(r.err, Catch::Contains("--cache-dir"));
+  CHECK_FALSE(fs::exists(project.prefix()));
+}
+
+}  // namespace
+}  // namespace envkit::test
