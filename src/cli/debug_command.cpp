@@ -1,8 +1,15 @@
 // `envkit debug ...`: tools for recipe authors and bug reports.
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <filesystem>
 #include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "command.hpp"
+#include "envkit/archive/extract.hpp"
 #include "envkit/specs/query.hpp"
 
 namespace envkit::cli {
@@ -29,6 +36,65 @@ int run_specs(Context&) {
   return 0;
 }
 
+struct ExtractArgs {
+  std::string archive;
+  std::string destination;
+  int strip_components = 0;
+  std::uint64_t max_bytes = archive::ExtractOptions{}.max_bytes;
+};
+
+// `path` as the user meant it: relative to -C DIR when one is given.
+std::filesystem::path user_path(const Context& context, const std::string& path) {
+  const std::filesystem::path given(path);
+  if (given.is_absolute() || context.options.directory == ".") return given;
+  return context.options.directory / given;
+}
+
+// The same extractor `install` uses, on one archive: a refusal exits 1 and
+// names the entry and the reason; a missing archive is an input error (2).
+int run_extract(Context& context, const ExtractArgs& args) {
+  archive::ExtractOptions options;
+  options.strip_components = args.strip_components;
+  options.max_bytes = args.max_bytes;
+  const auto destination = user_path(context, args.destination);
+  auto result = archive::extract_file(user_path(context, args.archive), destination, options);
+  if (!result) return report(context, result.error());
+  context.console.info(fmt::format("unpacked {} entries ({} bytes) into {}",
+                                   result->entries.size(), result->bytes_written,
+                                   destination.string()));
+  if (context.options.json) {
+    std::cout << nlohmann::json{{"entries", result->entries.size()},
+                                {"bytes", result->bytes_written},
+                                {"destination", destination.string()}}
+                     .dump()
+              << '\n';
+  }
+  return 0;
+}
+
+void register_extract(CLI::App& debug, Commands& out) {
+  auto args = std::make_shared<ExtractArgs>();
+  auto* command = debug.add_subcommand(
+      "extract",
+      "Unpack one archive with envkit's safe extractor (the same code `install` uses): exit 0 "
+      "when extracted, 1 when refused, with the entry and the reason");
+  command->add_option("ARCHIVE", args->archive, "tar, tar.gz, tar.xz, tar.bz2, tar.zst, zip or whl")
+      ->required();
+  command->add_option("DEST", args->destination, "The folder to unpack into (created if missing)")
+      ->required();
+  command
+      ->add_option("--strip-components", args->strip_components,
+                   "Drop this many leading folders from each entry's path, as tar does")
+      ->option_text("N")
+      ->check(CLI::NonNegativeNumber);
+  command
+      ->add_option("--max-bytes", args->max_bytes,
+                   "Refuse the archive when it unpacks to more than this many bytes")
+      ->option_text("N")
+      ->check(CLI::PositiveNumber);
+  out.push_back({command, [args](Context& context) { return run_extract(context, *args); }});
+}
+
 }  // namespace
 
 void register_debug(CLI::App& root, Commands& out) {
@@ -47,6 +113,7 @@ void register_debug(CLI::App& root, Commands& out) {
       "  {\"op\":\"filter\",\"spec\":S,\"versions\":[...]}      -> PEP 440 selection\n"
       "Add \"syntax\":\"envkit\" to read a bare version as envkit files do (12.1 means ==12.1.*).");
   out.push_back({specs_cmd, run_specs});
+  register_extract(*debug, out);
 }
 
 }  // namespace envkit::cli

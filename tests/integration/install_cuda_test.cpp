@@ -27,10 +27,11 @@ int main() {
 )";
 
 // Only what compiling and linking host code needs from the 100 MB of cuda_nvcc:
-// the driver program and the profile that points it at the prefix.
+// the driver program, the profile that points it at the prefix, its link stubs.
 FixtureComponent nvcc_driver_only(FixtureComponent nvcc) {
   std::erase_if(nvcc.files, [](const FixtureFile& file) {
-    return file.path != "bin/nvcc" && file.path != "bin/nvcc.profile";
+    return file.path != "bin/nvcc" && file.path != "bin/nvcc.profile" &&
+           !file.path.starts_with("bin/crt/");
   });
   return nvcc;
 }

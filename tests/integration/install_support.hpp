@@ -41,11 +41,12 @@ inline std::string lock_text(const std::vector<LockedSpec>& packages) {
   lock::PlatformLock platform;
   platform.platform = specs::Platform::linux_x86_64;
   for (const auto& spec : packages) {
-    lock::LockedPackage package;
-    package.name = spec.name;
-    package.version = specs::Version::parse(spec.version).value();
-    package.artifacts = spec.artifacts;
-    platform.packages.push_back(std::move(package));
+    platform.packages.push_back({.name = spec.name,
+                                 .version = specs::Version::parse(spec.version).value(),
+                                 .build = "",
+                                 .external = std::nullopt,
+                                 .requires_ = {},
+                                 .artifacts = spec.artifacts});
   }
   lockfile.platforms.push_back(std::move(platform));
   return lock::write(lockfile);

@@ -65,8 +65,9 @@ std::string status_line(int status) {
 }  // namespace
 
 struct FaultServer::Reply {
-  std::string head;  // status line and headers, up to the blank line
-  std::string body;  // as much of the body as is sent
+  std::string head;                           // status line and headers, up to the blank line
+  std::shared_ptr<const std::string> holder;  // keeps `body` alive
+  std::string_view body;                      // as much of the body as is sent
   bool hang = false;  // then keep the connection open, silent, until the client leaves
   std::chrono::milliseconds chunk_delay{0};
 };
@@ -106,8 +107,10 @@ FaultServer::~FaultServer() {
 }
 
 void FaultServer::serve(const std::string& path, std::string body, Behaviour behaviour) {
+  if (behaviour.wrong_bytes && !body.empty()) body[body.size() / 2] ^= 1;
   std::lock_guard lock(mutex_);
-  routes_[path] = Route{.body = std::move(body), .behaviour = std::move(behaviour)};
+  routes_[path] = Route{.body = std::make_shared<const std::string>(std::move(body)),
+                        .behaviour = std::move(behaviour)};
 }
 
 std::string FaultServer::url(std::string_view path) const {
@@ -175,8 +178,7 @@ FaultServer::Reply FaultServer::reply_for(const std::string& path, const std::st
     return {.head = head + "\r\n", .body = "failed"};
   }
 
-  std::string body = route.body;
-  if (behaviour.wrong_bytes && !body.empty()) body[body.size() / 2] ^= 1;
+  const std::string& body = *route.body;
   const auto asked = behaviour.ranges ? range_start(range) : std::nullopt;
   const bool ranged = asked.has_value();
   const std::size_t from = asked.value_or(0);
@@ -185,7 +187,9 @@ FaultServer::Reply FaultServer::reply_for(const std::string& path, const std::st
     return {.head = status_line(416) + "Content-Range: bytes */" + size +
                     "\r\nContent-Length: 0\r\n\r\n"};
   }
-  Reply reply{.body = body.substr(from), .chunk_delay = behaviour.chunk_delay};
+  Reply reply{.holder = route.body,
+              .body = std::string_view(body).substr(from),
+              .chunk_delay = behaviour.chunk_delay};
   const long length = static_cast<long>(reply.body.size()) +
                       (fault == Fault::lie ? behaviour.length_lie : 0);
   reply.head = status_line(ranged ? 206 : 200) + "Content-Length: " + std::to_string(length) + "\r\n";
@@ -195,19 +199,22 @@ FaultServer::Reply FaultServer::reply_for(const std::string& path, const std::st
   }
   if (behaviour.ranges) reply.head += "Accept-Ranges: bytes\r\n";
   reply.head += "\r\n";
-  if (fault == Fault::stall || fault == Fault::cut) reply.body.resize(reply.body.size() / 2);
+  if (fault == Fault::stall || fault == Fault::cut) reply.body = reply.body.substr(0, reply.body.size() / 2);
   reply.hang = fault == Fault::stall;
   return reply;
 }
 
 void FaultServer::send_reply(int client, const Reply& reply) {
-  const std::string all = reply.head + reply.body;
   // The request stops counting as active before its last byte leaves: the
   // client cannot finish, and start another request, any earlier.
-  const bool sent = send_all(client, std::string_view(all).substr(0, all.size() - 1),
-                             reply.chunk_delay);
+  std::string_view head = reply.head, body = reply.body;
+  std::string_view& ends = body.empty() ? head : body;
+  const std::string_view last = ends.substr(ends.size() - 1);
+  ends.remove_suffix(1);
+  const bool sent =
+      send_all(client, head, reply.chunk_delay) && send_all(client, body, reply.chunk_delay);
   end_request();
-  if (!sent || !send_all(client, std::string_view(all).substr(all.size() - 1), {})) return;
+  if (!sent || !send_all(client, last, {})) return;
   if (reply.hang) wait_for_close(client);
 }
 

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -64,7 +65,7 @@ class FaultServer {
 
  private:
   struct Route {
-    std::string body;
+    std::shared_ptr<const std::string> body;  // as served (wrong_bytes applied); shared, not copied
     Behaviour behaviour;
     int requests = 0;
     std::vector<std::string> ranges;

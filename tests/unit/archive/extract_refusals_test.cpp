@@ -23,8 +23,11 @@ namespace {
 
 // Unpacks `bytes` from tmp/evil.tar into tmp/dest, from the file and from a
 // stream, and checks both fail the same way, leaving tmp holding nothing but
-// the archive and the destination.
-envkit::Error refused(const std::string& bytes, const ExtractOptions& options = {}) {
+// the archive and the destination. `same`: both ways give the same error
+// (not so for a zip: a stream sees its local headers, a file its central
+// directory).
+envkit::Error refused(const std::string& bytes, const ExtractOptions& options = {},
+                      bool same = true) {
   TempDir tmp;
   const auto file = tmp.path() / "evil.tar";
   envkit::test::write_bytes(file, bytes);
@@ -33,7 +36,7 @@ envkit::Error refused(const std::string& bytes, const ExtractOptions& options = 
   MemorySource source(bytes, 7000, file.string());
   auto streamed = envkit::archive::extract(source, tmp.path() / "dest2", options);
   REQUIRE_FALSE(streamed.ok());
-  CHECK(streamed.error().to_string() == from_file.error().to_string());
+  if (same) CHECK(streamed.error().to_string() == from_file.error().to_string());
   std::vector<std::string> names;
   for (const auto& item : fs::directory_iterator(tmp.path()))
     names.push_back(item.path().filename().string());
@@ -208,7 +211,7 @@ TEST_CASE("truncated and corrupt archives fail, never half succeed", "[archive][
   SECTION("a zip cut in its data") {
     auto bytes = make_archive(Format::zip, entries);
     bytes.resize(bytes.size() / 2);
-    CHECK_THAT(refused(bytes).headline(), Contains("cannot unpack"));
+    CHECK_THAT(refused(bytes, {}, false).headline(), Contains("cannot unpack"));
   }
   SECTION("a zip file cut in its central directory") {
     // Streamed, the entries before the cut are all there is to see; from a

@@ -1,0 +1,82 @@
+// `envkit debug extract`: the safe extractor from the command line.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "support/envkit_runner.hpp"
+#include "support/temp_dir.hpp"
+#include "unit/archive/archive_maker.hpp"
+
+namespace fs = std::filesystem;
+using Catch::Matchers::Contains;
+using envkit::test::Entry;
+using envkit::test::Format;
+using envkit::test::make_archive;
+using envkit::test::run_envkit;
+using envkit::test::TempDir;
+using nlohmann::json;
+
+TEST_CASE("debug extract unpacks an archive and reports it as JSON", "[cli][debug]") {
+  TempDir tmp;
+  const std::string top = "cuda_cudart-linux-x86_64-12.4.127-archive/";
+  envkit::test::write_bytes(
+      tmp.path() / "cudart.tar.xz",
+      make_archive(Format::tar_xz,
+                   {Entry::file(top + "lib/libcudart.so.12.4.127", "elf", 0755),
+                    Entry::symlink(top + "lib/libcudart.so.12", "libcudart.so.12.4.127"),
+                    Entry::file(top + "LICENSE", "licence")}));
+  const auto r = run_envkit({.args = {"debug", "extract", "cudart.tar.xz", "out",
+                                      "--strip-components", "1", "--json"},
+                             .cwd = tmp.path()});
+  CHECK(r.err.find("error") == std::string::npos);
+  REQUIRE(r.exit_code == 0);
+  const auto answer = json::parse(r.out);
+  CHECK(answer["entries"] == 4);  // lib/ made on the way, the file, the link, LICENSE
+  CHECK(answer["bytes"] == 10);
+  CHECK(answer["destination"] == "out");
+  CHECK(fs::read_symlink(tmp.path() / "out/lib/libcudart.so.12") == "libcudart.so.12.4.127");
+  CHECK(envkit::test::read_bytes(tmp.path() / "out/lib/libcudart.so.12") == "elf");
+  CHECK(envkit::test::mode_of(tmp.path() / "out/lib/libcudart.so.12.4.127") == 0755);
+}
+
+TEST_CASE("debug extract refuses a hostile archive with the entry and the reason",
+          "[cli][debug]") {
+  TempDir tmp;
+  envkit::test::write_bytes(tmp.path() / "evil.tar",
+                            make_archive(Format::tar, {Entry::file("fine", "ok"),
+                                                       Entry::file("a/../../escaped", "evil")}));
+  const auto r = run_envkit({.args = {"debug", "extract", "evil.tar", "out"}, .cwd = tmp.path()});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Contains("error: refused to unpack `evil.tar`"));
+  CHECK_THAT(r.err, Contains("entry `a/../../escaped`: `..` in a path is not allowed"));
+  CHECK_FALSE(fs::exists(tmp.path() / "escaped"));
+  CHECK_FALSE(fs::exists(tmp.path().parent_path() / "escaped"));
+}
+
+TEST_CASE("debug extract stops at --max-bytes", "[cli][debug]") {
+  TempDir tmp;
+  envkit::test::write_bytes(tmp.path() / "bomb.tar.zst",
+                            make_archive(Format::tar_zst, {{.path = "zeros", .zeros = 1 << 20}}));
+  const auto r = run_envkit({.args = {"debug", "extract", "bomb.tar.zst", "out", "--max-bytes",
+                                      "4096", "--json"},
+                             .cwd = tmp.path()});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Contains("entry `zeros`: the archive unpacks to more than 4096 bytes, the limit"));
+  const auto answer = json::parse(r.out);
+  CHECK_THAT(answer["error"].get<std::string>(), Contains("refused to unpack"));
+}
+
+TEST_CASE("debug extract: a missing archive or a bad flag is a usage error", "[cli][debug]") {
+  TempDir tmp;
+  const auto missing =
+      run_envkit({.args = {"debug", "extract", "missing.tar.gz", "out"}, .cwd = tmp.path()});
+  CHECK(missing.exit_code == 2);
+  CHECK_THAT(missing.err, Contains("`missing.tar.gz` does not exist"));
+  CHECK_FALSE(fs::exists(tmp.path() / "out"));
+
+  const auto negative = run_envkit(
+      {.args = {"debug", "extract", "a.tar", "out", "--strip-components", "-1"}, .cwd = tmp.path()});
+  CHECK(negative.exit_code == 2);
+  const auto no_dest = run_envkit({.args = {"debug", "extract", "a.tar"}, .cwd = tmp.path()});
+  CHECK(no_dest.exit_code == 2);
+}
