@@ -27,7 +27,8 @@ std::string display_label(const DownloadRequest& request) {
 std::vector<std::string> redacted_all(const std::vector<std::string>& urls) {
   std::vector<std::string> shown;
   shown.reserve(urls.size());
-  for (const auto& each : urls) shown.push_back(url::redacted(each));
+  for (const auto& each : urls)
+    shown.push_back(url::redacted(each));
   return shown;
 }
 
@@ -80,7 +81,8 @@ Download::Download(std::shared_ptr<Core> core, DownloadRequest request)
       reasons_(request_.urls.size()) {
   if (request_.urls.empty()) {
     over_ = true;
-    error_ = Error::failed("cannot download " + label_).because("there is no URL to download it from");
+    error_ =
+        Error::failed("cannot download " + label_).because("there is no URL to download it from");
   }
 }
 
@@ -286,8 +288,8 @@ void Download::check_response() {
   std::optional<std::uint64_t> total;
   if (status == 206) {
     if (range_start_ != from_) {
-      verdict_ = Verdict::next_url(fmt::format(
-          "asked for the bytes from {} on, the server sent a different range", from_));
+      verdict_ = Verdict::next_url(
+          fmt::format("asked for the bytes from {} on, the server sent a different range", from_));
       return;
     }
     total = range_total_;
@@ -314,8 +316,8 @@ Verdict Download::verdict_of_416() const {
   const auto& expected = request_.expected_size;
   if (range_total_ == from_ && (!expected || *expected == from_)) return {};
   if (range_total_ && expected) {
-    return Verdict::next_url(fmt::format("the server has {} bytes, the lock records {}",
-                                         *range_total_, *expected));
+    return Verdict::next_url(
+        fmt::format("the server has {} bytes, the lock records {}", *range_total_, *expected));
   }
   return Verdict::next_url(fmt::format("the server has no bytes from {} on (HTTP 416)", from_));
 }
@@ -378,9 +380,8 @@ void Download::attempt_over(CURLcode code, std::minstd_rand& random) {
 // Exponential backoff with jitter; a Retry-After is honoured up to the cap.
 void Download::retry_later(std::chrono::seconds retry_after, std::minstd_rand& random) {
   const auto cap = core_->options.max_retry_delay;
-  const auto wait = std::min<microseconds>(std::max<microseconds>(jittered(backoff_, random),
-                                                                  retry_after),
-                                           cap);
+  const auto wait =
+      std::min<microseconds>(std::max<microseconds>(jittered(backoff_, random), retry_after), cap);
   backoff_ = std::min(backoff_ * 2, cap);
   due_ = Clock::now() + wait;
 }

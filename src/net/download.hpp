@@ -115,8 +115,8 @@ class Download {
 
   const std::shared_ptr<Core> core_;
   const DownloadRequest request_;
-  const std::string label_;                 // redacted
-  const std::vector<std::string> shown_;    // the URLs, redacted
+  const std::string label_;               // redacted
+  const std::vector<std::string> shown_;  // the URLs, redacted
   std::condition_variable readable_;
 
   // ---- shared: guarded by core_->mutex ----
@@ -141,9 +141,9 @@ class Download {
   std::vector<std::string> reasons_;  // per URL tried, why it failed
   bool tls_failed_ = false;
   // This attempt:
-  std::uint64_t from_ = 0;  // delivered_ when it started
-  std::uint64_t skip_ = 0;  // body bytes to drop (a server that ignored Range)
-  bool checked_ = false;    // the response's status and range were looked at
+  std::uint64_t from_ = 0;          // delivered_ when it started
+  std::uint64_t skip_ = 0;          // body bytes to drop (a server that ignored Range)
+  bool checked_ = false;            // the response's status and range were looked at
   std::optional<Verdict> verdict_;  // decided by a callback, ends the attempt
   std::optional<std::uint64_t> range_start_, range_total_;  // Content-Range
   curl_off_t last_dlnow_ = 0;

@@ -8,9 +8,9 @@
 #include <thread>
 #include <vector>
 
+#include "curl_common.hpp"
 #include "envkit/core/text.hpp"
 #include "envkit/core/url.hpp"
-#include "curl_common.hpp"
 
 namespace envkit::net {
 

@@ -11,7 +11,8 @@ namespace envkit::net {
 // percent escapes (the server decodes them as it would have for the origin);
 // the query and fragment name nothing on disk and are dropped.
 std::string mirror_url(std::string_view mirror, std::string_view url) {
-  while (mirror.ends_with('/') && !mirror.ends_with("://")) mirror.remove_suffix(1);
+  while (mirror.ends_with('/') && !mirror.ends_with("://"))
+    mirror.remove_suffix(1);
   const std::string bare = url::without_credentials(url);
   const std::string_view rest(bare);
   const auto begin = url::authority_begin(rest);
@@ -19,7 +20,8 @@ std::string mirror_url(std::string_view mirror, std::string_view url) {
   const auto host_at = begin == std::string_view::npos ? 0 : begin;
   auto host_and_path = rest.substr(host_at);
   host_and_path = host_and_path.substr(0, host_and_path.find_first_of("?#"));
-  while (host_and_path.starts_with('/')) host_and_path.remove_prefix(1);
+  while (host_and_path.starts_with('/'))
+    host_and_path.remove_prefix(1);
   return std::string(mirror) + "/" + std::string(host_and_path);
 }
 

@@ -17,7 +17,8 @@
 // unpause the drained, start the due while slots are free), then let libcurl
 // move bytes, then collect finished attempts, then sleep in curl_multi_poll
 // until a socket is ready, a retry is due, a reader wakes it, or the next
-// tick (libcurl's progress callback, where stalls are noticed, runs on ticks).
+// tick while transfers run (libcurl's progress callback, where stalls are
+// noticed, runs on each turn).
 namespace envkit::net {
 
 using detail::Clock;
@@ -35,9 +36,7 @@ class Stream final : public ByteStream {
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
 
-  Result<std::size_t> read(std::span<std::byte> buffer) override {
-    return download_->read(buffer);
-  }
+  Result<std::size_t> read(std::span<std::byte> buffer) override { return download_->read(buffer); }
   [[nodiscard]] std::string url() const override { return download_->url(); }
 
  private:
@@ -129,7 +128,7 @@ void Transport::Impl::run() {
 }
 
 Plan Transport::Impl::plan_locked(Clock::time_point now) {
-  Plan plan{.wake_at = now + tick(core->options)};
+  Plan plan{.wake_at = now + 1s};  // nothing to watch: sleep until woken
   std::erase_if(downloads, [&](const std::shared_ptr<Download>& download) {
     if (download->dropped_locked()) {
       if (download->running()) plan.remove.push_back(download);
@@ -148,6 +147,7 @@ Plan Transport::Impl::plan_locked(Clock::time_point now) {
       ++active;
     }
   }
+  if (active > 0) plan.wake_at = std::min(plan.wake_at, now + tick(core->options));
   return plan;
 }
 
@@ -164,7 +164,10 @@ void Transport::Impl::carry_out(const Plan& plan) {
   }
   for (const auto& download : plan.start) {
     CURL* easy = download->start_attempt();
-    curl_multi_add_handle(multi.get(), easy);
+    if (curl_multi_add_handle(multi.get(), easy) != CURLM_OK) {
+      download->attempt_over(CURLE_FAILED_INIT, random);
+      continue;
+    }
     running.emplace(easy, download);
   }
 }
@@ -196,7 +199,8 @@ void Transport::Impl::shut_down() {
   running.clear();
   std::lock_guard lock(core->mutex);
   core->running = false;  // readers stop waking the multi handle, which goes soon
-  for (const auto& download : downloads) download->cancel_locked();
+  for (const auto& download : downloads)
+    download->cancel_locked();
   downloads.clear();
 }
 

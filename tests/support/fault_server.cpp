@@ -44,7 +44,8 @@ std::string header_value(const std::string& head, const std::string& name) {
   const auto at = lower.find("\r\n" + name + ":");
   if (at == std::string::npos) return {};
   auto begin = at + name.size() + 3;
-  while (begin < head.size() && head[begin] == ' ') ++begin;
+  while (begin < head.size() && head[begin] == ' ')
+    ++begin;
   return head.substr(begin, head.find("\r\n", begin) - begin);
 }
 
@@ -100,10 +101,12 @@ FaultServer::~FaultServer() {
   std::vector<std::thread> connections;
   {
     std::lock_guard lock(mutex_);
-    for (const int client : clients_) ::shutdown(client, SHUT_RDWR);  // wakes recv()
+    for (const int client : clients_)
+      ::shutdown(client, SHUT_RDWR);  // wakes recv()
     connections.swap(connections_);
   }
-  for (auto& connection : connections) connection.join();
+  for (auto& connection : connections)
+    connection.join();
 }
 
 void FaultServer::serve(const std::string& path, std::string body, Behaviour behaviour) {
@@ -162,10 +165,10 @@ FaultServer::Reply FaultServer::reply_for(const std::string& path, const std::st
   // Which fault this request gets: the first ones of each kind, in order.
   int index = route.requests++;
   Fault fault = Fault::none;
-  for (const auto& [count, kind] : {std::pair{behaviour.fail_first, Fault::fail},
-                                    std::pair{behaviour.stall_first, Fault::stall},
-                                    std::pair{behaviour.cut_first, Fault::cut},
-                                    std::pair{behaviour.length_lie != 0 ? 1 : 0, Fault::lie}}) {
+  for (const auto& [count, kind] :
+       {std::pair{behaviour.fail_first, Fault::fail},
+        std::pair{behaviour.stall_first, Fault::stall}, std::pair{behaviour.cut_first, Fault::cut},
+        std::pair{behaviour.length_lie != 0 ? 1 : 0, Fault::lie}}) {
     if (index < count) {
       fault = kind;
       break;
@@ -190,16 +193,18 @@ FaultServer::Reply FaultServer::reply_for(const std::string& path, const std::st
   Reply reply{.holder = route.body,
               .body = std::string_view(body).substr(from),
               .chunk_delay = behaviour.chunk_delay};
-  const long length = static_cast<long>(reply.body.size()) +
-                      (fault == Fault::lie ? behaviour.length_lie : 0);
-  reply.head = status_line(ranged ? 206 : 200) + "Content-Length: " + std::to_string(length) + "\r\n";
+  const long length =
+      static_cast<long>(reply.body.size()) + (fault == Fault::lie ? behaviour.length_lie : 0);
+  reply.head =
+      status_line(ranged ? 206 : 200) + "Content-Length: " + std::to_string(length) + "\r\n";
   if (ranged) {
     reply.head += "Content-Range: bytes " + std::to_string(from) + "-" +
                   std::to_string(body.size() - 1) + "/" + size + "\r\n";
   }
   if (behaviour.ranges) reply.head += "Accept-Ranges: bytes\r\n";
   reply.head += "\r\n";
-  if (fault == Fault::stall || fault == Fault::cut) reply.body = reply.body.substr(0, reply.body.size() / 2);
+  if (fault == Fault::stall || fault == Fault::cut)
+    reply.body = reply.body.substr(0, reply.body.size() / 2);
   reply.hang = fault == Fault::stall;
   return reply;
 }
@@ -221,8 +226,7 @@ void FaultServer::send_reply(int client, const Reply& reply) {
 bool FaultServer::send_all(int client, std::string_view bytes,
                            std::chrono::milliseconds chunk_delay) {
   while (!bytes.empty() && !stopping_) {
-    const auto sent =
-        ::send(client, bytes.data(), std::min(bytes.size(), kChunk), MSG_NOSIGNAL);
+    const auto sent = ::send(client, bytes.data(), std::min(bytes.size(), kChunk), MSG_NOSIGNAL);
     if (sent <= 0) return false;
     bytes.remove_prefix(static_cast<std::size_t>(sent));
     if (chunk_delay.count() > 0) std::this_thread::sleep_for(chunk_delay);

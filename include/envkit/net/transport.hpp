@@ -52,7 +52,9 @@ struct DownloadRequest {
   std::string label;
 };
 
-// One download, read in order. read() blocks until bytes arrive.
+// One download, read in order. read() blocks until bytes arrive. One thread
+// reads a stream at a time; streams may be read and dropped on any thread,
+// and may outlive their Transport (reading one then gives an error).
 class ByteStream {
  public:
   virtual ~ByteStream() = default;
@@ -71,6 +73,8 @@ struct TransferProgress {
   bool started = false;                // false while waiting for a free slot
 };
 
+// open() and progress() may be called from any thread. One background
+// thread moves the bytes of every stream.
 class Transport {
  public:
   explicit Transport(TransportOptions options = {});
@@ -91,6 +95,7 @@ class Transport {
 
 // Where mirror `mirror` keeps `url`: https://HOST/PATH -> MIRROR/HOST/PATH (CLI.md).
 // The mirror may end with '/' or not; the original's credentials are not carried over.
+// HOST keeps its port; PATH keeps its percent escapes; the query and fragment are dropped.
 [[nodiscard]] std::string mirror_url(std::string_view mirror, std::string_view url);
 
 }  // namespace envkit::net

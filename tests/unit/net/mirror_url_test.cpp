@@ -10,7 +10,8 @@ TEST_CASE("mirror_url puts HOST/PATH under the mirror", "[net][mirror]") {
       "http://127.0.0.1:8080/m/developer.download.nvidia.com/compute/cuda/redist/x.tar.xz";
   CHECK(mirror_url("http://127.0.0.1:8080/m", url) == expected);
   CHECK(mirror_url("http://127.0.0.1:8080/m/", url) == expected);
-  CHECK(mirror_url("file:///srv/m", "https://pypi.org/p/a.whl") == "file:///srv/m/pypi.org/p/a.whl");
+  CHECK(mirror_url("file:///srv/m", "https://pypi.org/p/a.whl") ==
+        "file:///srv/m/pypi.org/p/a.whl");
   CHECK(mirror_url("file:///srv/m/", "https://pypi.org/p/a.whl") ==
         "file:///srv/m/pypi.org/p/a.whl");
   CHECK(mirror_url("http://h:1/", "https://pypi.org/p/a.whl") == "http://h:1/pypi.org/p/a.whl");

@@ -44,7 +44,8 @@ TransportOptions quick() {
 std::string payload(std::size_t size, unsigned seed = 7) {
   std::string bytes(size, '\0');
   std::minstd_rand random(seed);
-  for (auto& byte : bytes) byte = static_cast<char>(random() & 0xff);
+  for (auto& byte : bytes)
+    byte = static_cast<char>(random() & 0xff);
   return bytes;
 }
 
@@ -481,9 +482,10 @@ TEST_CASE("against nginx: exact bytes, resume with a Range, 404 falls back", "[n
   CHECK(sha256_hex(plain.bytes) == sha256_hex(body));
 
   // Half the body from the broken mirror, the rest from nginx's 206.
-  const auto resumed = download(transport, {.urls = {mirror.url("/a.tar.xz"), nginx.url("/nope"),
-                                                     nginx.url("/pkgs/a.tar.xz")},
-                                            .expected_size = body.size()});
+  const auto resumed =
+      download(transport,
+               {.urls = {mirror.url("/a.tar.xz"), nginx.url("/nope"), nginx.url("/pkgs/a.tar.xz")},
+                .expected_size = body.size()});
   REQUIRE_FALSE(resumed.error);
   CHECK(sha256_hex(resumed.bytes) == sha256_hex(body));
 
