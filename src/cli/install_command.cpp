@@ -115,13 +115,16 @@ nlohmann::json report_json(const store::InstallReport& report) {
           {"changed", report.changed},          {"link_mode", report.link_mode},
           {"added", report.added},              {"removed", report.removed},
           {"unchanged", report.unchanged},      {"skipped", report.skipped},
-          {"fell_back", report.fell_back},      {"downloaded_bytes", report.downloaded_bytes},
+          {"fell_back", report.fell_back},      {"warnings", report.warnings},
+          {"downloaded_bytes", report.downloaded_bytes},
           {"files", report.files}};
 }
 
 void print_summary(const Context& context, const store::InstallReport& report) {
   for (const auto& skipped : report.skipped)
     context.console.warn(skipped);
+  for (const auto& warning : report.warnings)
+    context.console.warn(warning);
   const auto where = text::quoted(report.prefix.string());
   if (!report.changed) {
     context.console.info(fmt::format("{} is up to date with envkit.lock (nothing to do)", where));

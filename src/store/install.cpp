@@ -239,6 +239,19 @@ Result<PackageReceipt> place_unchanged(GenerationBuilder& builder, const Cache& 
   return receipt;
 }
 
+// NVIDIA's cu12 nvcc wheels carry ptxas, crt/ and nvvm/ but not nvcc itself.
+std::optional<std::string> missing_nvcc(const PlannedPackage& package, const fs::path& root) {
+  const bool wants_nvcc =
+      std::any_of(package.artifacts.begin(), package.artifacts.end(),
+                  [](const recipes::Artifact& artifact) { return artifact.component == "cuda_nvcc"; });
+  std::error_code ignored;
+  if (!wants_nvcc || fs::exists(root / "bin" / "nvcc", ignored)) return std::nullopt;
+  return fmt::format(
+      "{} {} from {}s has no `nvcc`: NVIDIA's wheel of cuda_nvcc carries only ptxas, crt/ and "
+      "nvvm/; install with `--packaging archive` for a toolkit that compiles",
+      package.name, package.version, to_string(package.packaging));
+}
+
 }  // namespace
 
 Result<InstallReport> install(const lock::Lockfile& lockfile, const Cache& cache,
@@ -301,6 +314,9 @@ Result<InstallReport> install(const lock::Lockfile& lockfile, const Cache& cache
   if (*state) {
     auto carried = builder.carry_untracked(prefix->generation_root(report.generation), **state);
     if (!carried) return std::move(carried).error();
+  }
+  for (const auto& package : plan->packages) {
+    if (auto warning = missing_nvcc(package, *root)) report.warnings.push_back(*warning);
   }
   auto links = builder.finish(options.platform);
   if (!links) return std::move(links).error();

@@ -89,6 +89,7 @@ TEST_CASE("live: CUDA 12.4 and cuDNN 9.1 wheels from PyPI make a prefix to build
   // NVIDIA's cu12 nvcc wheels carry ptxas, crt/ and nvvm/ but not the nvcc
   // driver itself, so the host compiler builds against the prefix here.
   CHECK(fs::exists(prefix / "bin" / "ptxas"));
+  CHECK_FALSE(fs::exists(prefix / "bin" / "nvcc"));
   CHECK(fs::exists(prefix / "include" / "crt" / "host_config.h"));
   const auto out = build_and_run(
       project, {"g++", "main.cpp", "-I" + (prefix / "include").string(),

@@ -42,6 +42,7 @@ struct InstallReport {
   std::vector<std::string> unchanged;  // "zlib 1.3.1"
   std::vector<std::string> skipped;    // one sentence each
   std::vector<std::string> fell_back;  // "cuda: installed from wheels, archives unreachable"
+  std::vector<std::string> warnings;   // what the user should know about the result
   std::uint64_t downloaded_bytes = 0;
   std::size_t files = 0;  // in the new generation
 };

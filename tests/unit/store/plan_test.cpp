@@ -1,0 +1,136 @@
+#include "envkit/store/plan.hpp"
+
+#include <catch2/catch.hpp>
+
+namespace envkit::store {
+namespace {
+
+recipes::Artifact artifact(const std::string& component, recipes::ArtifactKind kind,
+                           const std::string& sha) {
+  recipes::Artifact a;
+  a.component = component;
+  a.kind = kind;
+  a.url = "https://example.invalid/" + component + "/" + sha;
+  a.sha256 = std::string(63, '0') + sha;
+  a.format = kind == recipes::ArtifactKind::wheel ? "whl" : "tar.xz";
+  a.layout = kind == recipes::ArtifactKind::wheel ? recipes::Layout::nvidia_wheel
+                                                  : recipes::Layout::nvidia_redist;
+  return a;
+}
+
+lock::LockedPackage package(const std::string& name, const std::string& version,
+                            std::vector<recipes::Artifact> artifacts) {
+  return {.name = name,
+          .version = specs::Version::parse(version).value(),
+          .build = "",
+          .external = std::nullopt,
+          .requires_ = {},
+          .artifacts = std::move(artifacts)};
+}
+
+using Kind = recipes::ArtifactKind;
+
+const lock::PlatformLock kCudaBothPackagings{
+    .platform = specs::Platform::linux_x86_64,
+    .packages = {package("cuda", "12.4.1",
+                         {artifact("cuda_cudart", Kind::archive, "1"),
+                          artifact("cuda_cudart", Kind::wheel, "2"),
+                          artifact("cuda_nvcc", Kind::archive, "3"),
+                          artifact("cuda_nvcc", Kind::wheel, "4")})}};
+
+TEST_CASE("one packaging for all of a package's components, the other as fallback",
+          "[store][plan]") {
+  auto plan = plan_install(kCudaBothPackagings, std::nullopt, Packaging::archive);
+  REQUIRE(plan);
+  REQUIRE(plan->packages.size() == 1);
+  const auto& cuda = plan->packages[0];
+  CHECK(cuda.packaging == Packaging::archive);
+  REQUIRE(cuda.artifacts.size() == 2);
+  CHECK(cuda.artifacts[0].kind == Kind::archive);
+  CHECK(cuda.artifacts[1].kind == Kind::archive);
+  REQUIRE(cuda.fallback);
+  CHECK(cuda.fallback->size() == 2);
+  CHECK_FALSE(cuda.unchanged);
+
+  auto wheels = plan_install(kCudaBothPackagings, std::nullopt, Packaging::wheel);
+  REQUIRE(wheels);
+  CHECK(wheels->packages[0].packaging == Packaging::wheel);
+}
+
+TEST_CASE("a packaging that lacks a component is no fallback", "[store][plan]") {
+  const lock::PlatformLock locked{
+      .platform = specs::Platform::linux_x86_64,
+      .packages = {package("cuda", "12.4.1",
+                           {artifact("cuda_cudart", Kind::archive, "1"),
+                            artifact("cuda_cudart", Kind::wheel, "2"),
+                            artifact("cuda_nvcc", Kind::archive, "3")})}};
+  auto plan = plan_install(locked, std::nullopt, Packaging::wheel);
+  REQUIRE(plan);
+  // The wheels cannot make the whole package, the archives can.
+  CHECK(plan->packages[0].packaging == Packaging::archive);
+  CHECK_FALSE(plan->packages[0].fallback);
+}
+
+TEST_CASE("what is installed from the same artifacts is unchanged; the rest is planned",
+          "[store][plan]") {
+  PrefixState installed{.generation = 3};
+  installed.packages.push_back({.name = "cuda",
+                                .version = "12.4.1",
+                                .packaging = "wheel",
+                                .artifacts = {{.sha256 = std::string(63, '0') + "2"},
+                                              {.sha256 = std::string(63, '0') + "4"}}});
+  installed.packages.push_back({.name = "cudnn", .version = "8.9.7.29", .packaging = "archive"});
+  auto plan = plan_install(kCudaBothPackagings, installed, Packaging::archive);
+  REQUIRE(plan);
+  // The prefix keeps the wheels it has rather than switching to archives.
+  CHECK(plan->packages[0].packaging == Packaging::wheel);
+  CHECK(plan->packages[0].unchanged);
+  CHECK(plan->removed == std::vector<std::string>{"cudnn"});
+  CHECK_FALSE(plan->nothing_to_do());
+
+  installed.packages.pop_back();
+  auto same = plan_install(kCudaBothPackagings, installed, Packaging::archive);
+  REQUIRE(same);
+  CHECK(same->nothing_to_do());
+}
+
+TEST_CASE("a new artifact for the same version is a change", "[store][plan]") {
+  PrefixState installed{.generation = 1};
+  installed.packages.push_back({.name = "cuda",
+                                .version = "12.4.1",
+                                .packaging = "archive",
+                                .artifacts = {{.sha256 = std::string(63, '0') + "1"},
+                                              {.sha256 = std::string(63, '0') + "9"}}});
+  auto plan = plan_install(kCudaBothPackagings, installed, Packaging::archive);
+  REQUIRE(plan);
+  CHECK_FALSE(plan->packages[0].unchanged);
+}
+
+TEST_CASE("external, Python and source packages are left out with a reason; runfiles refused",
+          "[store][plan]") {
+  auto external = package("python", "3.11.2", {});
+  external.external = "system";
+  recipes::Artifact source = artifact("zlib", Kind::source, "5");
+  source.layout = recipes::Layout::source_tree;
+  const lock::PlatformLock locked{
+      .platform = specs::Platform::linux_x86_64,
+      .packages = {external, package("torch", "2.4.1", {}), package("zlib", "1.3.1", {source})}};
+  auto plan = plan_install(locked, std::nullopt, Packaging::archive);
+  REQUIRE(plan);
+  CHECK(plan->packages.empty());
+  REQUIRE(plan->skipped.size() == 2);
+  CHECK_THAT(plan->skipped[0], Catch::Contains("torch 2.4.1 is a Python package"));
+  CHECK_THAT(plan->skipped[1], Catch::Contains("zlib 1.3.1 is built from source"));
+
+  recipes::Artifact runfile = artifact("cuda", Kind::runfile, "6");
+  const lock::PlatformLock old{.platform = specs::Platform::linux_x86_64,
+                               .packages = {package("cuda", "11.2.2", {runfile})}};
+  auto refused = plan_install(old, std::nullopt, Packaging::archive);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().code() == ErrorCode::failed);
+  CHECK_THAT(refused.error().to_string(), Catch::Contains("cuda 11.2.2"));
+  CHECK_THAT(refused.error().to_string(), Catch::Contains("11.4.2"));
+}
+
+}  // namespace
+}  // namespace envkit::store
