@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
 
 #include "archive_maker.hpp"
 #include "envkit/core/sha256.hpp"
@@ -272,6 +273,44 @@ TEST_CASE("an empty tar unpacks to nothing", "[archive]") {
   REQUIRE(result.ok());
   CHECK(result->entries.empty());
   CHECK(fs::is_directory(tmp.path() / "dest"));
+}
+
+namespace {
+
+// The peak resident memory since the last reset, in KiB (nullopt off Linux).
+std::optional<long> peak_kib() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.starts_with("VmHWM:")) return std::stol(line.substr(6));
+  }
+  return std::nullopt;
+}
+
+bool reset_peak() {
+  std::ofstream clear("/proc/self/clear_refs");
+  clear << "5";
+  clear.flush();
+  return static_cast<bool>(clear);
+}
+
+}  // namespace
+
+TEST_CASE("memory stays flat however big the files are", "[archive][memory]") {
+  constexpr std::uint64_t kSize = std::uint64_t{256} << 20;
+  const auto bytes = make_archive(Format::tar_zst, {{.path = "zeros", .zeros = kSize}});
+  TempDir tmp;
+  if (!reset_peak() || !peak_kib()) {
+    WARN("no /proc/self/clear_refs: skipped");
+    return;
+  }
+  const auto before = *peak_kib();
+  MemorySource source(bytes);
+  auto result = envkit::archive::extract(source, tmp.path() / "dest");
+  REQUIRE(result.ok());
+  CHECK(fs::file_size(tmp.path() / "dest/zeros") == kSize);
+  // Two 1 MiB buffers and the decompressor's window, nowhere near the file.
+  CHECK(*peak_kib() - before < 32 * 1024);
 }
 
 TEST_CASE("real CUDA files survive a tar.xz round trip byte for byte", "[archive][cuda]") {
