@@ -23,6 +23,11 @@ Components significant_parts(std::string_view text) {
 
 Result<Components> split_entry_path(std::string_view name) {
   if (name.starts_with('/')) return Error::failed("absolute paths are not allowed");
+  // The writer walks folder by folder, so the kernel's limit would not stop a
+  // deeper path; nothing could use it afterwards anyway.
+  if (name.size() >= kMaxPath) {
+    return Error::failed(fmt::format("paths of {} bytes or more are not allowed", kMaxPath));
+  }
   auto parts = significant_parts(name);
   for (const auto& part : parts) {
     if (part == "..") return Error::failed("`..` in a path is not allowed");

@@ -14,10 +14,14 @@ namespace envkit::archive::detail {
 
 using Components = std::vector<std::string>;
 
+// Linux's PATH_MAX: longer entry names are refused.
+inline constexpr std::size_t kMaxPath = 4096;
+
 // A stored entry name as its components, `.` and empty parts dropped
 // (`./lib//x.so` -> lib, x.so). Refuses absolute names and any `..`: a `..`
 // is never needed inside an archive, and checking only whether it climbs out
-// would trust every folder on the way to be a real folder.
+// would trust every folder on the way to be a real folder. Refuses names of
+// kMaxPath bytes or more.
 [[nodiscard]] Result<Components> split_entry_path(std::string_view name);
 
 // `parts` joined with '/'.

@@ -117,12 +117,10 @@ class Extractor {
       // ARCHIVE_WARN still gives a whole entry (an unknown pax keyword, say).
       if (status < ARCHIVE_WARN) return damaged(true);
       current_ = entry_name(entry);
-      if (++entries_seen_ > options_.max_entries) {
-        return refused(fmt::format("the archive has more than {} entries, the limit",
-                                   options_.max_entries));
-      }
+      if (++entries_seen_ > options_.max_entries) return over_entry_limit();
       if (auto unpacked = unpack(entry); !unpacked) return std::move(unpacked).error();
     }
+    drop_stale_records();
     return std::move(result_);
   }
 
@@ -167,15 +165,15 @@ class Extractor {
     if (!mapped) return std::optional<Components>();
     auto final_parts = detail::split_entry_path(*mapped);
     if (!final_parts) {
-      return Error::failed(fmt::format("the layout maps it to `{}`: {}", *mapped,
-                                       final_parts.error().message()));
+      return Error::failed(
+          fmt::format("the layout maps it to `{}`: {}", *mapped, final_parts.error().message()));
     }
     if (final_parts->empty()) return std::optional<Components>();
     return std::optional<Components>(std::move(*final_parts));
   }
 
   Result<void> unpack_directory(const Components& path) {
-    record_parents(path);
+    if (auto parents = record_parents(path); !parents) return parents;
     if (auto made = writer_.make_directory(path); !made) return from_writer(made.error());
     if (!recorded_.contains(join_path(path))) {
       record({.path = join_path(path), .type = EntryType::directory});
@@ -188,7 +186,7 @@ class Extractor {
     if (auto allowed = detail::check_link_target(dir, target); !allowed) {
       return refused(allowed.error().message());
     }
-    record_parents(path);
+    if (auto parents = record_parents(path); !parents) return parents;
     if (auto made = writer_.make_symlink(path, target); !made) return from_writer(made.error());
     record({.path = join_path(path), .type = EntryType::symlink, .link_target = target});
     return {};
@@ -197,18 +195,17 @@ class Extractor {
   Result<void> unpack_hardlink(const Components& path, const std::string& stored_target) {
     auto target = place(stored_target, false);
     if (!target) {
-      return refused(
-          fmt::format("hard link to `{}`: {}", stored_target, target.error().message()));
+      return refused(fmt::format("hard link to `{}`: {}", stored_target, target.error().message()));
     }
     const auto found = *target ? recorded_.find(join_path(**target)) : recorded_.end();
     if (found == recorded_.end() || result_.entries[found->second].type != EntryType::file) {
-      return refused(fmt::format("hard link to `{}`, which is not a file unpacked before it",
-                                 stored_target));
+      return refused(
+          fmt::format("hard link to `{}`, which is not a file unpacked before it", stored_target));
     }
     if (**target == path) return {};  // a link to itself changes nothing
     ExtractedEntry linked = result_.entries[found->second];
     linked.path = join_path(path);
-    record_parents(path);
+    if (auto parents = record_parents(path); !parents) return parents;
     auto copied = writer_.make_hardlink(path, **target);
     if (!copied) return from_writer(copied.error());
     // A copy (no hard links on this file system) counts like any write.
@@ -221,13 +218,13 @@ class Extractor {
   Result<void> unpack_file(const Components& path, struct archive_entry* entry) {
     // Refuse before writing anything when the header already says too much.
     if (archive_entry_size_is_set(entry) != 0) {
-      const auto declared = static_cast<std::uint64_t>(std::max<la_int64_t>(
-          archive_entry_size(entry), 0));
+      const auto declared =
+          static_cast<std::uint64_t>(std::max<la_int64_t>(archive_entry_size(entry), 0));
       if (declared > options_.max_bytes - std::min(options_.max_bytes, result_.bytes_written)) {
         return over_byte_limit();
       }
     }
-    record_parents(path);
+    if (auto parents = record_parents(path); !parents) return parents;
     auto file = writer_.create_file(path);
     if (!file) return from_writer(file.error());
     ExtractedEntry written{.path = join_path(path), .type = EntryType::file};
@@ -257,31 +254,52 @@ class Extractor {
     return {};
   }
 
-  // Folders created on the way to `path`, recorded once each.
-  void record_parents(const Components& path) {
-    for (std::size_t i = 1; i < path.size(); ++i) {
-      auto dir = join_path(std::span<const std::string>(path).first(i));
-      if (!recorded_.contains(dir)) record({.path = std::move(dir), .type = EntryType::directory});
+  // Folders created on the way to `path`, recorded once each. They count
+  // against max_entries like entries of their own: each costs an inode.
+  Result<void> record_parents(const Components& path) {
+    // Every recorded folder has its parents recorded, so the deepest recorded
+    // one ends the search; usually that is the immediate parent.
+    std::size_t known = path.size() - 1;
+    while (known > 0 && !recorded_.contains(join_path(std::span(path).first(known))))
+      --known;
+    for (std::size_t i = known + 1; i < path.size(); ++i) {
+      if (++entries_seen_ > options_.max_entries) return over_entry_limit();
+      record({.path = join_path(std::span(path).first(i)), .type = EntryType::directory});
     }
+    return {};
   }
 
   // A later entry for the same path replaces the earlier record (TreeWriter
   // has replaced the file or refused), so entries describe what is on disk.
+  // The earlier one is only marked here: erasing it from the middle each
+  // time would make an archive of many duplicates quadratic.
   void record(ExtractedEntry entry) {
     if (const auto earlier = recorded_.find(entry.path); earlier != recorded_.end()) {
-      result_.entries.erase(result_.entries.begin() +
-                            static_cast<std::ptrdiff_t>(earlier->second));
-      recorded_.clear();
-      for (std::size_t i = 0; i < result_.entries.size(); ++i)
-        recorded_[result_.entries[i].path] = i;
+      stale_[earlier->second] = true;
+      any_stale_ = true;
     }
     recorded_[entry.path] = result_.entries.size();
     result_.entries.push_back(std::move(entry));
+    stale_.push_back(false);
+  }
+
+  void drop_stale_records() {
+    if (!any_stale_) return;
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < result_.entries.size(); ++i) {
+      if (!stale_[i]) result_.entries[kept++] = std::move(result_.entries[i]);
+    }
+    result_.entries.resize(kept);
   }
 
   Error refused(std::string_view reason) const {
     return Error::failed(fmt::format("refused to unpack `{}`", name_))
         .because(fmt::format("entry `{}`: {}", shown_entry(), reason));
+  }
+
+  Error over_entry_limit() const {
+    return refused(
+        fmt::format("the archive has more than {} entries, the limit", options_.max_entries));
   }
 
   Error over_byte_limit() const {
@@ -306,8 +324,8 @@ class Extractor {
     const char* message = archive_error_string(reader_);
     std::string reason = message != nullptr ? message : "unreadable archive";
     if (!current_.empty()) {
-      reason = fmt::format("{} `{}`: {}", between_entries ? "after entry" : "entry", current_,
-                           reason);
+      reason =
+          fmt::format("{} `{}`: {}", between_entries ? "after entry" : "entry", current_, reason);
     }
     if (source_error_ != nullptr && source_error_->has_value()) {
       Error error = **source_error_;
@@ -330,6 +348,8 @@ class Extractor {
   const std::optional<Error>* source_error_ = nullptr;
   ExtractResult result_;
   std::unordered_map<std::string, std::size_t> recorded_;  // path -> index in entries
+  std::vector<bool> stale_;                                // per entry: replaced since
+  bool any_stale_ = false;
   std::uint64_t entries_seen_ = 0;
   std::string current_;  // the entry being unpacked, as stored
 };

@@ -93,8 +93,7 @@ Result<TreeWriter> TreeWriter::open(const fs::path& root) {
   std::error_code error;
   fs::create_directories(root, error);
   if (error) {
-    return Error::failed(fmt::format("cannot create `{}`", root.string()))
-        .because(error.message());
+    return Error::failed(fmt::format("cannot create `{}`", root.string())).because(error.message());
   }
   // The root itself may be reached through links (/tmp on some systems);
   // only what lies below it is walked without following them.
@@ -117,8 +116,8 @@ Result<UniqueFd> TreeWriter::open_dirs(std::span<const std::string> dirs) {
 Result<int> TreeWriter::parent_of(std::span<const std::string> path) {
   const auto dirs = path.first(path.size() - 1);
   if (dirs.empty()) return root_.get();
-  if (cached_fd_.valid() && std::equal(dirs.begin(), dirs.end(), cached_dirs_.begin(),
-                                       cached_dirs_.end())) {
+  if (cached_fd_.valid() &&
+      std::equal(dirs.begin(), dirs.end(), cached_dirs_.begin(), cached_dirs_.end())) {
     return cached_fd_.get();
   }
   auto fd = open_dirs(dirs);

@@ -59,9 +59,8 @@ int run_extract(Context& context, const ExtractArgs& args) {
   const auto destination = user_path(context, args.destination);
   auto result = archive::extract_file(user_path(context, args.archive), destination, options);
   if (!result) return report(context, result.error());
-  context.console.info(fmt::format("unpacked {} entries ({} bytes) into {}",
-                                   result->entries.size(), result->bytes_written,
-                                   destination.string()));
+  context.console.info(fmt::format("unpacked {} entries ({} bytes) into {}", result->entries.size(),
+                                   result->bytes_written, destination.string()));
   if (context.options.json) {
     std::cout << nlohmann::json{{"entries", result->entries.size()},
                                 {"bytes", result->bytes_written},

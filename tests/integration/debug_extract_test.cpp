@@ -25,9 +25,9 @@ TEST_CASE("debug extract unpacks an archive and reports it as JSON", "[cli][debu
                    {Entry::file(top + "lib/libcudart.so.12.4.127", "elf", 0755),
                     Entry::symlink(top + "lib/libcudart.so.12", "libcudart.so.12.4.127"),
                     Entry::file(top + "LICENSE", "licence")}));
-  const auto r = run_envkit({.args = {"debug", "extract", "cudart.tar.xz", "out",
-                                      "--strip-components", "1", "--json"},
-                             .cwd = tmp.path()});
+  const auto r = run_envkit(
+      {.args = {"debug", "extract", "cudart.tar.xz", "out", "--strip-components", "1", "--json"},
+       .cwd = tmp.path()});
   CHECK(r.err.find("error") == std::string::npos);
   REQUIRE(r.exit_code == 0);
   const auto answer = json::parse(r.out);
@@ -39,8 +39,7 @@ TEST_CASE("debug extract unpacks an archive and reports it as JSON", "[cli][debu
   CHECK(envkit::test::mode_of(tmp.path() / "out/lib/libcudart.so.12.4.127") == 0755);
 }
 
-TEST_CASE("debug extract refuses a hostile archive with the entry and the reason",
-          "[cli][debug]") {
+TEST_CASE("debug extract refuses a hostile archive with the entry and the reason", "[cli][debug]") {
   TempDir tmp;
   envkit::test::write_bytes(tmp.path() / "evil.tar",
                             make_archive(Format::tar, {Entry::file("fine", "ok"),
@@ -57,11 +56,12 @@ TEST_CASE("debug extract stops at --max-bytes", "[cli][debug]") {
   TempDir tmp;
   envkit::test::write_bytes(tmp.path() / "bomb.tar.zst",
                             make_archive(Format::tar_zst, {{.path = "zeros", .zeros = 1 << 20}}));
-  const auto r = run_envkit({.args = {"debug", "extract", "bomb.tar.zst", "out", "--max-bytes",
-                                      "4096", "--json"},
-                             .cwd = tmp.path()});
+  const auto r = run_envkit(
+      {.args = {"debug", "extract", "bomb.tar.zst", "out", "--max-bytes", "4096", "--json"},
+       .cwd = tmp.path()});
   CHECK(r.exit_code == 1);
-  CHECK_THAT(r.err, Contains("entry `zeros`: the archive unpacks to more than 4096 bytes, the limit"));
+  CHECK_THAT(r.err,
+             Contains("entry `zeros`: the archive unpacks to more than 4096 bytes, the limit"));
   const auto answer = json::parse(r.out);
   CHECK_THAT(answer["error"].get<std::string>(), Contains("refused to unpack"));
 }
@@ -74,8 +74,9 @@ TEST_CASE("debug extract: a missing archive or a bad flag is a usage error", "[c
   CHECK_THAT(missing.err, Contains("`missing.tar.gz` does not exist"));
   CHECK_FALSE(fs::exists(tmp.path() / "out"));
 
-  const auto negative = run_envkit(
-      {.args = {"debug", "extract", "a.tar", "out", "--strip-components", "-1"}, .cwd = tmp.path()});
+  const auto negative =
+      run_envkit({.args = {"debug", "extract", "a.tar", "out", "--strip-components", "-1"},
+                  .cwd = tmp.path()});
   CHECK(negative.exit_code == 2);
   const auto no_dest = run_envkit({.args = {"debug", "extract", "a.tar"}, .cwd = tmp.path()});
   CHECK(no_dest.exit_code == 2);

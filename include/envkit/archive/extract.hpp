@@ -30,13 +30,16 @@ class Source {
 };
 
 // Where an entry lands: its path relative to the destination, or nullopt to
-// leave it out. Gets the entry's path as stored, after strip_components.
+// leave it out. Gets the entry's path as stored, after strip_components,
+// normalized (no `./`, no doubled '/'), a folder's with a trailing '/'. What
+// it answers is checked like a stored path (no absolute path, no `..`).
 using PathMap = std::function<std::optional<std::string>(std::string_view entry_path)>;
 
 struct ExtractOptions {
   int strip_components = 0;
   PathMap map;  // empty = every entry where it is
-  // Decompression-bomb limits: bytes written and entries.
+  // Decompression-bomb limits: bytes written and entries read (those left out
+  // by strip_components or the map included).
   std::uint64_t max_bytes = std::uint64_t{64} << 30;
   std::uint64_t max_entries = 1'000'000;
   // Compute each regular file's sha256 while writing it.
@@ -55,7 +58,10 @@ struct ExtractedEntry {
 };
 
 struct ExtractResult {
-  std::vector<ExtractedEntry> entries;  // in archive order
+  // In archive order, each path once: folders made on the way to a file are
+  // listed too, a hard link as a file, and a file replaced by a later entry
+  // only as the later one.
+  std::vector<ExtractedEntry> entries;
   std::uint64_t bytes_written = 0;
 };
 

@@ -21,8 +21,7 @@ struct LayoutTarget {
 
 // The options that unpack `target`'s archive straight into prefix layout:
 // strip_components and map set; the limits left as in `base`.
-[[nodiscard]] ExtractOptions layout_options(const LayoutTarget& target,
-                                            ExtractOptions base = {});
+[[nodiscard]] ExtractOptions layout_options(const LayoutTarget& target, ExtractOptions base = {});
 
 // Wheels cannot hold symlinks: under `root`/lib, for every versioned shared
 // library (libcudart.so.12, libcudnn.so.9.1.0) without its links, makes the

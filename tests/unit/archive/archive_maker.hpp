@@ -27,10 +27,10 @@ enum class Kind { file, directory, symlink, hardlink, char_device, fifo };
 struct Entry {
   std::string path;
   Kind kind = Kind::file;
-  std::string content;       // files
-  unsigned mode = 0644;      // permission bits, setuid and friends included
-  std::string link;          // symlink or hard link target
-  std::uint64_t zeros = 0;   // files: this many zero bytes after `content`
+  std::string content;        // files
+  unsigned mode = 0644;       // permission bits, setuid and friends included
+  std::string link;           // symlink or hard link target
+  std::uint64_t zeros = 0;    // files: this many zero bytes after `content`
   bool size_unknown = false;  // zip files: size only in the data descriptor, after the data
 
   static Entry file(std::string path, std::string content, unsigned mode = 0644) {
@@ -40,8 +40,8 @@ struct Entry {
     return {.path = std::move(path), .kind = Kind::directory, .mode = 0755};
   }
   static Entry symlink(std::string path, std::string target) {
-    return {.path = std::move(path), .kind = Kind::symlink, .mode = 0777,
-            .link = std::move(target)};
+    return {
+        .path = std::move(path), .kind = Kind::symlink, .mode = 0777, .link = std::move(target)};
   }
   static Entry hardlink(std::string path, std::string target) {
     return {.path = std::move(path), .kind = Kind::hardlink, .link = std::move(target)};
@@ -132,8 +132,7 @@ inline void fill_header(struct archive_entry* header, const Entry& entry) {
     case Kind::file:
       archive_entry_set_filetype(header, AE_IFREG);
       if (!entry.size_unknown) {
-        archive_entry_set_size(header,
-                               static_cast<la_int64_t>(entry.content.size() + entry.zeros));
+        archive_entry_set_size(header, static_cast<la_int64_t>(entry.content.size() + entry.zeros));
       }
       break;
     case Kind::directory:
@@ -182,8 +181,7 @@ inline std::string make_archive(Format format, const std::vector<Entry>& entries
   archive_write_set_bytes_in_last_block(writer.get(), 1);
   std::string out;
   detail::check(writer.get(),
-                archive_write_open(writer.get(), &out, nullptr, detail::append, nullptr),
-                "open");
+                archive_write_open(writer.get(), &out, nullptr, detail::append, nullptr), "open");
   for (const auto& entry : entries) {
     std::unique_ptr<struct archive_entry, detail::EntryDeleter> header(archive_entry_new());
     detail::fill_header(header.get(), entry);

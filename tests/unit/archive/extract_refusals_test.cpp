@@ -8,6 +8,7 @@
 #include "support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
+using Catch::Matchers::Contains;
 using envkit::archive::ExtractOptions;
 using envkit::archive::ExtractResult;
 using envkit::test::Entry;
@@ -17,7 +18,6 @@ using envkit::test::make_archive;
 using envkit::test::MemorySource;
 using envkit::test::TempDir;
 using envkit::test::tree;
-using Catch::Matchers::Contains;
 
 namespace {
 
@@ -48,9 +48,13 @@ envkit::Error refused(const std::string& bytes, const ExtractOptions& options = 
 }
 
 // The error's text: headline, causes and hints.
-std::string text(const envkit::Error& error) { return error.to_string(); }
+std::string text(const envkit::Error& error) {
+  return error.to_string();
+}
 
-std::string tar(std::vector<Entry> entries) { return make_archive(Format::tar, entries); }
+std::string tar(std::vector<Entry> entries) {
+  return make_archive(Format::tar, entries);
+}
 
 }  // namespace
 
@@ -73,6 +77,14 @@ TEST_CASE("an entry without a name is refused", "[archive][refusal]") {
   CHECK_THAT(text(refused(tar({Entry::file("./", "x")}))), Contains("the entry has no name"));
 }
 
+TEST_CASE("paths past PATH_MAX are refused", "[archive][refusal]") {
+  std::string deep;
+  while (deep.size() < 5000)
+    deep += "d/";
+  CHECK_THAT(text(refused(tar({Entry::file(deep + "x", "x")}))),
+             Contains("paths of 4096 bytes or more are not allowed"));
+}
+
 TEST_CASE("symlinks that leave the destination are refused", "[archive][refusal]") {
   CHECK_THAT(text(refused(tar({Entry::symlink("passwd", "/etc/passwd")}))),
              Contains("entry `passwd`: the symlink points to the absolute path `/etc/passwd`"));
@@ -88,10 +100,11 @@ TEST_CASE("symlinks that leave the destination are refused", "[archive][refusal]
 TEST_CASE("nothing is written through a symlink", "[archive][refusal]") {
   // `d/up` points back at the root (allowed); writing through it is not.
   auto error = refused(tar({Entry::symlink("d/up", ".."), Entry::file("d/up/x", "evil")}));
-  CHECK_THAT(text(error),
-             Contains("entry `d/up/x`: `d/up` is a symlink, and nothing is written through a link"));
-  CHECK_THAT(text(refused(tar({Entry::dir("real/"), Entry::symlink("l", "real"),
-                               Entry::file("l/x", "evil")}))),
+  CHECK_THAT(
+      text(error),
+      Contains("entry `d/up/x`: `d/up` is a symlink, and nothing is written through a link"));
+  CHECK_THAT(text(refused(tar(
+                 {Entry::dir("real/"), Entry::symlink("l", "real"), Entry::file("l/x", "evil")}))),
              Contains("entry `l/x`"));
   CHECK_THAT(text(refused(tar({Entry::symlink("l", "real"), Entry::dir("l/")}))),
              Contains("entry `l/`"));
@@ -120,8 +133,8 @@ TEST_CASE("hard links must point to a file unpacked before them", "[archive][ref
              Contains("hard link to `later`, which is not a file unpacked before it"));
   CHECK_THAT(text(refused(tar({Entry::dir("d/"), Entry::hardlink("h", "d")}))),
              Contains("entry `h`"));
-  CHECK_THAT(text(refused(tar({Entry::file("f", "x"), Entry::symlink("l", "f"),
-                               Entry::hardlink("h", "l")}))),
+  CHECK_THAT(text(refused(tar(
+                 {Entry::file("f", "x"), Entry::symlink("l", "f"), Entry::hardlink("h", "l")}))),
              Contains("hard link to `l`"));
 }
 
@@ -138,8 +151,9 @@ TEST_CASE("decompression bombs stop at the limits", "[archive][refusal][limits]"
   SECTION("one file of zeros, compressed to almost nothing") {
     const auto bomb = make_archive(Format::tar_xz, {{.path = "zeros", .zeros = 64 << 20}});
     CHECK(bomb.size() < 64 * 1024);
-    CHECK_THAT(text(refused(bomb, options)),
-               Contains("entry `zeros`: the archive unpacks to more than 1048576 bytes, the limit"));
+    CHECK_THAT(
+        text(refused(bomb, options)),
+        Contains("entry `zeros`: the archive unpacks to more than 1048576 bytes, the limit"));
   }
   SECTION("many files that add up") {
     std::vector<Entry> entries;
@@ -168,6 +182,12 @@ TEST_CASE("decompression bombs stop at the limits", "[archive][refusal][limits]"
     few.max_entries = 10;
     CHECK_THAT(text(refused(make_archive(Format::tar, entries), few)),
                Contains("entry `f10`: the archive has more than 10 entries, the limit"));
+  }
+  SECTION("folders made on the way count as entries") {
+    ExtractOptions few;
+    few.max_entries = 10;
+    CHECK_THAT(text(refused(tar({Entry::file("a/b/c/d/e/f/g/h/i/j/k", "x")}), few)),
+               Contains("entry `a/b/c/d/e/f/g/h/i/j/k`: the archive has more than 10 entries"));
   }
 }
 
@@ -200,8 +220,8 @@ TEST_CASE("truncated and corrupt archives fail, never half succeed", "[archive][
     std::string words;
     for (int i = 0; words.size() < 200'000; ++i)
       words += "cudaMalloc" + std::to_string(i * 7919 % 1000) + " ";
-    auto bytes = make_archive(Format::tar_gz, {Entry::file("first", "1"),
-                                               Entry::file("big", words)});
+    auto bytes =
+        make_archive(Format::tar_gz, {Entry::file("first", "1"), Entry::file("big", words)});
     for (std::size_t i = bytes.size() / 2; i < bytes.size() / 2 + 16; ++i)
       bytes[i] = static_cast<char>(~bytes[i]);
     const auto error = refused(bytes);

@@ -149,10 +149,10 @@ TEST_CASE("a zip's external attributes give the executable bit and symlinks", "[
 TEST_CASE("hash_files gives each file's sha256", "[archive]") {
   TempDir tmp;
   const auto big = pseudo_random(3'000'000, 3);  // several reads of the 1 MiB buffer
-  MemorySource source(make_archive(Format::tar_xz, {Entry::file("big.bin", big),
-                                                    Entry::file("empty", ""),
-                                                    Entry::symlink("link", "big.bin")}),
-                      4099);
+  MemorySource source(
+      make_archive(Format::tar_xz, {Entry::file("big.bin", big), Entry::file("empty", ""),
+                                    Entry::symlink("link", "big.bin")}),
+      4099);
   ExtractOptions options;
   options.hash_files = true;
   auto result = envkit::archive::extract(source, tmp.path() / "dest", options);
@@ -165,11 +165,11 @@ TEST_CASE("hash_files gives each file's sha256", "[archive]") {
 
 TEST_CASE("setuid, setgid and sticky bits are dropped", "[archive]") {
   TempDir tmp;
-  MemorySource source(make_archive(Format::tar, {Entry::file("suid", "x", 04755),
-                                                 Entry::file("sgid", "x", 02640),
-                                                 Entry::file("odd", "x", 0401),
-                                                 {.path = "sticky/", .kind = envkit::test::Kind::directory,
-                                                  .mode = 01777}}));
+  MemorySource source(make_archive(
+      Format::tar, {Entry::file("suid", "x", 04755),
+                    Entry::file("sgid", "x", 02640),
+                    Entry::file("odd", "x", 0401),
+                    {.path = "sticky/", .kind = envkit::test::Kind::directory, .mode = 01777}}));
   auto result = envkit::archive::extract(source, tmp.path() / "dest");
   REQUIRE(result.ok());
   CHECK(mode_of(tmp.path() / "dest/suid") == 0755);
@@ -180,9 +180,9 @@ TEST_CASE("setuid, setgid and sticky bits are dropped", "[archive]") {
 
 TEST_CASE("a later file replaces an earlier one at the same path", "[archive]") {
   TempDir tmp;
-  MemorySource source(make_archive(Format::tar, {Entry::file("a/x", "first", 0755),
-                                                 Entry::hardlink("a/y", "a/x"),
-                                                 Entry::file("a/x", "second")}));
+  MemorySource source(
+      make_archive(Format::tar, {Entry::file("a/x", "first", 0755), Entry::hardlink("a/y", "a/x"),
+                                 Entry::file("a/x", "second")}));
   auto result = envkit::archive::extract(source, tmp.path() / "dest");
   REQUIRE(result.ok());
   CHECK(read_bytes(tmp.path() / "dest/a/x") == "second");
@@ -199,9 +199,10 @@ TEST_CASE("a later file replaces an earlier one at the same path", "[archive]") 
 
 TEST_CASE("hard links to files unpacked before them", "[archive]") {
   TempDir tmp;
-  MemorySource source(make_archive(Format::gnutar, {Entry::file("lib/libz.so.1.3", "zlib", 0755),
-                                                    Entry::hardlink("lib/libz.so.1", "lib/libz.so.1.3"),
-                                                    Entry::hardlink("other/copy", "lib/libz.so.1.3")}));
+  MemorySource source(
+      make_archive(Format::gnutar, {Entry::file("lib/libz.so.1.3", "zlib", 0755),
+                                    Entry::hardlink("lib/libz.so.1", "lib/libz.so.1.3"),
+                                    Entry::hardlink("other/copy", "lib/libz.so.1.3")}));
   ExtractOptions options;
   options.hash_files = true;
   auto result = envkit::archive::extract(source, tmp.path() / "dest", options);
@@ -219,12 +220,10 @@ TEST_CASE("hard links to files unpacked before them", "[archive]") {
 
 TEST_CASE("strip_components drops leading folders as tar does", "[archive]") {
   TempDir tmp;
-  MemorySource source(make_archive(Format::tar_gz, {Entry::dir("./"), Entry::dir("./top/"),
-                                                    Entry::file("./top/README", "r"),
-                                                    Entry::file("./top/lib/libx.so.1", "x"),
-                                                    Entry::file("loose", "skipped"),
-                                                    Entry::hardlink("./top/lib/libx.so",
-                                                                    "./top/lib/libx.so.1")}));
+  MemorySource source(make_archive(
+      Format::tar_gz, {Entry::dir("./"), Entry::dir("./top/"), Entry::file("./top/README", "r"),
+                       Entry::file("./top/lib/libx.so.1", "x"), Entry::file("loose", "skipped"),
+                       Entry::hardlink("./top/lib/libx.so", "./top/lib/libx.so.1")}));
   ExtractOptions options;
   options.strip_components = 1;
   auto result = envkit::archive::extract(source, tmp.path() / "dest", options);
@@ -239,9 +238,9 @@ TEST_CASE("strip_components drops leading folders as tar does", "[archive]") {
 
 TEST_CASE("the map places entries or leaves them out; folders come with a slash", "[archive]") {
   TempDir tmp;
-  MemorySource source(make_archive(Format::tar, {Entry::dir("in/"), Entry::file("in/a", "a"),
-                                                 Entry::file("in/sub/b", "b"),
-                                                 Entry::file("out/c", "c")}));
+  MemorySource source(
+      make_archive(Format::tar, {Entry::dir("in/"), Entry::file("in/a", "a"),
+                                 Entry::file("in/sub/b", "b"), Entry::file("out/c", "c")}));
   std::vector<std::string> seen;
   ExtractOptions options;
   options.map = [&](std::string_view path) -> std::optional<std::string> {
@@ -338,8 +337,8 @@ TEST_CASE("real CUDA files survive a tar.xz round trip byte for byte", "[archive
   ExtractOptions options;
   options.strip_components = 1;
   options.hash_files = true;
-  auto result = envkit::archive::extract_file(tmp.path() / "cuda.tar.xz", tmp.path() / "dest",
-                                              options);
+  auto result =
+      envkit::archive::extract_file(tmp.path() / "cuda.tar.xz", tmp.path() / "dest", options);
   REQUIRE(result.ok());
   for (const auto& [name, path] : picks) {
     const auto original = read_bytes(path);

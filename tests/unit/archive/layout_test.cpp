@@ -48,9 +48,8 @@ std::vector<std::string> unpack(const std::vector<Entry>& entries, const LayoutT
 
 TEST_CASE("nvidia_redist strips the archive folder, lib64 becomes lib, licences move",
           "[archive][layout]") {
-  const LayoutTarget target{.layout = Layout::nvidia_redist,
-                            .package = "cuda",
-                            .component = "cuda_cudart"};
+  const LayoutTarget target{
+      .layout = Layout::nvidia_redist, .package = "cuda", .component = "cuda_cudart"};
   const auto options = layout_options(target);
   CHECK(options.strip_components == 1);
   const std::string top = "cuda_cudart-linux-x86_64-12.4.127-archive/";
@@ -89,7 +88,8 @@ TEST_CASE("licences of two components never land on each other", "[archive][layo
         make_archive(Format::tar_xz, {Entry::file(top + "LICENSE", component + " licence")}));
     auto result = envkit::archive::extract_file(
         tmp.path() / component, tmp.path() / "prefix",
-        layout_options({.layout = Layout::nvidia_redist, .package = "cuda", .component = component}));
+        layout_options(
+            {.layout = Layout::nvidia_redist, .package = "cuda", .component = component}));
     REQUIRE(result.ok());
   }
   CHECK(envkit::test::read_bytes(tmp.path() / "prefix/share/licenses/cuda/cuda_cudart/LICENSE") ==
@@ -99,7 +99,8 @@ TEST_CASE("licences of two components never land on each other", "[archive][layo
 }
 
 TEST_CASE("cudnn_legacy maps cuda/include and cuda/lib64", "[archive][layout]") {
-  const LayoutTarget target{.layout = Layout::cudnn_legacy, .package = "cudnn", .component = "cudnn"};
+  const LayoutTarget target{
+      .layout = Layout::cudnn_legacy, .package = "cudnn", .component = "cudnn"};
   const auto options = layout_options(target);
   CHECK(placed(options, "cuda/include/cudnn.h") == "include/cudnn.h");
   CHECK(placed(options, "cuda/lib64/libcudnn.so.7") == "lib/libcudnn.so.7");
@@ -266,10 +267,10 @@ TEST_CASE("a wheel unpacked and linked works as a CUDA lib folder", "[archive][l
   TempDir tmp;
   const auto wheel = tmp.path() / "nvidia_cudnn_cu12-9.1.0.70-py3-none-manylinux2014_x86_64.whl";
   envkit::test::write_bytes(
-      wheel, make_archive(Format::zip,
-                          {Entry::file("nvidia/cudnn/lib/libcudnn.so.9", "cudnn", 0755),
-                           Entry::file("nvidia/cudnn/lib/libcudnn_graph.so.9", "graph", 0755),
-                           Entry::file("nvidia/cudnn/include/cudnn.h", "h")}));
+      wheel,
+      make_archive(Format::zip, {Entry::file("nvidia/cudnn/lib/libcudnn.so.9", "cudnn", 0755),
+                                 Entry::file("nvidia/cudnn/lib/libcudnn_graph.so.9", "graph", 0755),
+                                 Entry::file("nvidia/cudnn/include/cudnn.h", "h")}));
   const auto options = layout_options({.layout = Layout::nvidia_wheel,
                                        .package = "cudnn",
                                        .component = "cudnn",
