@@ -64,6 +64,14 @@ void fill_all(std::vector<PackageFill>& fills, const Cache& cache, const FillCon
       tasks.push_back({&fill, i});
   }
   if (tasks.empty()) return;
+  // The largest first: the install takes at least as long as its biggest
+  // archive, so that one should not wait behind small ones.
+  std::stable_sort(tasks.begin(), tasks.end(), [](const Task& a, const Task& b) {
+    const auto size = [](const Task& t) {
+      return t.fill->package->artifacts[t.index].size.value_or(0);
+    };
+    return size(a) > size(b);
+  });
   std::atomic<std::size_t> next{0};
   std::mutex notes;
   const auto work = [&] {
