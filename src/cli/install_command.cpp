@@ -111,11 +111,16 @@ std::variant<lock::Lockfile, int> lock_for_install(Context& context, const Insta
 }
 
 nlohmann::json report_json(const store::InstallReport& report) {
-  return {{"prefix", report.prefix.string()},   {"generation", report.generation},
-          {"changed", report.changed},          {"link_mode", report.link_mode},
-          {"added", report.added},              {"removed", report.removed},
-          {"unchanged", report.unchanged},      {"skipped", report.skipped},
-          {"fell_back", report.fell_back},      {"warnings", report.warnings},
+  return {{"prefix", report.prefix.string()},
+          {"generation", report.generation},
+          {"changed", report.changed},
+          {"link_mode", report.link_mode},
+          {"added", report.added},
+          {"removed", report.removed},
+          {"unchanged", report.unchanged},
+          {"skipped", report.skipped},
+          {"fell_back", report.fell_back},
+          {"warnings", report.warnings},
           {"downloaded_bytes", report.downloaded_bytes},
           {"files", report.files}};
 }
@@ -155,8 +160,8 @@ int run_install(Context& context, const InstallFlags& flags) {
   if (!flags.offline) transport = std::make_unique<net::Transport>(transport_options(flags));
   std::optional<ProgressDisplay> progress;
   if (transport) {
-    progress.emplace(*transport, ProgressDisplay::mode_for(context.options.quiet ||
-                                                           context.options.json));
+    progress.emplace(*transport,
+                     ProgressDisplay::mode_for(context.options.quiet || context.options.json));
   }
   const store::InstallOptions options{
       .prefix = prefix_path(context, flags.prefix),
@@ -172,8 +177,7 @@ int run_install(Context& context, const InstallFlags& flags) {
           context.console.info(line);
         }
       }};
-  auto installed = store::install(std::get<lock::Lockfile>(lockfile),
-                                  cache_of(context), options);
+  auto installed = store::install(std::get<lock::Lockfile>(lockfile), cache_of(context), options);
   progress.reset();
   if (!installed) return report(context, installed.error());
   print_summary(context, *installed);
@@ -263,24 +267,28 @@ int run_cache_clean(Context& context, bool prune) {
 
 void register_install(CLI::App& root, Commands& out) {
   auto flags = std::make_shared<InstallFlags>();
-  auto* install = root.add_subcommand("install", "Make the prefix match envkit.lock (locking first if needed)");
+  auto* install =
+      root.add_subcommand("install", "Make the prefix match envkit.lock (locking first if needed)");
   install->add_flag("--locked", flags->locked, "Fail if envkit.lock is missing or out of date");
   install->add_flag("--frozen", flags->frozen, "Install envkit.lock as it is, without solving");
   install->add_option("--prefix", flags->prefix, "Where to install (default: .envkit/env)")
       ->option_text("DIR");
   install->add_flag("--offline", flags->offline, "Use the cache only; say what is missing");
-  install->add_option("--mirror", flags->mirrors,
-                      "Fetch https://HOST/PATH from MIRROR/HOST/PATH first (repeatable)")
+  install
+      ->add_option("--mirror", flags->mirrors,
+                   "Fetch https://HOST/PATH from MIRROR/HOST/PATH first (repeatable)")
       ->option_text("URL");
   install->add_option("--jobs,-j", flags->jobs, "Downloads at once (default 8)")
       ->check(CLI::Range(1, 64));
-  install->add_option("--packaging", flags->packaging,
-                      "Where NVIDIA ships both: archive (redist, default) or wheel (PyPI); the "
-                      "other is the fallback")
+  install
+      ->add_option("--packaging", flags->packaging,
+                   "Where NVIDIA ships both: archive (redist, default) or wheel (PyPI); the "
+                   "other is the fallback")
       ->check(CLI::IsMember({"archive", "wheel"}));
-  install->add_option("--link-mode", flags->link_mode,
-                      "How files come from the cache: reflink, hardlink or copy (default: the "
-                      "best that works)")
+  install
+      ->add_option("--link-mode", flags->link_mode,
+                   "How files come from the cache: reflink, hardlink or copy (default: the "
+                   "best that works)")
       ->check(CLI::IsMember({"reflink", "hardlink", "copy"}));
   install->add_option("--cacert", flags->cacert, "Extra CA bundle to verify servers with")
       ->option_text("FILE");
@@ -290,7 +298,8 @@ void register_install(CLI::App& root, Commands& out) {
   auto* list = root.add_subcommand("list", "Show what is installed in the prefix");
   list->add_option("--prefix", *list_prefix, "The prefix (default: .envkit/env)")
       ->option_text("DIR");
-  out.push_back({list, [list_prefix](Context& context) { return run_list(context, *list_prefix); }});
+  out.push_back(
+      {list, [list_prefix](Context& context) { return run_list(context, *list_prefix); }});
 
   auto* cache = root.add_subcommand("cache", "The content-addressed cache of unpacked artifacts");
   cache->require_subcommand(1);

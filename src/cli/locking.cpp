@@ -1,7 +1,5 @@
 #include "locking.hpp"
 
-#include "envkit/sys/fs.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -13,6 +11,7 @@
 #include "envkit/core/env_vars.hpp"
 #include "envkit/core/text.hpp"
 #include "envkit/project/external.hpp"
+#include "envkit/sys/fs.hpp"
 
 namespace envkit::cli {
 

@@ -71,8 +71,7 @@ void ProgressDisplay::note(const std::string& line) {
   fmt::print(stderr, "{}\n", line);
 }
 
-std::uint64_t ProgressDisplay::total_received(
-    const std::vector<net::TransferProgress>& transfers) {
+std::uint64_t ProgressDisplay::total_received(const std::vector<net::TransferProgress>& transfers) {
   std::map<std::string, std::uint64_t> seen;
   std::uint64_t active = 0;
   for (const auto& transfer : transfers) {
@@ -106,8 +105,9 @@ void ProgressDisplay::draw_bars(const std::vector<net::TransferProgress>& transf
       continue;
     }
     const auto total = transfer.total.value_or(0);
-    fmt::print(stderr, "  {} {} {:>10} / {:>10}\n", fit(transfer.label), bar(transfer.received, total),
-               human_bytes(transfer.received), total ? human_bytes(total) : "?");
+    fmt::print(stderr, "  {} {} {:>10} / {:>10}\n", fit(transfer.label),
+               bar(transfer.received, total), human_bytes(transfer.received),
+               total ? human_bytes(total) : "?");
     ++drawn_lines_;
   }
   const auto received = total_received(transfers);
@@ -115,8 +115,10 @@ void ProgressDisplay::draw_bars(const std::vector<net::TransferProgress>& transf
   std::uint64_t remaining = 0;
   bool all_known = true;
   for (const auto& transfer : transfers) {
-    if (!transfer.total) all_known = false;
-    else if (*transfer.total > transfer.received) remaining += *transfer.total - transfer.received;
+    if (!transfer.total)
+      all_known = false;
+    else if (*transfer.total > transfer.received)
+      remaining += *transfer.total - transfer.received;
   }
   const auto eta = all_known && rate > 0
                        ? fmt::format("  ETA {:.0f}s", static_cast<double>(remaining) / rate)

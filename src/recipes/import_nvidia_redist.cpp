@@ -76,8 +76,8 @@ using nlohmann::json;
 // From CUDA 13 on, nvcc's headers (crt/) and its device compiler (nvvm/) are
 // components of their own: without them the prefix's nvcc cannot compile.
 constexpr std::array<std::string_view, 13> kCudaDefaultComponents = {
-    "cuda_cudart", "cuda_nvcc",   "cuda_crt",    "libnvvm",     "cuda_nvrtc",
-    "cuda_cccl",   "cuda_cupti",  "libcublas",   "libcufft",    "libcurand",
+    "cuda_cudart", "cuda_nvcc",   "cuda_crt",     "libnvvm",  "cuda_nvrtc",
+    "cuda_cccl",   "cuda_cupti",  "libcublas",    "libcufft", "libcurand",
     "libcusolver", "libcusparse", "libnvjitlink",
 };
 

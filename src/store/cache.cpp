@@ -54,7 +54,9 @@ std::string Cache::entry_id(const ArtifactTarget& target) {
   return artifact.sha256 + "-" + core::sha256_hex(layout_key).substr(0, 8);
 }
 
-fs::path Cache::entry_dir(const std::string& id) const { return store_ / "entries" / id; }
+fs::path Cache::entry_dir(const std::string& id) const {
+  return store_ / "entries" / id;
+}
 
 Result<std::optional<EntryRecord>> Cache::find(const std::string& id) const {
   const auto record_file = store_ / "entries" / (id + ".json");
@@ -134,7 +136,8 @@ Result<CacheInfo> Cache::info() const {
   return info;
 }
 
-Result<CleanReport> Cache::remove_entries(const std::function<bool(const std::string&)>& keep) const {
+Result<CleanReport> Cache::remove_entries(
+    const std::function<bool(const std::string&)>& keep) const {
   CleanReport report;
   std::set<std::string> ids;
   std::error_code error;

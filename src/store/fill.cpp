@@ -98,8 +98,9 @@ Error mismatch(const ArtifactTarget& target, const std::string& url, const std::
       .because(fmt::format("expected sha256 {}", target.artifact.sha256))
       .because(fmt::format("got      sha256 {}", actual))
       .because(fmt::format("downloaded from {}", url))
-      .hint("the file changed on the server or in transit; nothing was installed from it. If a "
-            "mirror serves it, check the mirror's copy");
+      .hint(
+          "the file changed on the server or in transit; nothing was installed from it. If a "
+          "mirror serves it, check the mirror's copy");
 }
 
 FillOutcome failure(Error error, bool unreachable = false) {
@@ -181,8 +182,7 @@ Result<archive::ExtractResult> spool_unpack(const ArtifactTarget& target, net::B
       }
       if (*count == 0) break;
       sha.update(std::span(buffer).first(*count));
-      out.write(reinterpret_cast<const char*>(buffer.data()),
-                static_cast<std::streamsize>(*count));
+      out.write(reinterpret_cast<const char*>(buffer.data()), static_cast<std::streamsize>(*count));
       bytes += *count;
     }
     if (!out.flush()) {

@@ -56,11 +56,11 @@ Result<bool> GenerationBuilder::claim(const std::string& package, const FileReco
   const auto [it, inserted] = owners_.try_emplace(file.path, Owner{package, print});
   if (inserted) return true;
   if (it->second.fingerprint == print) return false;  // the same bytes twice: fine
-  if (file.type == archive::EntryType::directory ||
-      it->second.fingerprint == "directory") {
-    return Error::failed(fmt::format("`{}` and `{}` disagree about {}: a folder in one, a file "
-                                     "in the other",
-                                     it->second.package, package, text::quoted(file.path)));
+  if (file.type == archive::EntryType::directory || it->second.fingerprint == "directory") {
+    return Error::failed(
+        fmt::format("`{}` and `{}` disagree about {}: a folder in one, a file "
+                    "in the other",
+                    it->second.package, package, text::quoted(file.path)));
   }
   return Error::failed(fmt::format("`{}` and `{}` both install {} with different content",
                                    it->second.package, package, text::quoted(file.path)))
@@ -159,8 +159,7 @@ Result<std::vector<FileRecord>> GenerationBuilder::finish(specs::Platform platfo
   std::vector<FileRecord> links;
   const auto add_link = [&](const std::string& path, const std::string& target) -> Result<void> {
     std::error_code ignored;
-    if (owners_.contains(path) || fs::exists(fs::symlink_status(root_ / path, ignored)))
-      return {};
+    if (owners_.contains(path) || fs::exists(fs::symlink_status(root_ / path, ignored))) return {};
     if (auto made = make_symlink(target, root_ / path); !made) return made;
     links.push_back({.path = path, .type = archive::EntryType::symlink, .link_target = target});
     return {};

@@ -22,8 +22,7 @@ class GenerationBuilder {
   GenerationBuilder(std::filesystem::path root, std::optional<LinkMode> link_mode);
 
   // Places `files` (relative to `source`) into the generation for `package`.
-  [[nodiscard]] Result<void> place(const std::string& package,
-                                   const std::filesystem::path& source,
+  [[nodiscard]] Result<void> place(const std::string& package, const std::filesystem::path& source,
                                    const std::vector<FileRecord>& files);
 
   // Files under `old_root` that no receipt lists (the user's own): kept.

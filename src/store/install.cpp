@@ -249,9 +249,9 @@ Result<PackageReceipt> place_unchanged(GenerationBuilder& builder, const Cache& 
 
 // NVIDIA's cu12 nvcc wheels carry ptxas, crt/ and nvvm/ but not nvcc itself.
 std::optional<std::string> missing_nvcc(const PlannedPackage& package, const fs::path& root) {
-  const bool wants_nvcc =
-      std::any_of(package.artifacts.begin(), package.artifacts.end(),
-                  [](const recipes::Artifact& artifact) { return artifact.component == "cuda_nvcc"; });
+  const bool wants_nvcc = std::any_of(
+      package.artifacts.begin(), package.artifacts.end(),
+      [](const recipes::Artifact& artifact) { return artifact.component == "cuda_nvcc"; });
   std::error_code ignored;
   if (!wants_nvcc || fs::exists(root / "bin" / "nvcc", ignored)) return std::nullopt;
   return fmt::format(
@@ -311,9 +311,8 @@ Result<InstallReport> install(const lock::Lockfile& lockfile, const Cache& cache
   PrefixState next{.generation = generation,
                    .platform = std::string(specs::to_string(options.platform))};
   for (const auto& package : plan->packages) {
-    auto receipt = package.unchanged
-                       ? place_unchanged(builder, cache, *prefix, **state, package)
-                       : place_new(builder, cache, package, (*entries)[package.name]);
+    auto receipt = package.unchanged ? place_unchanged(builder, cache, *prefix, **state, package)
+                                     : place_new(builder, cache, package, (*entries)[package.name]);
     if (!receipt) return std::move(receipt).error();
     next.packages.push_back(*std::move(receipt));
     (package.unchanged ? report.unchanged : report.added)
@@ -331,8 +330,7 @@ Result<InstallReport> install(const lock::Lockfile& lockfile, const Cache& cache
   next.links = *std::move(links);
   next.link_mode = builder.link_mode();
   if (auto written = write_state(*root, next); !written) return std::move(written).error();
-  if (auto committed = prefix->commit(generation); !committed)
-    return std::move(committed).error();
+  if (auto committed = prefix->commit(generation); !committed) return std::move(committed).error();
 
   report.removed = plan->removed;
   report.generation = generation;

@@ -1,6 +1,7 @@
 #include "envkit/store/link.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -8,8 +9,6 @@
 
 #include <cerrno>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "envkit/core/text.hpp"
 
@@ -33,7 +32,7 @@ struct Fd {
 int clone_or_copy(const fs::path& from, const fs::path& to, bool clone_only) {
   Fd in(::open(from.c_str(), O_RDONLY | O_CLOEXEC));
   if (in.fd < 0) return errno;
-  struct stat info{};
+  struct stat info {};
   if (::fstat(in.fd, &info) != 0) return errno;
   // Clones and copies belong to the prefix: writable by their owner.
   const mode_t mode = (info.st_mode & 0111) != 0 ? 0755 : 0644;
@@ -44,8 +43,8 @@ int clone_or_copy(const fs::path& from, const fs::path& to, bool clone_only) {
     if (::ioctl(out.fd, FICLONE, in.fd) != 0) failure = errno;
   } else {
     for (off_t left = info.st_size; left > 0;) {
-      const auto copied = ::copy_file_range(in.fd, nullptr, out.fd, nullptr,
-                                            static_cast<std::size_t>(left), 0);
+      const auto copied =
+          ::copy_file_range(in.fd, nullptr, out.fd, nullptr, static_cast<std::size_t>(left), 0);
       if (copied <= 0) {
         failure = copied < 0 ? errno : EIO;
         break;

@@ -55,8 +55,9 @@ Error runfile_only(const lock::LockedPackage& package, const Artifact& runfile) 
       .because(fmt::format("NVIDIA ships {} {} only as a runfile installer ({}); envkit unpacks "
                            "redistributable archives and wheels, which exist from CUDA 11.4.2 on",
                            package.name, package.version.original(), runfile.url))
-      .hint("allow a newer CUDA in envkit.yaml (e.g. `cuda: \">=11.4.2\"`) if the framework "
-            "permits, or install this CUDA yourself and declare `external: {cuda: system}`");
+      .hint(
+          "allow a newer CUDA in envkit.yaml (e.g. `cuda: \">=11.4.2\"`) if the framework "
+          "permits, or install this CUDA yourself and declare `external: {cuda: system}`");
 }
 
 std::set<std::string> receipt_hashes(const PackageReceipt& receipt) {
@@ -98,8 +99,7 @@ bool InstallPlan::nothing_to_do() const {
 }
 
 Result<InstallPlan> plan_install(const lock::PlatformLock& lock,
-                                 const std::optional<PrefixState>& installed,
-                                 Packaging preferred) {
+                                 const std::optional<PrefixState>& installed, Packaging preferred) {
   std::map<std::string, const PackageReceipt*> receipts;
   if (installed) {
     for (const auto& receipt : installed->packages)
@@ -111,9 +111,9 @@ Result<InstallPlan> plan_install(const lock::PlatformLock& lock,
     const auto version = package.version.original();
     if (package.external) continue;  // the machine provides it
     if (package.artifacts.empty()) {
-      plan.skipped.push_back(fmt::format(
-          "{} {} is a Python package; envkit does not install Python packages yet",
-          package.name, version));
+      plan.skipped.push_back(
+          fmt::format("{} {} is a Python package; envkit does not install Python packages yet",
+                      package.name, version));
       continue;
     }
     const auto archives = of_packaging(package, Packaging::archive);

@@ -36,12 +36,12 @@ Result<Prefix> Prefix::open(const fs::path& path) {
   const auto status = fs::symlink_status(normal, ignored);
   if (!fs::exists(status) || fs::is_symlink(status) || is_empty_directory(normal)) return prefix;
   if (fs::exists(normal / ".envkit" / "state.json", ignored)) {
-    return Error::failed(fmt::format("{} was made by another envkit version",
-                                     text::quoted(normal.string())))
+    return Error::failed(
+               fmt::format("{} was made by another envkit version", text::quoted(normal.string())))
         .hint("remove it and run `envkit install` again");
   }
-  return Error::input(fmt::format("{} exists and was not made by envkit",
-                                  text::quoted(normal.string())))
+  return Error::input(
+             fmt::format("{} exists and was not made by envkit", text::quoted(normal.string())))
       .hint("choose another --prefix, or remove it first");
 }
 
@@ -87,18 +87,19 @@ Result<fs::path> Prefix::begin(int generation) const {
 
 Result<void> Prefix::commit(int generation) const {
   const auto relative = fs::path(generations_dir().filename()) / std::to_string(generation);
-  const auto temporary = path_.parent_path() / fmt::format(".{}.new-{}", path_.filename().string(),
-                                                           ::getpid());
+  const auto temporary =
+      path_.parent_path() / fmt::format(".{}.new-{}", path_.filename().string(), ::getpid());
   std::error_code error;
   fs::remove(temporary, error);
   fs::create_directory_symlink(relative, temporary, error);
-  if (!error && is_empty_directory(path_)) fs::remove(path_, error);  // first install over an empty dir
+  if (!error && is_empty_directory(path_))
+    fs::remove(path_, error);  // first install over an empty dir
   // rename(2) replaces the old symlink in one step: readers see old or new.
   if (!error) fs::rename(temporary, path_, error);
   if (error) {
     fs::remove(temporary, error);
-    return Error::failed(fmt::format("cannot point {} at its new generation",
-                                     text::quoted(path_.string())))
+    return Error::failed(
+               fmt::format("cannot point {} at its new generation", text::quoted(path_.string())))
         .because(error.message());
   }
   remove_stale_generations();

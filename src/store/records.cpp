@@ -71,9 +71,9 @@ json receipt_json(const PackageReceipt& receipt) {
                          {"url", artifact.url},
                          {"entry", artifact.entry}});
   }
-  return {{"name", receipt.name},         {"version", receipt.version},
-          {"build", receipt.build},       {"packaging", receipt.packaging},
-          {"artifacts", artifacts},       {"files", files_json(receipt.files)}};
+  return {{"name", receipt.name},   {"version", receipt.version},
+          {"build", receipt.build}, {"packaging", receipt.packaging},
+          {"artifacts", artifacts}, {"files", files_json(receipt.files)}};
 }
 
 PackageReceipt receipt_from(const json& object) {
@@ -98,8 +98,12 @@ Error unreadable(const fs::path& file, const std::exception& error) {
       .hint("run `envkit install` again: it rebuilds what it cannot read");
 }
 
-fs::path state_file(const fs::path& root) { return root / ".envkit" / "state.json"; }
-fs::path receipts_dir(const fs::path& root) { return root / ".envkit" / "receipts"; }
+fs::path state_file(const fs::path& root) {
+  return root / ".envkit" / "state.json";
+}
+fs::path receipts_dir(const fs::path& root) {
+  return root / ".envkit" / "receipts";
+}
 
 }  // namespace
 
@@ -143,8 +147,10 @@ Result<void> write_state(const fs::path& root, const PrefixState& state) {
                                           receipt_json(receipt).dump(1) + "\n");
     if (!written) return written;
   }
-  const json object = {{"generation", state.generation}, {"platform", state.platform},
-                       {"link-mode", state.link_mode},   {"packages", names},
+  const json object = {{"generation", state.generation},
+                       {"platform", state.platform},
+                       {"link-mode", state.link_mode},
+                       {"packages", names},
                        {"links", files_json(state.links)}};
   // Written last: a generation without state.json is not finished.
   return sys::write_file_atomic(state_file(root), object.dump(1) + "\n");

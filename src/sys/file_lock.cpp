@@ -38,7 +38,8 @@ Result<FileLock> FileLock::acquire(const std::filesystem::path& path, Mode mode,
   FileLock lock(*fd);
   if (::flock(*fd, flock_operation(mode) | LOCK_NB) == 0) return lock;
   if (errno != EWOULDBLOCK) {
-    return Error::failed("cannot lock " + text::quoted(path.string())).because(std::strerror(errno));
+    return Error::failed("cannot lock " + text::quoted(path.string()))
+        .because(std::strerror(errno));
   }
   if (on_wait) on_wait();
   while (::flock(*fd, flock_operation(mode)) != 0) {

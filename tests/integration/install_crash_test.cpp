@@ -25,9 +25,10 @@ constexpr int kFilesEach = 40;
 FixtureComponent component(int index, const std::string& release) {
   FixtureComponent c{.name = "comp" + std::to_string(index), .version = release};
   for (int i = 0; i < kFilesEach; ++i) {
-    c.files.push_back({.path = "include/comp" + std::to_string(index) + "/h" + std::to_string(i) + ".h",
-                       .content = "// release " + release + " file " + std::to_string(i) + "\n" +
-                                  std::string(2000, 'x')});
+    c.files.push_back(
+        {.path = "include/comp" + std::to_string(index) + "/h" + std::to_string(i) + ".h",
+         .content = "// release " + release + " file " + std::to_string(i) + "\n" +
+                    std::string(2000, 'x')});
   }
   c.files.push_back({.path = "lib/libcomp" + std::to_string(index) + ".so." + release,
                      .content = "release " + release + "\n"});
@@ -60,7 +61,8 @@ std::string whole_generation(const fs::path& prefix) {
   return *releases.begin();
 }
 
-TEST_CASE("kill -9 at any moment of an install leaves a whole environment", "[cli][install][crash]") {
+TEST_CASE("kill -9 at any moment of an install leaves a whole environment",
+          "[cli][install][crash]") {
   if (!StaticHttpServer::available()) {
     WARN("skipped: nginx is not installed (scripts/setup installs it)");
     return;
@@ -143,9 +145,8 @@ TEST_CASE("installs running at once share the cache and the prefix safely",
   const auto cache = work.path() / "cache";
   const auto install = [&](const fs::path& prefix) {
     return std::async(std::launch::async, [&, prefix] {
-      return sys::run_process({ENVKIT_BINARY, "-C", project.string(), "--cache-dir",
-                               cache.string(), "-q", "install", "--frozen", "--prefix",
-                               prefix.string()},
+      return sys::run_process({ENVKIT_BINARY, "-C", project.string(), "--cache-dir", cache.string(),
+                               "-q", "install", "--frozen", "--prefix", prefix.string()},
                               {.env = {{"NO_COLOR", "1"}}, .timeout = std::chrono::seconds(60)});
     });
   };

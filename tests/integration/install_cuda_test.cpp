@@ -57,8 +57,7 @@ TEST_CASE("CUDA from /usr/local/cuda, repacked as NVIDIA redist: lock, install, 
   }
   TempDir work;
   const RedistMirror mirror(work.path() / "www");
-  const std::vector<BuiltArtifact> built = {mirror.add_archive(*runtime),
-                                            mirror.add_archive(*crt),
+  const std::vector<BuiltArtifact> built = {mirror.add_archive(*runtime), mirror.add_archive(*crt),
                                             mirror.add_archive(nvcc_driver_only(*nvcc))};
   // The release these component versions belong to (cuda_cudart 13.0.96 is CUDA 13.0.2).
   const auto manifest = mirror.write_redistrib("13.0.2", built);
@@ -82,11 +81,10 @@ TEST_CASE("CUDA from /usr/local/cuda, repacked as NVIDIA redist: lock, install, 
   const auto prefix = project / ".envkit" / "env";
   std::ofstream(project / "main.cpp") << kProgram;
   SECTION("g++ with the prefix's headers and libraries") {
-    const auto built_program =
-        run({"g++", "main.cpp", "-I" + (prefix / "include").string(),
-             "-L" + (prefix / "lib").string(), "-lcudart",
-             "-Wl,-rpath," + (prefix / "lib").string(), "-o", "main"},
-            project);
+    const auto built_program = run(
+        {"g++", "main.cpp", "-I" + (prefix / "include").string(), "-L" + (prefix / "lib").string(),
+         "-lcudart", "-Wl,-rpath," + (prefix / "lib").string(), "-o", "main"},
+        project);
     INFO(built_program.err);
     REQUIRE(built_program.exit_code == 0);
     const auto ran = run({(project / "main").string()}, project);
@@ -95,8 +93,8 @@ TEST_CASE("CUDA from /usr/local/cuda, repacked as NVIDIA redist: lock, install, 
   }
   SECTION("the prefix's nvcc finds them through targets/x86_64-linux") {
     const auto built_program =
-        run({(prefix / "bin" / "nvcc").string(), "-x", "c++", "main.cpp", "-lcudart",
-             "-Xlinker", "-rpath," + (prefix / "lib").string(), "-o", "main-nvcc"},
+        run({(prefix / "bin" / "nvcc").string(), "-x", "c++", "main.cpp", "-lcudart", "-Xlinker",
+             "-rpath," + (prefix / "lib").string(), "-o", "main-nvcc"},
             project);
     INFO(built_program.err);
     REQUIRE(built_program.exit_code == 0);

@@ -91,10 +91,10 @@ TEST_CASE("live: CUDA 12.4 and cuDNN 9.1 wheels from PyPI make a prefix to build
   CHECK(fs::exists(prefix / "bin" / "ptxas"));
   CHECK_FALSE(fs::exists(prefix / "bin" / "nvcc"));
   CHECK(fs::exists(prefix / "include" / "crt" / "host_config.h"));
-  const auto out = build_and_run(
-      project, {"g++", "main.cpp", "-I" + (prefix / "include").string(),
-                "-L" + (prefix / "lib").string(), "-lcudnn", "-lcublas",
-                "-Wl,-rpath," + (prefix / "lib").string(), "-o", "main"});
+  const auto out =
+      build_and_run(project, {"g++", "main.cpp", "-I" + (prefix / "include").string(),
+                              "-L" + (prefix / "lib").string(), "-lcudnn", "-lcublas",
+                              "-Wl,-rpath," + (prefix / "lib").string(), "-o", "main"});
   CHECK_THAT(out, Catch::StartsWith("cudnn 9"));
   CHECK_THAT(out, Catch::EndsWith("cublas 12\n"));
 }
@@ -109,8 +109,8 @@ TEST_CASE("live: CUDA 13 wheels from PyPI give a prefix whose nvcc compiles and 
       {"cuda_cudart", "cuda_nvcc", "cuda_crt", "libnvvm", "libcublas", "cudnn"});
   const auto prefix = project / ".envkit" / "env";
   const auto out = build_and_run(
-      project, {(prefix / "bin" / "nvcc").string(), "-x", "c++", "main.cpp", "-lcudnn",
-                "-lcublas", "-Xlinker", "-rpath," + (prefix / "lib").string(), "-o", "main"});
+      project, {(prefix / "bin" / "nvcc").string(), "-x", "c++", "main.cpp", "-lcudnn", "-lcublas",
+                "-Xlinker", "-rpath," + (prefix / "lib").string(), "-o", "main"});
   CHECK_THAT(out, Catch::StartsWith("cudnn 9"));
   CHECK_THAT(out, Catch::EndsWith("cublas 13\n"));
 }

@@ -47,9 +47,9 @@ struct Project {
   void lock(const std::vector<LockedSpec>& packages) const {
     std::ofstream(root / "envkit.lock") << lock_text(packages);
   }
-  [[nodiscard]] sys::ProcessOutput envkit(std::vector<std::string> args,
-                                          std::map<std::string, std::optional<std::string>> env =
-                                              {}) const {
+  [[nodiscard]] sys::ProcessOutput envkit(
+      std::vector<std::string> args,
+      std::map<std::string, std::optional<std::string>> env = {}) const {
     std::vector<std::string> all = {"-C", root.string(), "--cache-dir", cache.string()};
     all.insert(all.end(), args.begin(), args.end());
     env.emplace("ENVKIT_RETRY_DELAY_MS", "1");
@@ -223,8 +223,8 @@ TEST_CASE("mirrors are tried first, and the original URL when they fail", "[cli]
   const auto built = origin.add_archive(small_component("foo", "1.2.3"));
   // The lock's URL is on a host nobody serves; the mirror has it at MIRROR/HOST/PATH.
   const std::string original = "http://downloads.invalid/redist";
-  const auto mirrored = project.dir.path() / "mirror" / "downloads.invalid" / "redist" /
-                        built.relative_path;
+  const auto mirrored =
+      project.dir.path() / "mirror" / "downloads.invalid" / "redist" / built.relative_path;
   fs::create_directories(mirrored.parent_path());
   fs::copy_file(origin.root() / built.relative_path, mirrored);
   const StaticHttpServer server(project.dir.path() / "mirror");
@@ -252,15 +252,17 @@ TEST_CASE("a package whose archives are unreachable comes from its wheels instea
   if (nginx_missing()) return;
   Project project;
   const RedistMirror mirror(project.dir.path() / "www");
-  FixtureComponent runtime{.name = "cuda_cudart",
-                           .version = "13.0.96",
-                           .files = {{.path = "lib/libcudart.so.13", .content = "runtime\n"},
-                                     {.path = "include/cuda_runtime_api.h", .content = "// api\n"}}};
+  FixtureComponent runtime{
+      .name = "cuda_cudart",
+      .version = "13.0.96",
+      .files = {{.path = "lib/libcudart.so.13", .content = "runtime\n"},
+                {.path = "include/cuda_runtime_api.h", .content = "// api\n"}}};
   const auto archive = mirror.add_archive(runtime);
   const auto wheel = mirror.add_wheel(runtime, "nvidia_cuda_runtime");
   fs::remove(mirror.root() / archive.relative_path);  // the archive host is down
   const StaticHttpServer server(mirror.root());
-  project.lock({{"cuda", "13.0.2",
+  project.lock({{"cuda",
+                 "13.0.2",
                  {lock_artifact(archive, server.url("")), lock_artifact(wheel, server.url(""))}}});
 
   const auto r = project.install({"--json"});
@@ -332,7 +334,7 @@ TEST_CASE("files come from the cache by hard link, and the cache's copies are re
   REQUIRE(r.exit_code == 0);
   const auto mode = json::parse(r.out).at("link_mode").get<std::string>();
   CHECK((mode == "reflink" || mode == "hardlink" || mode == "copy"));
-  struct stat info{};
+  struct stat info {};
   REQUIRE(::stat((project.prefix() / "include" / "foo.h").c_str(), &info) == 0);
   if (mode == "hardlink") {
     CHECK(info.st_nlink == 2);
@@ -371,8 +373,9 @@ TEST_CASE("a CUDA that NVIDIA ships only as a runfile is refused precisely", "[c
   recipes::Artifact runfile;
   runfile.component = "cuda";
   runfile.kind = recipes::ArtifactKind::runfile;
-  runfile.url = "https://developer.download.nvidia.com/compute/cuda/11.2.2/local_installers/"
-                "cuda_11.2.2_460.32.03_linux.run";
+  runfile.url =
+      "https://developer.download.nvidia.com/compute/cuda/11.2.2/local_installers/"
+      "cuda_11.2.2_460.32.03_linux.run";
   runfile.sha256 = std::string(64, 'a');
   runfile.format = "run";
   runfile.layout = recipes::Layout::none;
@@ -422,8 +425,7 @@ TEST_CASE("cache info, prune and clean", "[cli][install][cache]") {
   CHECK(read(project.prefix() / "lib" / "libfoo.so") == "foo library 1.2.3\n");
 }
 
-TEST_CASE("an unwritable cache is a clear error, and the prefix is untouched",
-          "[cli][install]") {
+TEST_CASE("an unwritable cache is a clear error, and the prefix is untouched", "[cli][install]") {
   Project project;
   const RedistMirror mirror(project.dir.path() / "www");
   const auto foo = mirror.add_archive(small_component("foo", "1.2.3"));

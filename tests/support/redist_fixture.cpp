@@ -18,7 +18,8 @@ namespace {
 
 constexpr std::string_view kCudaRoot = "/usr/local/cuda";
 
-void run_or_throw(const std::vector<std::string>& argv, std::map<std::string, std::optional<std::string>> env = {}) {
+void run_or_throw(const std::vector<std::string>& argv,
+                  std::map<std::string, std::optional<std::string>> env = {}) {
   auto result = sys::run_process(argv, {.env = std::move(env), .timeout = std::chrono::minutes(5)});
   if (!result) throw std::runtime_error(result.error().to_string());
   if (result->exit_code != 0)
@@ -55,7 +56,9 @@ BuiltArtifact describe(const fs::path& root, const fs::path& file, const Fixture
 
 }  // namespace
 
-RedistMirror::RedistMirror(fs::path root) : root_(std::move(root)) { fs::create_directories(root_); }
+RedistMirror::RedistMirror(fs::path root) : root_(std::move(root)) {
+  fs::create_directories(root_);
+}
 
 BuiltArtifact RedistMirror::add_archive(const FixtureComponent& component) const {
   const auto top = component.name + "-linux-x86_64-" + component.version + "-archive";
@@ -78,9 +81,9 @@ BuiltArtifact RedistMirror::add_wheel(const FixtureComponent& component,
   fs::create_directories(work.path() / dist_info / "licenses");
   std::ofstream(work.path() / dist_info / "licenses" / "License.txt") << component.license;
   std::ofstream(work.path() / dist_info / "WHEEL") << "Wheel-Version: 1.0\nRoot-Is-Purelib: true\n";
-  const auto file = root_ / "wheels" /
-                    (std::string(dist_name) + "-" + component.version +
-                     "-py3-none-manylinux_2_27_x86_64.whl");
+  const auto file =
+      root_ / "wheels" /
+      (std::string(dist_name) + "-" + component.version + "-py3-none-manylinux_2_27_x86_64.whl");
   fs::create_directories(file.parent_path());
   // Python's zipfile writes what pip's wheels are: unix modes in the external attributes.
   run_or_throw({"python3", "-c",
@@ -104,15 +107,14 @@ fs::path RedistMirror::write_redistrib(std::string_view release_label,
                              {"release_product", "cuda"}};
   for (const auto& artifact : artifacts) {
     if (artifact.wheel) continue;
-    manifest[artifact.component] = {
-        {"name", artifact.component},
-        {"license", "CUDA Toolkit"},
-        {"version", artifact.version},
-        {"linux-x86_64",
-         {{"relative_path", artifact.relative_path},
-          {"sha256", artifact.sha256},
-          {"md5", "00000000000000000000000000000000"},
-          {"size", std::to_string(artifact.size)}}}};
+    manifest[artifact.component] = {{"name", artifact.component},
+                                    {"license", "CUDA Toolkit"},
+                                    {"version", artifact.version},
+                                    {"linux-x86_64",
+                                     {{"relative_path", artifact.relative_path},
+                                      {"sha256", artifact.sha256},
+                                      {"md5", "00000000000000000000000000000000"},
+                                      {"size", std::to_string(artifact.size)}}}};
   }
   const auto file = root_ / ("redistrib_" + std::string(release_label) + ".json");
   std::ofstream(file) << manifest.dump(4) << '\n';
@@ -126,8 +128,8 @@ std::optional<FixtureComponent> real_cuda_component(std::string_view dist_info, 
   for (const auto& entry : fs::directory_iterator(cuda / "dist-info", ignored)) {
     const auto folder = entry.path().filename().string();
     if (!folder.starts_with(dist_info)) continue;
-    const auto version =
-        folder.substr(dist_info.size(), folder.size() - dist_info.size() - std::string_view(".dist-info").size());
+    const auto version = folder.substr(
+        dist_info.size(), folder.size() - dist_info.size() - std::string_view(".dist-info").size());
     FixtureComponent component{.name = std::move(name), .version = version};
     std::ifstream record(entry.path() / "RECORD");
     constexpr std::string_view kPrefix = "nvidia/cu13/";
@@ -137,9 +139,8 @@ std::optional<FixtureComponent> real_cuda_component(std::string_view dist_info, 
       const auto inside = path.substr(kPrefix.size());
       const auto source = cuda / inside;
       if (!fs::is_regular_file(source, ignored)) return std::nullopt;
-      component.files.push_back({.path = inside,
-                                 .source = source,
-                                 .executable = inside.starts_with("bin/")});
+      component.files.push_back(
+          {.path = inside, .source = source, .executable = inside.starts_with("bin/")});
     }
     if (auto license = sys::read_file(entry.path() / "licenses" / "License.txt"))
       component.license = *license;

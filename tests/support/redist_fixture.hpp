@@ -14,10 +14,10 @@
 namespace envkit::test {
 
 struct FixtureFile {
-  std::string path;                     // inside the component: "lib/libcudart.so.13"
-  std::filesystem::path source;         // a real file to copy, or empty to use `content`
+  std::string path;              // inside the component: "lib/libcudart.so.13"
+  std::filesystem::path source;  // a real file to copy, or empty to use `content`
   std::string content;
-  std::string symlink_target;           // non-empty: a symlink (archives only)
+  std::string symlink_target;  // non-empty: a symlink (archives only)
   bool executable = false;
 };
 
@@ -57,7 +57,6 @@ class RedistMirror {
 // A component made of /usr/local/cuda's real files, as its wheel's RECORD
 // (under /usr/local/cuda/dist-info) lists them; nullopt where that is absent.
 // `dist_info` is the dist-info folder's name prefix, e.g. "nvidia_cuda_runtime-".
-std::optional<FixtureComponent> real_cuda_component(std::string_view dist_info,
-                                                    std::string name);
+std::optional<FixtureComponent> real_cuda_component(std::string_view dist_info, std::string name);
 
 }  // namespace envkit::test

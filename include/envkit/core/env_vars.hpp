@@ -44,16 +44,15 @@ inline constexpr Variable kRetryDelayMs{
     "ENVKIT_RETRY_DELAY_MS", "wait before the first retry, doubled after each (default 500)"};
 inline constexpr Variable kMaxRetryDelayMs{"ENVKIT_MAX_RETRY_DELAY_MS",
                                            "longest wait between retries (default 30000)"};
-inline constexpr Variable kStallTimeoutMs{
-    "ENVKIT_STALL_TIMEOUT_MS", "a transfer silent this long is retried (default 30000)"};
+inline constexpr Variable kStallTimeoutMs{"ENVKIT_STALL_TIMEOUT_MS",
+                                          "a transfer silent this long is retried (default 30000)"};
 inline constexpr Variable kConnectTimeoutMs{"ENVKIT_CONNECT_TIMEOUT_MS",
                                             "connection timeout (default 15000)"};
 
-inline constexpr Variable kAll[] = {kRecipes,          kCacheDir,       kOverrideDriver,
-                                    kOverrideCudaArch, kOverrideGlibc,  kProcDriverVersion,
-                                    kLiveTests,        kNoColor,        kXdgCacheHome,
-                                    kRetries,          kRetryDelayMs,   kMaxRetryDelayMs,
-                                    kStallTimeoutMs,   kConnectTimeoutMs};
+inline constexpr Variable kAll[] = {
+    kRecipes,           kCacheDir,        kOverrideDriver, kOverrideCudaArch, kOverrideGlibc,
+    kProcDriverVersion, kLiveTests,       kNoColor,        kXdgCacheHome,     kRetries,
+    kRetryDelayMs,      kMaxRetryDelayMs, kStallTimeoutMs, kConnectTimeoutMs};
 
 // The variable's value, or nullopt when unset. Empty counts as set.
 [[nodiscard]] std::optional<std::string> get(const Variable& variable);

@@ -14,8 +14,8 @@
 
 // The content-addressed cache of unpacked artifacts (docs/how-it-works.md):
 //   <cache>/store/v1/entries/<id>/       the artifact unpacked in prefix layout (read-only files)
-//   <cache>/store/v1/entries/<id>.json   its record, written last: an entry without it is unfinished
-//   <cache>/store/v1/locks/<id>.lock     held while an entry is made or removed
+//   <cache>/store/v1/entries/<id>.json   its record, written last: an entry without it is
+//   unfinished <cache>/store/v1/locks/<id>.lock     held while an entry is made or removed
 //   <cache>/store/v1/tmp/                entries being unpacked, wheels being downloaded
 //   <cache>/store/v1/prefixes/<hash>     the prefixes that use the cache (for `cache prune`)
 // Several envkit processes share it safely: an entry is made under its lock

@@ -41,7 +41,7 @@ struct EntryRecord {
 struct ReceiptArtifact {
   std::string component;
   std::string sha256;
-  std::string url;  // without credentials
+  std::string url;    // without credentials
   std::string entry;  // cache entry id
 };
 

@@ -32,11 +32,10 @@ using Kind = recipes::ArtifactKind;
 
 const lock::PlatformLock kCudaBothPackagings{
     .platform = specs::Platform::linux_x86_64,
-    .packages = {package("cuda", "12.4.1",
-                         {artifact("cuda_cudart", Kind::archive, "1"),
-                          artifact("cuda_cudart", Kind::wheel, "2"),
-                          artifact("cuda_nvcc", Kind::archive, "3"),
-                          artifact("cuda_nvcc", Kind::wheel, "4")})}};
+    .packages = {package(
+        "cuda", "12.4.1",
+        {artifact("cuda_cudart", Kind::archive, "1"), artifact("cuda_cudart", Kind::wheel, "2"),
+         artifact("cuda_nvcc", Kind::archive, "3"), artifact("cuda_nvcc", Kind::wheel, "4")})}};
 
 TEST_CASE("one packaging for all of a package's components, the other as fallback",
           "[store][plan]") {
@@ -60,10 +59,10 @@ TEST_CASE("one packaging for all of a package's components, the other as fallbac
 TEST_CASE("a packaging that lacks a component is no fallback", "[store][plan]") {
   const lock::PlatformLock locked{
       .platform = specs::Platform::linux_x86_64,
-      .packages = {package("cuda", "12.4.1",
-                           {artifact("cuda_cudart", Kind::archive, "1"),
-                            artifact("cuda_cudart", Kind::wheel, "2"),
-                            artifact("cuda_nvcc", Kind::archive, "3")})}};
+      .packages = {package(
+          "cuda", "12.4.1",
+          {artifact("cuda_cudart", Kind::archive, "1"), artifact("cuda_cudart", Kind::wheel, "2"),
+           artifact("cuda_nvcc", Kind::archive, "3")})}};
   auto plan = plan_install(locked, std::nullopt, Packaging::wheel);
   REQUIRE(plan);
   // The wheels cannot make the whole package, the archives can.
