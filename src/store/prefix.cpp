@@ -34,7 +34,16 @@ Result<Prefix> Prefix::open(const fs::path& path) {
   Prefix prefix(normal);
   std::error_code ignored;
   const auto status = fs::symlink_status(normal, ignored);
-  if (!fs::exists(status) || fs::is_symlink(status) || is_empty_directory(normal)) return prefix;
+  if (!fs::exists(status) || is_empty_directory(normal)) return prefix;
+  // A symlink is ours only when it points into our generations: never
+  // repoint a link the user made (`--prefix /usr/local/cuda`).
+  if (fs::is_symlink(status)) {
+    const auto target = fs::read_symlink(normal, ignored);
+    if (target.parent_path() == fs::path(prefix.generations_dir().filename())) return prefix;
+    return Error::input(fmt::format("{} is a symlink envkit did not make (to {})",
+                                    text::quoted(normal.string()), text::quoted(target.string())))
+        .hint("choose another --prefix; envkit never repoints a link it did not make");
+  }
   if (fs::exists(normal / ".envkit" / "state.json", ignored)) {
     return Error::failed(
                fmt::format("{} was made by another envkit version", text::quoted(normal.string())))

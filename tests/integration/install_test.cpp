@@ -216,6 +216,32 @@ TEST_CASE("install rides out broken transfers: resets, 500s, 429s, short bodies"
   CHECK_THAT(ranges[1], Catch::StartsWith("bytes="));
 }
 
+TEST_CASE("credentials in URLs never reach messages, receipts or the cache", "[cli][install]") {
+  if (nginx_missing()) return;
+  Project project;
+  const RedistMirror mirror(project.dir.path() / "www");
+  const auto good = mirror.add_archive(small_component("foo", "1.2.3"));
+  const StaticHttpServer server(mirror.root());
+  const auto with_credentials = "http://alice:s3cr3t@127.0.0.1:" + std::to_string(server.port());
+  auto broken = lock_artifact(good, with_credentials);
+  broken.sha256 = std::string(64, 'f');  // a mismatch, so the URL is printed
+  project.lock({{"cuda", "12.4.1", {broken}}});
+  const auto failed = project.install({"-v"});
+  CHECK(failed.exit_code == 1);
+  CHECK_THAT(failed.err, Catch::Contains("checksum mismatch"));
+  CHECK_THAT(failed.err, !Catch::Contains("s3cr3t"));
+
+  project.lock({{"cuda", "12.4.1", {lock_artifact(good, with_credentials)}}});
+  const auto r = project.install({"-v", "--json"});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err + r.out, !Catch::Contains("s3cr3t"));
+  for (const auto& entry : fs::recursive_directory_iterator(project.dir.path())) {
+    if (!entry.is_regular_file() || entry.path().extension() != ".json") continue;
+    INFO(entry.path());
+    CHECK_THAT(read(entry.path()), !Catch::Contains("s3cr3t"));
+  }
+}
+
 TEST_CASE("mirrors are tried first, and the original URL when they fail", "[cli][install]") {
   if (nginx_missing()) return;
   Project project;

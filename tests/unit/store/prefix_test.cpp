@@ -65,6 +65,11 @@ TEST_CASE("a folder envkit did not make is never taken over", "[store][prefix]")
   CHECK(refused.error().code() == ErrorCode::input);
   CHECK_THAT(refused.error().to_string(), Catch::Contains("not made by envkit"));
 
+  fs::create_directory_symlink("/usr", dir.path() / "link");
+  auto link = Prefix::open(dir.path() / "link");
+  REQUIRE_FALSE(link);
+  CHECK_THAT(link.error().to_string(), Catch::Contains("symlink envkit did not make"));
+
   fs::create_directories(dir.path() / "empty");
   auto empty = Prefix::open(dir.path() / "empty");
   REQUIRE(empty);
