@@ -7,9 +7,11 @@
 
 #include "entry_path.hpp"
 #include "envkit/core/result.hpp"
-#include "unique_fd.hpp"
+#include "envkit/sys/unique_fd.hpp"
 
 namespace envkit::archive::detail {
+
+using sys::UniqueFd;
 
 // Creates files, folders and links under one root folder without ever
 // following a symlink below the root: each folder is opened relative to its

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "envkit/core/text.hpp"
+#include "envkit/sys/unique_fd.hpp"
 
 namespace envkit::store {
 
@@ -18,33 +19,23 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Fd {
-  int fd = -1;
-  explicit Fd(int value) : fd(value) {}
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-};
-
 // Copies (or clones) by content into a new file with the source's x bits.
 int clone_or_copy(const fs::path& from, const fs::path& to, bool clone_only) {
-  Fd in(::open(from.c_str(), O_RDONLY | O_CLOEXEC));
-  if (in.fd < 0) return errno;
+  const sys::UniqueFd in(::open(from.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!in.valid()) return errno;
   struct stat info {};
-  if (::fstat(in.fd, &info) != 0) return errno;
+  if (::fstat(in.get(), &info) != 0) return errno;
   // Clones and copies belong to the prefix: writable by their owner.
   const mode_t mode = (info.st_mode & 0111) != 0 ? 0755 : 0644;
-  Fd out(::open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
-  if (out.fd < 0) return errno;
+  const sys::UniqueFd out(::open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
+  if (!out.valid()) return errno;
   int failure = 0;
   if (clone_only) {
-    if (::ioctl(out.fd, FICLONE, in.fd) != 0) failure = errno;
+    if (::ioctl(out.get(), FICLONE, in.get()) != 0) failure = errno;
   } else {
     for (off_t left = info.st_size; left > 0;) {
-      const auto copied =
-          ::copy_file_range(in.fd, nullptr, out.fd, nullptr, static_cast<std::size_t>(left), 0);
+      const auto copied = ::copy_file_range(in.get(), nullptr, out.get(), nullptr,
+                                            static_cast<std::size_t>(left), 0);
       if (copied <= 0) {
         failure = copied < 0 ? errno : EIO;
         break;

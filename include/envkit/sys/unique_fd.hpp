@@ -4,9 +4,9 @@
 
 #include <utility>
 
-namespace envkit::archive::detail {
+namespace envkit::sys {
 
-// An owned file descriptor, closed on scope exit.
+// An owned POSIX file descriptor, closed on scope exit.
 class UniqueFd {
  public:
   UniqueFd() = default;
@@ -34,4 +34,4 @@ class UniqueFd {
   int fd_ = -1;
 };
 
-}  // namespace envkit::archive::detail
+}  // namespace envkit::sys
