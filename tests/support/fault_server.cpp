@@ -126,6 +126,11 @@ int FaultServer::requests(const std::string& path) const {
   return found == routes_.end() ? 0 : found->second.requests;
 }
 
+std::vector<std::string> FaultServer::heads() const {
+  std::lock_guard lock(mutex_);
+  return heads_;
+}
+
 std::vector<std::string> FaultServer::ranges(const std::string& path) const {
   std::lock_guard lock(mutex_);
   const auto found = routes_.find(path);
@@ -145,6 +150,10 @@ void FaultServer::accept_loop() {
 void FaultServer::handle(int client) {
   std::string head;
   if (read_head(client, head)) {
+    {
+      std::lock_guard lock(mutex_);
+      heads_.push_back(head);
+    }
     begin_request();
     send_reply(client, reply_for(request_path(head), header_value(head, "range")));
   }
@@ -195,8 +204,8 @@ FaultServer::Reply FaultServer::reply_for(const std::string& path, const std::st
               .chunk_delay = behaviour.chunk_delay};
   const long length =
       static_cast<long>(reply.body.size()) + (fault == Fault::lie ? behaviour.length_lie : 0);
-  reply.head =
-      status_line(ranged ? 206 : 200) + "Content-Length: " + std::to_string(length) + "\r\n";
+  reply.head = status_line(ranged ? 206 : 200) + "Content-Type: " + behaviour.content_type +
+               "\r\nContent-Length: " + std::to_string(length) + "\r\n";
   if (ranged) {
     reply.head += "Content-Range: bytes " + std::to_string(from) + "-" +
                   std::to_string(body.size() - 1) + "/" + size + "\r\n";

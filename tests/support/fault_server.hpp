@@ -38,6 +38,8 @@ struct Behaviour {
   long length_lie = 0;
   // Serve the body with its middle byte flipped, every time.
   bool wrong_bytes = false;
+  // The Content-Type of the answer.
+  std::string content_type = "application/octet-stream";
   // A pause after each 16 KiB of body, so that transfers last a while.
   std::chrono::milliseconds chunk_delay{0};
 };
@@ -60,6 +62,8 @@ class FaultServer {
   [[nodiscard]] int requests(const std::string& path) const;
   // The Range header of each request for `path`, in order ("" when absent).
   [[nodiscard]] std::vector<std::string> ranges(const std::string& path) const;
+  // Every request's head (request line and headers), any path, in order.
+  [[nodiscard]] std::vector<std::string> heads() const;
   // The most requests this server was answering at one time.
   [[nodiscard]] int max_concurrent() const { return max_active_; }
 
@@ -88,6 +92,7 @@ class FaultServer {
   std::atomic<int> active_{0}, max_active_{0};
   mutable std::mutex mutex_;  // guards everything below
   std::map<std::string, Route> routes_;
+  std::vector<std::string> heads_;
   std::set<int> clients_;  // open connections, shut down by the destructor
   std::vector<std::thread> connections_;
   std::thread acceptor_;  // last: starts once everything above exists
