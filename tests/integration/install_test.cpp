@@ -306,7 +306,7 @@ TEST_CASE("a package whose archives are unreachable comes from its wheels instea
   CHECK(fs::read_symlink(prefix / "targets" / "x86_64-linux" / "include") == "../../include");
 }
 
-TEST_CASE("--offline installs from the cache and names what is missing", "[cli][install]") {
+TEST_CASE("an offline install uses the cache only and names what is missing", "[cli][install]") {
   if (nginx_missing()) return;
   Project project;
   const RedistMirror mirror(project.dir.path() / "www");
