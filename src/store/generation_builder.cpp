@@ -14,8 +14,7 @@ namespace {
 Error cannot_create(const fs::path& path, const std::error_code& error) {
   Error failure = Error::failed(fmt::format("cannot create {}", text::quoted(path.string())))
                       .because(error.message());
-  if (error == std::errc::no_space_on_device)
-    failure.hint("free some disk space; the previous environment is untouched");
+  if (error == std::errc::no_space_on_device) failure.hint(std::string(kDiskFullHint));
   return failure;
 }
 

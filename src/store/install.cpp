@@ -307,6 +307,15 @@ Result<InstallReport> install(const lock::Lockfile& lockfile, const Cache& cache
   const int generation = report.generation + 1;
   auto root = prefix->begin(generation);
   if (!root) return std::move(root).error();
+  // A generation that fails half-built goes at once (disk full: give the space back).
+  struct Discard {
+    fs::path root;
+    bool committed = false;
+    ~Discard() {
+      std::error_code ignored;
+      if (!committed) fs::remove_all(root, ignored);
+    }
+  } discard{*root};
   GenerationBuilder builder(*root, options.link_mode);
   PrefixState next{.generation = generation,
                    .platform = std::string(specs::to_string(options.platform))};
@@ -331,6 +340,7 @@ Result<InstallReport> install(const lock::Lockfile& lockfile, const Cache& cache
   next.link_mode = builder.link_mode();
   if (auto written = write_state(*root, next); !written) return std::move(written).error();
   if (auto committed = prefix->commit(generation); !committed) return std::move(committed).error();
+  discard.committed = true;
 
   report.removed = plan->removed;
   report.generation = generation;

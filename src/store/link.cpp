@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstring>
 
@@ -18,6 +19,38 @@ namespace envkit::store {
 namespace fs = std::filesystem;
 
 namespace {
+
+// read() and write() in a loop: for where copy_file_range cannot go (across
+// filesystems on some kernels, tmpfs). Returns 0 or errno.
+int copy_by_hand(int in, int out) {
+  std::array<char, 1 << 16> buffer{};
+  while (true) {
+    const auto got = ::read(in, buffer.data(), buffer.size());
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return errno;
+    if (got == 0) return 0;
+    for (ssize_t written = 0; written < got;) {
+      const auto put =
+          ::write(out, buffer.data() + written, static_cast<std::size_t>(got - written));
+      if (put < 0) return errno;
+      written += put;
+    }
+  }
+}
+
+// Copies with copy_file_range (the kernel copies, or shares blocks), by hand where it cannot.
+int copy_content(int in, int out, off_t size) {
+  for (off_t left = size; left > 0;) {
+    const auto copied =
+        ::copy_file_range(in, nullptr, out, nullptr, static_cast<std::size_t>(left), 0);
+    if (copied < 0 && left == size &&
+        (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP))
+      return copy_by_hand(in, out);
+    if (copied <= 0) return copied < 0 ? errno : EIO;
+    left -= copied;
+  }
+  return 0;
+}
 
 // Copies (or clones) by content into a new file with the source's x bits.
 int clone_or_copy(const fs::path& from, const fs::path& to, bool clone_only) {
@@ -33,15 +66,7 @@ int clone_or_copy(const fs::path& from, const fs::path& to, bool clone_only) {
   if (clone_only) {
     if (::ioctl(out.get(), FICLONE, in.get()) != 0) failure = errno;
   } else {
-    for (off_t left = info.st_size; left > 0;) {
-      const auto copied = ::copy_file_range(in.get(), nullptr, out.get(), nullptr,
-                                            static_cast<std::size_t>(left), 0);
-      if (copied <= 0) {
-        failure = copied < 0 ? errno : EIO;
-        break;
-      }
-      left -= copied;
-    }
+    failure = copy_content(in.get(), out.get(), info.st_size);
   }
   if (failure != 0) ::unlink(to.c_str());
   return failure;
@@ -106,9 +131,12 @@ Result<void> Linker::place(const fs::path& from, const fs::path& to) {
     const int error = place_with(mode_, from, to);
     if (error == 0) return {};
     if (fixed_ || !unsupported(mode_, error)) {
-      return Error::failed(fmt::format("cannot {} {} to {}", to_string(mode_),
-                                       text::quoted(from.string()), text::quoted(to.string())))
-          .because(std::strerror(error));
+      Error failure =
+          Error::failed(fmt::format("cannot {} {} to {}", to_string(mode_),
+                                    text::quoted(from.string()), text::quoted(to.string())))
+              .because(std::strerror(error));
+      if (error == ENOSPC || error == EDQUOT) failure.hint(std::string(kDiskFullHint));
+      return failure;
     }
     // Falls back once for the whole install: the next mode is tried from now on.
     mode_ = mode_ == LinkMode::reflink ? LinkMode::hardlink : LinkMode::copy;

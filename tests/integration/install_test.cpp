@@ -451,6 +451,63 @@ TEST_CASE("cache info, prune and clean", "[cli][install][cache]") {
   CHECK(read(project.prefix() / "lib" / "libfoo.so") == "foo library 1.2.3\n");
 }
 
+// A 1 MiB tmpfs, where the kernel lets this process mount one (root in a
+// container that allows it); the test skips elsewhere.
+class SmallDisk {
+ public:
+  explicit SmallDisk(fs::path where) : path_(std::move(where)) {
+    fs::create_directories(path_);
+    auto mounted =
+        sys::run_process({"mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", path_.string()});
+    mounted_ = mounted && mounted->exit_code == 0;
+  }
+  ~SmallDisk() {
+    if (mounted_) static_cast<void>(sys::run_process({"umount", path_.string()}));
+  }
+  SmallDisk(const SmallDisk&) = delete;
+  SmallDisk& operator=(const SmallDisk&) = delete;
+  [[nodiscard]] bool mounted() const { return mounted_; }
+
+ private:
+  fs::path path_;
+  bool mounted_ = false;
+};
+
+TEST_CASE("a full disk is a clear error and the previous environment stays", "[cli][install]") {
+  if (nginx_missing()) return;
+  Project project;
+  const SmallDisk disk(project.dir.path() / "small");
+  if (!disk.mounted()) {
+    WARN("skipped: cannot mount a small tmpfs here (needs root in a container that allows it)");
+    return;
+  }
+  const RedistMirror mirror(project.dir.path() / "www");
+  const auto small = mirror.add_archive(small_component("foo", "1.2.3"));
+  auto big = small_component("big", "1.0.0");
+  std::string noise(3 << 20, '\0');  // 3 MiB that xz cannot shrink away
+  std::uint32_t state = 12345;
+  for (auto& c : noise)
+    c = static_cast<char>((state = state * 1664525u + 1013904223u) >> 24);
+  big.files.push_back({.path = "lib/libbig-data.so", .content = noise});
+  const auto large = mirror.add_archive(big);
+  const StaticHttpServer server(mirror.root());
+  const auto prefix = project.dir.path() / "small" / "env";
+  project.lock({{"cuda", "12.4.1", {lock_artifact(small, server.url(""))}}});
+  const auto first = project.install({"--prefix", prefix.string()});
+  INFO(first.err);
+  REQUIRE(first.exit_code == 0);
+
+  project.lock({{"cuda", "12.4.1", {lock_artifact(large, server.url(""))}}});
+  const auto r = project.install({"--prefix", prefix.string()});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("No space left on device"));
+  CHECK_THAT(r.err, Catch::Contains("previous environment is untouched"));
+  CHECK(read(prefix / "lib" / "libfoo.so") == "foo library 1.2.3\n");
+  // The half-built generation gave its space back.
+  CHECK(std::distance(fs::directory_iterator(project.dir.path() / "small" / ".env.generations"),
+                      fs::directory_iterator()) == 1);
+}
+
 TEST_CASE("an unwritable cache is a clear error, and the prefix is untouched", "[cli][install]") {
   Project project;
   const RedistMirror mirror(project.dir.path() / "www");

@@ -13,6 +13,10 @@ namespace envkit::store {
 // filesystem has them, else a hard link (the cache's files are read-only, so a
 // prefix cannot change them by accident), else a copy.
 enum class LinkMode : std::uint8_t { reflink, hardlink, copy };
+
+// What to tell a user whose disk filled up while a generation was built.
+inline constexpr std::string_view kDiskFullHint =
+    "free some disk space and run `envkit install` again; the previous environment is untouched";
 [[nodiscard]] std::string_view to_string(LinkMode mode);
 [[nodiscard]] std::optional<LinkMode> parse_link_mode(std::string_view text);
 
