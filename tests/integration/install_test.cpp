@@ -242,6 +242,41 @@ TEST_CASE("credentials in URLs never reach messages, receipts or the cache", "[c
   }
 }
 
+TEST_CASE("over HTTPS the server is always verified; --cacert or SSL_CERT_FILE trusts a CA",
+          "[cli][install][tls]") {
+  if (nginx_missing()) return;
+  Project project;
+  const auto tls = make_test_certificate(project.dir.path());
+  if (!tls) {
+    WARN("skipped: no openssl command to make a test certificate");
+    return;
+  }
+  const RedistMirror mirror(project.dir.path() / "www");
+  const auto built = mirror.add_archive(small_component("foo", "1.2.3"));
+  const StaticHttpServer server(mirror.root(), tls);
+  project.lock({{"cuda", "12.4.1", {lock_artifact(built, server.url(""))}}});
+
+  const auto refused = project.envkit({"install", "--frozen"}, {{"SSL_CERT_FILE", std::nullopt}});
+  CHECK(refused.exit_code == 1);
+  CHECK_THAT(refused.err, Catch::Contains("certificate"));
+  CHECK_THAT(refused.err, Catch::Contains("SSL_CERT_FILE"));
+  CHECK_FALSE(fs::exists(project.prefix()));
+
+  const auto trusted = project.install({"--cacert", tls->certificate.string()});
+  INFO(trusted.err);
+  REQUIRE(trusted.exit_code == 0);
+  CHECK(read(project.prefix() / "lib" / "libfoo.so") == "foo library 1.2.3\n");
+  // libcurl and nginx agreed on HTTP/2 over TLS.
+  CHECK_THAT(server.access_log(), Catch::Contains("HTTP/2.0 200 /" + built.relative_path));
+
+  Project other;
+  other.lock({{"cuda", "12.4.1", {lock_artifact(built, server.url(""))}}});
+  const auto by_variable =
+      other.envkit({"install", "--frozen"}, {{"SSL_CERT_FILE", tls->certificate.string()}});
+  INFO(by_variable.err);
+  CHECK(by_variable.exit_code == 0);
+}
+
 TEST_CASE("mirrors are tried first, and the original URL when they fail", "[cli][install]") {
   if (nginx_missing()) return;
   Project project;

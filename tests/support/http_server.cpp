@@ -55,14 +55,23 @@ bool accepts_connections(int port) {
 }
 
 // One process (master_process off) as the calling user, everything under `dir`.
-std::string config(const fs::path& dir, const fs::path& root, int port) {
+std::string config(const fs::path& dir, const fs::path& root, int port,
+                   const std::optional<Tls>& tls) {
+  const std::string listen =
+      std::to_string(port) +
+      (tls ? " ssl http2;\n    ssl_certificate " + tls->certificate.string() +
+                 ";\n    ssl_certificate_key " + tls->key.string() + ";\n"
+           : ";\n");
   const std::string d = dir.string();
   return "daemon off;\nmaster_process off;\nworker_processes 1;\n"
          "pid " +
          d + "/nginx.pid;\nerror_log " + d +
          "/error.log;\n"
          "events { worker_connections 64; }\n"
-         "http {\n  access_log off;\n"
+         "http {\n  log_format brief '$server_protocol $status $request_uri';\n"
+         "  access_log " +
+         d +
+         "/access.log brief;\n"
          "  client_body_temp_path " +
          d + "/client;\n  proxy_temp_path " + d +
          "/proxy;\n"
@@ -75,10 +84,7 @@ std::string config(const fs::path& dir, const fs::path& root, int port) {
          "  types { application/json json; text/html html; }\n"
          "  default_type application/octet-stream;\n"
          "  server {\n    listen 127.0.0.1:" +
-         std::to_string(port) +
-         ";\n"
-         "    root " +
-         root.string() + ";\n    index index.json index.html;\n  }\n}\n";
+         listen + "    root " + root.string() + ";\n    index index.json index.html;\n  }\n}\n";
 }
 
 }  // namespace
@@ -87,12 +93,23 @@ bool StaticHttpServer::available() {
   return nginx_binary().has_value();
 }
 
-StaticHttpServer::StaticHttpServer(fs::path root) {
+std::optional<Tls> make_test_certificate(const fs::path& dir) {
+  if (!sys::find_on_path("openssl")) return std::nullopt;
+  Tls tls{.certificate = dir / "cert.pem", .key = dir / "key.pem"};
+  auto made =
+      sys::run_process({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+                        tls.key.string(), "-out", tls.certificate.string(), "-days", "1", "-subj",
+                        "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"});
+  if (!made || made->exit_code != 0) return std::nullopt;
+  return tls;
+}
+
+StaticHttpServer::StaticHttpServer(fs::path root, std::optional<Tls> tls) : tls_(tls.has_value()) {
   const auto nginx = nginx_binary();
   if (!nginx) throw std::runtime_error("nginx is not installed (scripts/setup installs it)");
   for (int attempt = 0; attempt < 3 && pid_ < 0; ++attempt) {
     port_ = free_port();
-    const fs::path conf = work_.write("nginx.conf", config(work_.path(), root, port_));
+    const fs::path conf = work_.write("nginx.conf", config(work_.path(), root, port_, tls));
     const std::string binary = nginx->string(), prefix = work_.path().string(),
                       conf_path = conf.string();
     const pid_t pid = ::fork();
@@ -129,7 +146,13 @@ StaticHttpServer::~StaticHttpServer() {
 }
 
 std::string StaticHttpServer::url(std::string_view path) const {
-  return "http://127.0.0.1:" + std::to_string(port_) + std::string(path);
+  return (tls_ ? "https" : "http") + std::string("://127.0.0.1:") + std::to_string(port_) +
+         std::string(path);
+}
+
+std::string StaticHttpServer::access_log() const {
+  std::ifstream log(work_.path() / "access.log");
+  return {std::istreambuf_iterator<char>(log), std::istreambuf_iterator<char>()};
 }
 
 }  // namespace envkit::test

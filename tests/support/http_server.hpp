@@ -3,6 +3,7 @@
 #include <sys/types.h>
 
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "support/temp_dir.hpp"
@@ -13,22 +14,35 @@ namespace envkit::test {
 // life of the object. Directories answer with their index.json or index.html
 // (`.json` as application/json, `.html` as text/html), as a package index does.
 // Throws std::runtime_error when nginx is missing or does not start.
+// With `Tls`, it serves HTTPS with HTTP/2 (and HTTP/1.1) instead.
+struct Tls {
+  std::filesystem::path certificate;  // PEM, for 127.0.0.1
+  std::filesystem::path key;
+};
+
+// A self-signed certificate for 127.0.0.1 made in `dir` with the openssl
+// command; nullopt where there is no openssl.
+std::optional<Tls> make_test_certificate(const std::filesystem::path& dir);
+
 class StaticHttpServer {
  public:
-  explicit StaticHttpServer(std::filesystem::path root);
+  explicit StaticHttpServer(std::filesystem::path root, std::optional<Tls> tls = std::nullopt);
   ~StaticHttpServer();
   StaticHttpServer(const StaticHttpServer&) = delete;
   StaticHttpServer& operator=(const StaticHttpServer&) = delete;
 
   [[nodiscard]] int port() const { return port_; }
-  // "http://127.0.0.1:PORT" + path (path starts with '/').
+  // "http://127.0.0.1:PORT" (or https) + path (path starts with '/').
   [[nodiscard]] std::string url(std::string_view path = "/") const;
+  // One line per request: "<protocol> <status> <uri>", e.g. "HTTP/2.0 200 /a.tar.xz".
+  [[nodiscard]] std::string access_log() const;
 
   // Whether nginx is installed here (tests skip with a reason when it is not).
   [[nodiscard]] static bool available();
 
  private:
   TempDir work_;
+  bool tls_ = false;
   int port_ = 0;
   pid_t pid_ = -1;
 };
