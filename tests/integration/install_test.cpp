@@ -277,6 +277,51 @@ TEST_CASE("over HTTPS the server is always verified; --cacert or SSL_CERT_FILE t
   CHECK(by_variable.exit_code == 0);
 }
 
+TEST_CASE("progress: bars on a terminal, plain lines elsewhere, nothing with -q",
+          "[cli][install][progress]") {
+  if (!sys::find_on_path("script")) {
+    WARN("skipped: no `script` command (util-linux) to give envkit a terminal");
+    return;
+  }
+  Project project;
+  const RedistMirror mirror(project.dir.path() / "www");
+  auto slow = small_component("slow", "1.0.0");
+  std::string noise(512 << 10, '\0');  // 512 KiB xz cannot shrink, served slowly
+  std::uint32_t state = 7;
+  for (auto& c : noise)
+    c = static_cast<char>((state = state * 1664525u + 1013904223u) >> 24);
+  slow.files.push_back({.path = "lib/libslow-data.so", .content = noise});
+  const auto built = mirror.add_archive(slow);
+  FaultServer server;
+  server.serve("/" + built.relative_path, read(mirror.root() / built.relative_path),
+               {.chunk_delay = std::chrono::milliseconds(25)});
+  project.lock({{"cuda", "12.4.1", {lock_artifact(built, server.url(""))}}});
+
+  // `script` runs envkit on a pseudo-terminal, as a user's shell would.
+  const std::string command = std::string(ENVKIT_BINARY) + " -C " + project.root.string() +
+                              " --cache-dir " + project.cache.string() + " install --frozen";
+  auto on_terminal =
+      sys::run_process({"script", "-qec", command, "/dev/null"}, {.env = {{"NO_COLOR", "1"}}});
+  REQUIRE(on_terminal);
+  INFO(on_terminal->out);
+  REQUIRE(on_terminal->exit_code == 0);
+  CHECK_THAT(on_terminal->out, Catch::Contains("slow of cuda 12.4.1 (archive)"));
+  CHECK_THAT(on_terminal->out, Catch::Contains("[#"));
+  CHECK_THAT(on_terminal->out, Catch::Contains("total "));
+  CHECK_THAT(on_terminal->out, Catch::Contains("/s"));
+
+  fs::remove_all(project.cache);
+  const auto off_terminal = project.install({"--prefix", (project.dir.path() / "b").string()});
+  REQUIRE(off_terminal.exit_code == 0);
+  CHECK_THAT(off_terminal.err, !Catch::Contains("\x1b["));  // no cursor movement in logs
+  CHECK_THAT(off_terminal.err, !Catch::Contains("[#"));
+
+  fs::remove_all(project.cache);
+  const auto quiet = project.install({"-q", "--prefix", (project.dir.path() / "c").string()});
+  REQUIRE(quiet.exit_code == 0);
+  CHECK(quiet.err.empty());
+}
+
 TEST_CASE("mirrors are tried first, and the original URL when they fail", "[cli][install]") {
   if (nginx_missing()) return;
   Project project;
