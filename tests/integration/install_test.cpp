@@ -322,6 +322,26 @@ TEST_CASE("progress: bars on a terminal, plain lines elsewhere, nothing with -q"
   CHECK(quiet.err.empty());
 }
 
+TEST_CASE("install --locked refuses a stale lock, --frozen a missing one, and not both at once",
+          "[cli][install]") {
+  Project project;
+  std::ofstream(project.root / "envkit.yaml") << "requires:\n  cuda: \"12.4\"\n";
+  const auto missing = project.install();  // --frozen
+  CHECK(missing.exit_code == 1);
+  CHECK_THAT(missing.err, Catch::Contains("envkit.lock does not exist"));
+
+  REQUIRE(project.envkit({"lock"}, {{"ENVKIT_OVERRIDE_DRIVER", "550.54.15"}}).exit_code == 0);
+  std::ofstream(project.root / "envkit.yaml") << "requires:\n  cuda: \"12.2\"\n";
+  const auto stale =
+      project.envkit({"install", "--locked"}, {{"ENVKIT_OVERRIDE_DRIVER", "550.54.15"}});
+  CHECK(stale.exit_code == 1);
+  CHECK_THAT(stale.err, Catch::Contains("out of date"));
+  CHECK_FALSE(fs::exists(project.prefix()));
+
+  const auto both = project.envkit({"install", "--locked", "--frozen"});
+  CHECK(both.exit_code == 2);
+}
+
 TEST_CASE("mirrors are tried first, and the original URL when they fail", "[cli][install]") {
   if (nginx_missing()) return;
   Project project;
