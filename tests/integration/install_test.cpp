@@ -342,6 +342,42 @@ TEST_CASE("install --locked refuses a stale lock, --frozen a missing one, and no
   CHECK(both.exit_code == 2);
 }
 
+TEST_CASE("downloads go through the proxy the environment names", "[cli][install]") {
+  Project project;
+  const RedistMirror mirror(project.dir.path() / "www");
+  const auto built = mirror.add_archive(small_component("foo", "1.2.3"));
+  // A proxy is asked for the absolute URL; the fault server answers it as a path.
+  const std::string original = "http://downloads.invalid/redist/" + built.relative_path;
+  FaultServer proxy;
+  proxy.serve(original, read(mirror.root() / built.relative_path));
+  project.lock({{"cuda", "12.4.1", {lock_artifact(built, "http://downloads.invalid/redist")}}});
+  const auto r = project.envkit(
+      {"install", "--frozen"},
+      {{"http_proxy", proxy.url("")}, {"no_proxy", std::nullopt}, {"NO_PROXY", std::nullopt}});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(proxy.requests(original) == 1);
+  CHECK(read(project.prefix() / "lib" / "libfoo.so") == "foo library 1.2.3\n");
+}
+
+TEST_CASE("credentials for a mirror come from ~/.netrc", "[cli][install]") {
+  Project project;
+  const RedistMirror mirror(project.dir.path() / "www");
+  const auto built = mirror.add_archive(small_component("foo", "1.2.3"));
+  FaultServer server;
+  server.serve("/" + built.relative_path, read(mirror.root() / built.relative_path));
+  project.lock({{"cuda", "12.4.1", {lock_artifact(built, server.url(""))}}});
+  const auto home = project.dir.path() / "home";
+  project.dir.write("home/.netrc", "machine 127.0.0.1 login alice password s3cr3t\n");
+  const auto r = project.envkit({"install", "--frozen", "-v"}, {{"HOME", home.string()}});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(server.heads().size() == 1);
+  // Basic base64("alice:s3cr3t"), sent to the server and printed nowhere.
+  CHECK_THAT(server.heads()[0], Catch::Contains("Authorization: Basic YWxpY2U6czNjcjN0"));
+  CHECK_THAT(r.err, !Catch::Contains("s3cr3t"));
+}
+
 TEST_CASE("mirrors are tried first, and the original URL when they fail", "[cli][install]") {
   if (nginx_missing()) return;
   Project project;
