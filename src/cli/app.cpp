@@ -111,6 +111,9 @@ int run(int argc, char** argv) {
   register_lock(app, commands);
   register_why(app, commands);
   register_install(app, commands);
+  register_activation(app, commands);
+  register_mirror(app, commands);
+  register_config(app, commands);
   register_recipes(app, commands);
   register_debug(app, commands);
 

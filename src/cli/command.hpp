@@ -23,6 +23,9 @@ void register_recipes(CLI::App& root, Commands& out);
 void register_lock(CLI::App& root, Commands& out);
 void register_why(CLI::App& root, Commands& out);
 void register_install(CLI::App& root, Commands& out);
+void register_activation(CLI::App& root, Commands& out);  // run, shell, activate
+void register_mirror(CLI::App& root, Commands& out);
+void register_config(CLI::App& root, Commands& out);
 
 // Prints `error` (and, with --json, {"error": ...} on stdout); returns its exit code.
 int report(const Context& context, const Error& error);
