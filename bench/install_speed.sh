@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `envkit install` of real CUDA libraries from a mirror on 127.0.0.1 (nginx):
-# /usr/local/cuda's cudart, crt, nvrtc, curand and nvJitLink repacked as NVIDIA
+# /usr/local/cuda's cudart, crt, nvrtc, curand, nvJitLink and CCCL (1,700 headers) as NVIDIA
 # redist archives (tar.xz, xz -0), imported, locked, then installed
 #   cold:   empty cache, new prefix (download + sha256 + unpack + link)
 #   warm:   filled cache, new prefix (link only)
@@ -23,7 +23,7 @@ work = sys.argv[1]
 cuda = "/usr/local/cuda"
 wanted = {"nvidia_cuda_runtime-": "cuda_cudart", "nvidia_cuda_crt-": "cuda_crt",
           "nvidia_cuda_nvrtc-": "cuda_nvrtc", "nvidia_curand-": "libcurand",
-          "nvidia_nvjitlink-": "libnvjitlink"}
+          "nvidia_nvjitlink-": "libnvjitlink", "nvidia_cuda_cccl-": "cuda_cccl"}
 manifest = {"release_date": "2025-10-01", "release_label": "13.0.2", "release_product": "cuda"}
 for info in sorted(os.listdir(f"{cuda}/dist-info")):
     prefix = next((p for p in wanted if info.startswith(p)), None)

@@ -79,6 +79,7 @@ Download::Download(std::shared_ptr<Core> core, DownloadRequest request)
       shown_(redacted_all(request_.urls)),
       backoff_(core_->options.first_retry_delay),
       reasons_(request_.urls.size()) {
+  delivered_ = request_.start_at;
   if (request_.urls.empty()) {
     over_ = true;
     error_ =

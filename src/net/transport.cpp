@@ -11,6 +11,7 @@
 
 #include "curl_common.hpp"
 #include "download.hpp"
+#include "url_chain.hpp"
 
 // One thread drives every transfer through one libcurl multi handle. Each
 // turn of its loop: look at the downloads under the lock (drop the dropped,
@@ -210,6 +211,10 @@ Transport::Transport(TransportOptions options)
 Transport::~Transport() = default;
 
 std::unique_ptr<ByteStream> Transport::open(DownloadRequest request) {
+  if (std::any_of(request.urls.begin(), request.urls.end(), detail::is_file_url)) {
+    return detail::open_chain(std::move(request),
+                              [this](DownloadRequest run) { return open(std::move(run)); });
+  }
   auto download = std::make_shared<Download>(impl_->core, std::move(request));
   {
     std::lock_guard lock(impl_->core->mutex);

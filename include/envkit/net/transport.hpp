@@ -50,6 +50,9 @@ struct DownloadRequest {
   std::optional<std::uint64_t> expected_size;
   // Shown in progress, e.g. "cuda_cudart 12.4.127".
   std::string label;
+  // Bytes of the body the reader already has: the first request asks for
+  // the rest (Range), and reading yields only the rest.
+  std::uint64_t start_at = 0;
 };
 
 // One download, read in order. read() blocks until bytes arrive. One thread
@@ -93,9 +96,19 @@ class Transport {
   std::unique_ptr<Impl> impl_;
 };
 
-// Where mirror `mirror` keeps `url`: https://HOST/PATH -> MIRROR/HOST/PATH (CLI.md).
-// The mirror may end with '/' or not; the original's credentials are not carried over.
-// HOST keeps its port; PATH keeps its percent escapes; the query and fragment are dropped.
+// Where a mirror keeps `url`, relative to the mirror's root: https://HOST/PATH -> HOST/PATH.
+// The original's credentials are not carried over. HOST keeps its port; PATH
+// keeps its percent escapes; the query and fragment are dropped.
+[[nodiscard]] std::string mirror_path(std::string_view url);
+
+// Where mirror `mirror` keeps `url`: MIRROR/ + mirror_path(url) (CLI.md).
+// The mirror may end with '/' or not.
 [[nodiscard]] std::string mirror_url(std::string_view mirror, std::string_view url);
+
+// The same place as a file in a mirror folder (`envkit mirror --out DIR`
+// writes DIR/mirror_file(url)): mirror_path() with its percent escapes decoded,
+// as a static server decodes a request before it looks on disk. Fails for a URL
+// that names no file, or whose path would leave the folder (`..`, an escaped `/`).
+[[nodiscard]] Result<std::filesystem::path> mirror_file(std::string_view url);
 
 }  // namespace envkit::net

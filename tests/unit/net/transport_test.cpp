@@ -384,6 +384,35 @@ TEST_CASE("file:// URLs are read, and can continue a broken transfer", "[net][tr
   CHECK_THAT(failed.error->causes().at(0), Catch::StartsWith("`" + missing + "`: "));
 }
 
+TEST_CASE("a file:// mirror larger than the buffer reaches a slow reader whole",
+          "[net][transport]") {
+  // libcurl cannot pause a file:// transfer; such files are read directly.
+  envkit::test::TempDir dir;
+  const auto body = payload(12 * MiB);
+  const auto file = "file://" + dir.write("m/host/big.whl", body).string();
+  FaultServer server;
+  server.serve("/big.whl", body);
+  auto options = quick();
+  options.buffer_bytes = 64 * KiB;
+  Transport transport(options);
+
+  auto stream = transport.open({.urls = {file, server.url("/big.whl")}});
+  const auto got = drain(*stream, 256 * KiB, 1ms);
+  REQUIRE_FALSE(got.error);
+  CHECK(sha256_hex(got.bytes) == sha256_hex(body));
+  CHECK(server.requests("/big.whl") == 0);  // the mirror had it: no fallback
+
+  // A missing file mirror before a remote one, and the error naming both when all fail.
+  const auto missing = "file://" + (dir.path() / "m/host/nope.whl").string();
+  const auto fell_back = download(transport, {.urls = {missing, server.url("/big.whl")}});
+  REQUIRE_FALSE(fell_back.error);
+  CHECK(sha256_hex(fell_back.bytes) == sha256_hex(body));
+  const auto failed = download(transport, {.urls = {missing, server.url("/gone")}});
+  REQUIRE(failed.error);
+  CHECK_THAT(failed.error->to_string(), Catch::Contains(missing));
+  CHECK_THAT(failed.error->to_string(), Catch::Contains(server.url("/gone")));
+}
+
 TEST_CASE("at most `jobs` transfers run at once; the others wait their turn", "[net][transport]") {
   FaultServer server;
   std::vector<std::string> bodies;
