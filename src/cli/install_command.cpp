@@ -2,18 +2,17 @@
 // cache it is linked from.
 #include <fmt/format.h>
 
-#include <charconv>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
-#include "envkit/core/env_vars.hpp"
 #include "envkit/core/text.hpp"
 #include "envkit/store/install.hpp"
 #include "envkit/store/prefix.hpp"
 #include "locking.hpp"
 #include "progress.hpp"
+#include "settings.hpp"
 
 namespace envkit::cli {
 
@@ -21,14 +20,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Flags left unset fall back to the configuration (settings.hpp).
 struct InstallFlags {
   bool locked = false;
   bool frozen = false;
   std::optional<fs::path> prefix;
   bool offline = false;
-  std::vector<std::string> mirrors;
-  int jobs = 8;
-  std::string packaging = "archive";
+  std::vector<std::string> mirrors;  // given: they replace the configured mirrors
+  std::optional<int> jobs;
+  std::optional<std::string> packaging;
   std::optional<std::string> link_mode;
   std::optional<fs::path> cacert;
 };
@@ -38,30 +38,22 @@ fs::path prefix_path(const Context& context, const std::optional<fs::path>& flag
   return context.options.directory / ".envkit" / "env";
 }
 
-store::Cache cache_of(const Context& context) {
-  return store::Cache(store::default_cache_dir(context.options.cache_dir));
+// The configured settings with the install flags that were given over them.
+Result<config::Settings> install_settings(const Context& context, const InstallFlags& flags) {
+  auto settings = load_settings(context);
+  if (!settings) return settings;
+  if (!flags.mirrors.empty()) config::set_by_flag(settings->mirrors, flags.mirrors);
+  if (flags.jobs) config::set_by_flag(settings->jobs, *flags.jobs);
+  if (flags.packaging) config::set_by_flag(settings->packaging, *flags.packaging);
+  if (flags.link_mode) config::set_by_flag(settings->link_mode, *flags.link_mode);
+  return settings;
 }
 
-// A millisecond setting from the environment (ENVKIT_RETRY_DELAY_MS, ...).
-std::optional<long> number_from(const env::Variable& variable) {
-  const auto text = env::get(variable);
-  if (!text) return std::nullopt;
-  long value = 0;
-  const auto* end = text->data() + text->size();
-  auto [ptr, ec] = std::from_chars(text->data(), end, value);
-  if (ec != std::errc() || ptr != end || value < 0) return std::nullopt;
-  return value;
-}
-
-net::TransportOptions transport_options(const InstallFlags& flags) {
-  using std::chrono::milliseconds;
-  net::TransportOptions options{.jobs = flags.jobs, .ca_file = flags.cacert};
-  if (auto v = number_from(env::kRetries)) options.attempts = static_cast<int>(*v);
-  if (auto v = number_from(env::kRetryDelayMs)) options.first_retry_delay = milliseconds(*v);
-  if (auto v = number_from(env::kMaxRetryDelayMs)) options.max_retry_delay = milliseconds(*v);
-  if (auto v = number_from(env::kStallTimeoutMs)) options.stall_timeout = milliseconds(*v);
-  if (auto v = number_from(env::kConnectTimeoutMs)) options.connect_timeout = milliseconds(*v);
-  return options;
+// The cache, for `cache info|clean|prune`.
+Result<store::Cache> configured_cache(const Context& context) {
+  auto settings = load_settings(context);
+  if (!settings) return std::move(settings).error();
+  return store::Cache(cache_dir_of(*settings));
 }
 
 // The lock to install: as it is (--frozen), checked (--locked), or brought up
@@ -151,33 +143,39 @@ int run_install(Context& context, const InstallFlags& flags) {
     return report(context, Error::input("--locked and --frozen cannot be used together")
                                .hint("--locked checks the lock, --frozen skips the check"));
   }
-  std::optional<store::LinkMode> link_mode;
-  if (flags.link_mode) link_mode = store::parse_link_mode(*flags.link_mode);
+  auto settings = install_settings(context, flags);
+  if (!settings) return report(context, settings.error());
+  // "auto" parses to nothing: the best mode that works.
+  const auto link_mode = store::parse_link_mode(settings->link_mode.value);
   auto lockfile = lock_for_install(context, flags);
   if (const int* code = std::get_if<int>(&lockfile)) return *code;
 
   std::unique_ptr<net::Transport> transport;
-  if (!flags.offline) transport = std::make_unique<net::Transport>(transport_options(flags));
+  if (!flags.offline) {
+    transport =
+        std::make_unique<net::Transport>(transport_options(settings->jobs.value, flags.cacert));
+  }
   std::optional<ProgressDisplay> progress;
   if (transport) {
     progress.emplace(*transport,
                      ProgressDisplay::mode_for(context.options.quiet || context.options.json));
   }
-  const store::InstallOptions options{
-      .prefix = prefix_path(context, flags.prefix),
-      .transport = transport.get(),
-      .mirrors = flags.mirrors,
-      .jobs = flags.jobs,
-      .preferred = flags.packaging == "wheel" ? store::Packaging::wheel : store::Packaging::archive,
-      .link_mode = link_mode,
-      .note = [&](const std::string& line) {
-        if (progress) {
-          progress->note(line);
-        } else if (!context.options.quiet) {
-          context.console.info(line);
-        }
-      }};
-  auto installed = store::install(std::get<lock::Lockfile>(lockfile), cache_of(context), options);
+  const auto note = [&](const std::string& line) {
+    if (progress) {
+      progress->note(line);
+    } else if (!context.options.quiet) {
+      context.console.info(line);
+    }
+  };
+  const store::InstallOptions options{.prefix = prefix_path(context, flags.prefix),
+                                      .transport = transport.get(),
+                                      .mirrors = settings->mirrors.value,
+                                      .jobs = settings->jobs.value,
+                                      .preferred = packaging_from(settings->packaging.value),
+                                      .link_mode = link_mode,
+                                      .note = note};
+  const store::Cache cache(cache_dir_of(*settings));
+  auto installed = store::install(std::get<lock::Lockfile>(lockfile), cache, options);
   progress.reset();
   if (!installed) return report(context, installed.error());
   print_summary(context, *installed);
@@ -222,7 +220,9 @@ int run_list(Context& context, const std::optional<fs::path>& prefix_flag) {
 }
 
 int run_cache_info(Context& context) {
-  auto info = cache_of(context).info();
+  auto cache = configured_cache(context);
+  if (!cache) return report(context, cache.error());
+  auto info = cache->info();
   if (!info) return report(context, info.error());
   if (context.options.json) {
     nlohmann::json prefixes = nlohmann::json::array();
@@ -244,8 +244,9 @@ int run_cache_info(Context& context) {
 }
 
 int run_cache_clean(Context& context, bool prune) {
-  auto cache = cache_of(context);
-  auto cleaned = prune ? cache.prune() : cache.clean();
+  auto cache = configured_cache(context);
+  if (!cache) return report(context, cache.error());
+  auto cleaned = prune ? cache->prune() : cache->clean();
   if (!cleaned) return report(context, cleaned.error());
   context.console.info(fmt::format("removed {} entr{} ({}){}", cleaned->removed,
                                    cleaned->removed == 1 ? "y" : "ies", human_bytes(cleaned->bytes),
@@ -276,20 +277,21 @@ void register_install(CLI::App& root, Commands& out) {
   install->add_flag("--offline", flags->offline, "Use the cache only; say what is missing");
   install
       ->add_option("--mirror", flags->mirrors,
-                   "Fetch https://HOST/PATH from MIRROR/HOST/PATH first (repeatable)")
+                   "Fetch https://HOST/PATH from MIRROR/HOST/PATH first (repeatable; replaces "
+                   "the configured mirrors)")
       ->option_text("URL");
-  install->add_option("--jobs,-j", flags->jobs, "Downloads at once (default 8)")
-      ->check(CLI::Range(1, 64));
+  install->add_option("--jobs,-j", flags->jobs, "Downloads at once (default: jobs, else 8)")
+      ->check(CLI::Range(1, config::kMaxJobs));
   install
       ->add_option("--packaging", flags->packaging,
                    "Where NVIDIA ships both: archive (redist, default) or wheel (PyPI); the "
                    "other is the fallback")
-      ->check(CLI::IsMember({"archive", "wheel"}));
+      ->check(CLI::IsMember(choices(config::kPackagings)));
   install
       ->add_option("--link-mode", flags->link_mode,
-                   "How files come from the cache: reflink, hardlink or copy (default: the "
-                   "best that works)")
-      ->check(CLI::IsMember({"reflink", "hardlink", "copy"}));
+                   "How files come from the cache: reflink, hardlink or copy (default: auto, "
+                   "the best that works)")
+      ->check(CLI::IsMember(choices(config::kLinkModes)));
   install->add_option("--cacert", flags->cacert, "Extra CA bundle to verify servers with")
       ->option_text("FILE");
   out.push_back({install, [flags](Context& context) { return run_install(context, *flags); }});

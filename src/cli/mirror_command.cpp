@@ -1,8 +1,135 @@
-// Placeholder: `envkit mirror` commands are being built (issue 6).
+// `envkit mirror --out DIR`: every artifact of envkit.lock, laid out so that a
+// static HTTP server of DIR is a `--mirror` for `envkit install`.
+#include <fmt/format.h>
+
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
 #include "command.hpp"
+#include "envkit/core/text.hpp"
+#include "envkit/store/mirror.hpp"
+#include "progress.hpp"
+#include "settings.hpp"
 
 namespace envkit::cli {
 
-void register_mirror(CLI::App&, Commands&) {}
+namespace {
+
+namespace fs = std::filesystem;
+
+struct MirrorFlags {
+  fs::path out;
+  std::vector<std::string> platforms;
+  std::optional<std::string> packaging;
+  std::vector<std::string> mirrors;  // given: they replace the configured mirrors
+  std::optional<int> jobs;
+  std::optional<fs::path> cacert;
+};
+
+Result<store::MirrorSelection> selection_of(const MirrorFlags& flags) {
+  store::MirrorSelection selection;
+  for (const auto& text : flags.platforms) {
+    auto platform = specs::parse_platform(text);
+    if (!platform) return std::move(platform).error();
+    selection.platforms.push_back(*platform);
+  }
+  // Not the `packaging` setting: that is what install prefers, and a mirror
+  // serves both packagings unless told otherwise.
+  if (flags.packaging) selection.packaging = packaging_from(*flags.packaging);
+  return selection;
+}
+
+// Mirrors the lock as it is: a mirror serves what was locked, even when the
+// manifest has moved on since.
+Result<lock::Lockfile> lock_to_mirror(const Context& context) {
+  const auto path = (context.options.directory / lock::kFileName).lexically_normal();
+  std::error_code ignored;
+  if (!fs::exists(path, ignored)) {
+    return Error::failed(fmt::format("{} does not exist", path.string()))
+        .hint("run `envkit lock` first: the mirror holds the lock's artifacts");
+  }
+  return lock::load(path);
+}
+
+nlohmann::json report_json(const store::MirrorReport& report) {
+  return {{"out", report.out.string()},
+          {"files", report.files},
+          {"bytes", report.bytes},
+          {"skipped", report.skipped},
+          {"repaired", report.repaired}};
+}
+
+void print_summary(const Context& context, const store::MirrorReport& report) {
+  for (const auto& repaired : report.repaired)
+    context.console.warn(repaired);
+  context.console.info(fmt::format("mirrored {} file(s), {}, into {}; {} already there",
+                                   report.files, human_bytes(report.bytes),
+                                   text::quoted(report.out.string()), report.skipped));
+  context.console.info(
+      fmt::format("serve {} with any static HTTP server and install with `envkit install "
+                  "--mirror URL` (or `mirrors:` in .envkit/config.yaml)",
+                  text::quoted(report.out.string())));
+}
+
+int run_mirror(Context& context, const MirrorFlags& flags) {
+  auto settings = load_settings(context);
+  if (!settings) return report(context, settings.error());
+  if (!flags.mirrors.empty()) config::set_by_flag(settings->mirrors, flags.mirrors);
+  if (flags.jobs) config::set_by_flag(settings->jobs, *flags.jobs);
+  auto selection = selection_of(flags);
+  if (!selection) return report(context, selection.error());
+  auto lockfile = lock_to_mirror(context);
+  if (!lockfile) return report(context, lockfile.error());
+
+  net::Transport transport(transport_options(settings->jobs.value, flags.cacert));
+  std::optional<ProgressDisplay> progress(
+      std::in_place, transport,
+      ProgressDisplay::mode_for(context.options.quiet || context.options.json));
+  const auto out = flags.out.is_absolute() ? flags.out : context.options.directory / flags.out;
+  const store::MirrorOptions options{
+      .out = fs::absolute(out).lexically_normal(),
+      .selection = *std::move(selection),
+      .transport = &transport,
+      .mirrors = settings->mirrors.value,
+      .jobs = settings->jobs.value,
+      .note = [&](const std::string& line) { progress->note(line); }};
+  auto mirrored = store::mirror(*lockfile, options);
+  progress.reset();
+  if (!mirrored) return report(context, mirrored.error());
+  print_summary(context, *mirrored);
+  if (context.options.json) std::cout << report_json(*mirrored).dump() << '\n';
+  return 0;
+}
+
+}  // namespace
+
+void register_mirror(CLI::App& root, Commands& out) {
+  auto flags = std::make_shared<MirrorFlags>();
+  auto* mirror = root.add_subcommand(
+      "mirror",
+      "Download every artifact of envkit.lock into DIR/HOST/PATH, to serve as a --mirror");
+  mirror->add_option("--out", flags->out, "The mirror folder (made if missing)")
+      ->required()
+      ->option_text("DIR");
+  mirror
+      ->add_option("--platform", flags->platforms,
+                   "Only this platform of the lock (repeatable; default: all)")
+      ->option_text("P");
+  mirror
+      ->add_option("--packaging", flags->packaging,
+                   "Only what `install --packaging P` fetches (default: archives and wheels)")
+      ->check(CLI::IsMember(choices(config::kPackagings)));
+  mirror
+      ->add_option("--mirror", flags->mirrors,
+                   "Fetch https://HOST/PATH from MIRROR/HOST/PATH first (repeatable; replaces "
+                   "the configured mirrors)")
+      ->option_text("URL");
+  mirror->add_option("--jobs,-j", flags->jobs, "Downloads at once (default: jobs, else 8)")
+      ->check(CLI::Range(1, config::kMaxJobs));
+  mirror->add_option("--cacert", flags->cacert, "Extra CA bundle to verify servers with")
+      ->option_text("FILE");
+  out.push_back({mirror, [flags](Context& context) { return run_mirror(context, *flags); }});
+}
 
 }  // namespace envkit::cli

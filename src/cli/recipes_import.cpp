@@ -12,6 +12,7 @@
 #include "envkit/recipes/import_pypi_torch.hpp"
 #include "envkit/recipes/import_upstream.hpp"
 #include "envkit/sys/fs.hpp"
+#include "settings.hpp"
 
 namespace envkit::cli {
 
@@ -94,6 +95,14 @@ Result<recipes::IndexResponse> fetch_index_page(const std::string& url,
                                 std::move(response->body)};
 }
 
+// The index to ask: --index, else the configured index-url, else pip's.
+Result<std::string> index_url_for(const Context& context, const std::optional<std::string>& flag) {
+  auto settings = load_settings(context);
+  if (!settings) return std::move(settings).error();
+  if (flag) config::set_by_flag(settings->index_url, flag);
+  return index_url_of(*settings);
+}
+
 int run_import_pypi(Context& context, const std::optional<std::string>& index) {
   const fs::path dir = target_dir(context);
   auto db = recipes::Database::open(dir);
@@ -102,12 +111,12 @@ int run_import_pypi(Context& context, const std::optional<std::string>& index) {
   if (!cuda) return report(context, cuda.error());
   auto cudnn = db->load_full("cudnn");
   if (!cudnn) return report(context, cudnn.error());
-  const std::string index_url =
-      index.value_or(recipes::pip_index_url(recipes::PipIndexSettings::from_environment()));
+  auto index_url = index_url_for(context, index);
+  if (!index_url) return report(context, index_url.error());
   context.console.info(
-      fmt::format("asking {} for NVIDIA's CUDA and cuDNN wheels", url::redacted(index_url)));
+      fmt::format("asking {} for NVIDIA's CUDA and cuDNN wheels", url::redacted(*index_url)));
   auto imported = recipes::import_pypi_nvidia(*cuda, *cudnn,
-                                              {.index_url = index_url, .fetch = fetch_index_page});
+                                              {.index_url = *index_url, .fetch = fetch_index_page});
   if (!imported) return report(context, imported.error());
   for (auto* pair : {&*cuda, &*cudnn}) {
     const Recipe& wheels = pair->name == "cuda" ? imported->cuda : imported->cudnn;
@@ -153,12 +162,12 @@ int run_import_pypi_torch(Context& context, const std::optional<std::string>& in
   const fs::path dir = target_dir(context);
   auto tables = torch_tables(dir);
   if (!tables) return report(context, tables.error());
-  const std::string index_url =
-      index.value_or(recipes::pip_index_url(recipes::PipIndexSettings::from_environment()));
+  auto index_url = index_url_for(context, index);
+  if (!index_url) return report(context, index_url.error());
   context.console.info(
-      fmt::format("asking {} for torch's patch releases", url::redacted(index_url)));
+      fmt::format("asking {} for torch's patch releases", url::redacted(*index_url)));
   auto imported =
-      recipes::import_pypi_torch(*tables, {.index_url = index_url, .fetch = fetch_index_page});
+      recipes::import_pypi_torch(*tables, {.index_url = *index_url, .fetch = fetch_index_page});
   if (!imported) return report(context, imported.error());
   for (const auto& patch : imported->patches)
     context.console.info(
@@ -194,8 +203,9 @@ void register_recipes_import(CLI::App& recipes, Commands& out) {
   auto* pypi = import->add_subcommand(
       "pypi-nvidia",
       "Add NVIDIA's CUDA and cuDNN wheels (PyPI or the index pip uses) as second artifacts");
-  pypi->add_option("--index", *index,
-                   "Simple-API index URL (default: as pip: PIP_INDEX_URL, pip.conf, PyPI)")
+  pypi->add_option(
+          "--index", *index,
+          "Simple-API index URL (default: index-url, else as pip: PIP_INDEX_URL, pip.conf, PyPI)")
       ->option_text("URL");
   out.push_back({pypi, [index](Context& c) { return run_import_pypi(c, *index); }});
 
@@ -204,8 +214,9 @@ void register_recipes_import(CLI::App& recipes, Commands& out) {
       "pypi-torch",
       "Refine minor-keyed torch versions into PyPI's patch releases, with their wheels' pins");
   torch
-      ->add_option("--index", *torch_index,
-                   "Simple-API index URL (default: as pip: PIP_INDEX_URL, pip.conf, PyPI)")
+      ->add_option(
+          "--index", *torch_index,
+          "Simple-API index URL (default: index-url, else as pip: PIP_INDEX_URL, pip.conf, PyPI)")
       ->option_text("URL");
   out.push_back(
       {torch, [torch_index](Context& c) { return run_import_pypi_torch(c, *torch_index); }});

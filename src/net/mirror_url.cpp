@@ -1,18 +1,55 @@
+#include <fmt/format.h>
+
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "envkit/core/text.hpp"
 #include "envkit/core/url.hpp"
 #include "envkit/net/transport.hpp"
 
 namespace envkit::net {
 
+namespace {
+
+std::optional<int> hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return std::nullopt;
+}
+
+// `%2B` -> `+`; nullopt for a malformed escape.
+std::optional<std::string> percent_decoded(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out += text[i];
+      continue;
+    }
+    if (i + 2 >= text.size()) return std::nullopt;
+    const auto high = hex_digit(text[i + 1]);
+    const auto low = hex_digit(text[i + 2]);
+    if (!high || !low) return std::nullopt;
+    out += static_cast<char>(*high * 16 + *low);
+    i += 2;
+  }
+  return out;
+}
+
+Error unusable(std::string_view url, std::string_view why) {
+  return Error::failed(
+      fmt::format("cannot keep {} in a mirror folder: {}", url::redacted(url), why));
+}
+
+}  // namespace
+
 // `envkit mirror --out DIR` lays an artifact out as DIR/HOST/PATH (CLI.md), so
 // a static server of DIR has it at MIRROR/HOST/PATH. The path keeps its
 // percent escapes (the server decodes them as it would have for the origin);
 // the query and fragment name nothing on disk and are dropped.
-std::string mirror_url(std::string_view mirror, std::string_view url) {
-  while (mirror.ends_with('/') && !mirror.ends_with("://"))
-    mirror.remove_suffix(1);
+std::string mirror_path(std::string_view url) {
   const std::string bare = url::without_credentials(url);
   const std::string_view rest(bare);
   const auto begin = url::authority_begin(rest);
@@ -22,7 +59,36 @@ std::string mirror_url(std::string_view mirror, std::string_view url) {
   host_and_path = host_and_path.substr(0, host_and_path.find_first_of("?#"));
   while (host_and_path.starts_with('/'))
     host_and_path.remove_prefix(1);
-  return std::string(mirror) + "/" + std::string(host_and_path);
+  return std::string(host_and_path);
+}
+
+std::string mirror_url(std::string_view mirror, std::string_view url) {
+  while (mirror.ends_with('/') && !mirror.ends_with("://"))
+    mirror.remove_suffix(1);
+  return std::string(mirror) + "/" + mirror_path(url);
+}
+
+// Each segment is decoded on its own, so an escaped `/` (`%2F`) cannot make
+// a folder the URL did not have, and `..` (written or escaped) is refused:
+// a lock must not be able to write outside the mirror folder.
+Result<std::filesystem::path> mirror_file(std::string_view url) {
+  const std::string relative = mirror_path(url);
+  std::filesystem::path file;
+  for (const auto segment : text::split(relative, '/')) {
+    if (segment.empty()) continue;  // `a//b` is `a/b`, for servers and file systems alike
+    const auto decoded = percent_decoded(segment);
+    if (!decoded) return unusable(url, fmt::format("`{}` has a malformed %-escape", segment));
+    if (*decoded == "." || *decoded == ".." ||
+        decoded->find_first_of(std::string_view("/\0", 2)) != std::string::npos) {
+      return unusable(url, fmt::format("its path segment `{}` is not a plain name", segment));
+    }
+    file /= *decoded;
+  }
+  if (relative.empty() || relative.ends_with('/') || file.begin() == file.end() ||
+      std::next(file.begin()) == file.end()) {
+    return unusable(url, "it names no file on a host");
+  }
+  return file;
 }
 
 }  // namespace envkit::net

@@ -207,9 +207,8 @@ Result<CleanReport> Cache::prune() const {
   return remove_entries([&](const std::string& id) { return used.contains(id); });
 }
 
-fs::path default_cache_dir(const std::optional<fs::path>& flag) {
-  if (flag) return *flag;
-  if (auto dir = env::get(env::kCacheDir); dir && !dir->empty()) return *dir;
+fs::path default_cache_dir(const std::optional<fs::path>& configured) {
+  if (configured) return *configured;
   if (auto xdg = env::get(env::kXdgCacheHome); xdg && !xdg->empty())
     return fs::path(*xdg) / "envkit";
   if (auto home = env::get(env::kHome); home && !home->empty())

@@ -5,13 +5,13 @@
 
 #include <algorithm>
 #include <array>
-#include <fstream>
 #include <map>
 
 #include "envkit/archive/layout.hpp"
 #include "envkit/core/sha256.hpp"
 #include "envkit/core/text.hpp"
 #include "envkit/core/url.hpp"
+#include "spool.hpp"
 
 namespace envkit::store {
 
@@ -94,10 +94,7 @@ std::uint64_t unpack_limit(const recipes::Artifact& artifact) {
 }
 
 Error mismatch(const ArtifactTarget& target, const std::string& url, const std::string& actual) {
-  return Error::failed(fmt::format("checksum mismatch for {}", target.label()))
-      .because(fmt::format("expected sha256 {}", target.artifact.sha256))
-      .because(fmt::format("got      sha256 {}", actual))
-      .because(fmt::format("downloaded from {}", url))
+  return checksum_mismatch(target.label(), target.artifact.sha256, actual, url)
       .hint(
           "the file changed on the server or in transit; nothing was installed from it. If a "
           "mirror serves it, check the mirror's copy");
@@ -168,38 +165,13 @@ Result<archive::ExtractResult> stream_unpack(const ArtifactTarget& target, net::
 Result<archive::ExtractResult> spool_unpack(const ArtifactTarget& target, net::ByteStream& stream,
                                             const fs::path& staging, std::string& digest,
                                             std::uint64_t& bytes, bool& unreachable) {
-  const auto spool = fs::path(staging.string() + ".download");
-  {
-    std::ofstream out(spool, std::ios::binary | std::ios::trunc);
-    if (!out) return Error::failed("cannot write " + text::quoted(spool.string()));
-    core::Sha256 sha;
-    std::array<std::byte, 1 << 16> buffer{};
-    while (true) {
-      auto count = stream.read(buffer);
-      if (!count) {
-        unreachable = true;
-        return std::move(count).error();
-      }
-      if (*count == 0) break;
-      sha.update(std::span(buffer).first(*count));
-      out.write(reinterpret_cast<const char*>(buffer.data()), static_cast<std::streamsize>(*count));
-      bytes += *count;
-    }
-    if (!out.flush()) {
-      return Error::failed("cannot write " + text::quoted(spool.string()))
-          .because("the disk may be full");
-    }
-    digest = sha.hex_digest();
-  }
-  struct Remove {
-    fs::path path;
-    ~Remove() {
-      std::error_code ignored;
-      fs::remove(path, ignored);
-    }
-  } remove_spool{spool};
+  const TempFile file(staging.string() + ".download");
+  auto spooled = spool(stream, file.path(), unreachable);
+  if (!spooled) return std::move(spooled).error();
+  digest = spooled->sha256;
+  bytes = spooled->bytes;
   if (digest != target.artifact.sha256) return mismatch(target, stream.url(), digest);
-  return archive::extract_file(spool, staging, options_for(target));
+  return archive::extract_file(file.path(), staging, options_for(target));
 }
 
 FillOutcome download_and_unpack(const Cache& cache, const ArtifactTarget& target,

@@ -4,18 +4,17 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <map>
 #include <mutex>
 #include <semaphore>
 #include <set>
-#include <thread>
 
 #include "envkit/core/text.hpp"
 #include "envkit/core/url.hpp"
 #include "envkit/store/fill.hpp"
 #include "envkit/store/prefix.hpp"
 #include "generation_builder.hpp"
+#include "parallel.hpp"
 
 namespace envkit::store {
 
@@ -72,26 +71,18 @@ void fill_all(std::vector<PackageFill>& fills, const Cache& cache, const FillCon
     };
     return size(a) > size(b);
   });
-  std::atomic<std::size_t> next{0};
   std::mutex notes;
-  const auto work = [&] {
-    for (std::size_t i = next++; i < tasks.size(); i = next++) {
-      const auto& [fill, index] = tasks[i];
-      const ArtifactTarget target{.package = fill->package->name,
-                                  .version = fill->package->version,
-                                  .artifact = fill->package->artifacts[index]};
-      fill->outcomes[index] = fill_entry(cache, target, context);
-      if (fill->outcomes[index].downloaded_bytes > 0) {
-        const std::lock_guard guard(notes);
-        note(options, fmt::format("unpacked {}", target.label()));
-      }
+  for_each_parallel(tasks.size(), jobs, [&](std::size_t i) {
+    const auto& [fill, index] = tasks[i];
+    const ArtifactTarget target{.package = fill->package->name,
+                                .version = fill->package->version,
+                                .artifact = fill->package->artifacts[index]};
+    fill->outcomes[index] = fill_entry(cache, target, context);
+    if (fill->outcomes[index].downloaded_bytes > 0) {
+      const std::lock_guard guard(notes);
+      note(options, fmt::format("unpacked {}", target.label()));
     }
-  };
-  const auto workers = std::clamp<std::size_t>(static_cast<std::size_t>(jobs), 1, tasks.size());
-  std::vector<std::jthread> threads;
-  for (std::size_t i = 1; i < workers; ++i)
-    threads.emplace_back(work);
-  work();
+  });
 }
 
 bool all_filled(const PackageFill& fill) {

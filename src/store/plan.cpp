@@ -93,6 +93,11 @@ std::string_view to_string(Packaging packaging) {
   return packaging == Packaging::archive ? "archive" : "wheel";
 }
 
+std::optional<Packaging> packaging_for(const lock::LockedPackage& package, Packaging preferred) {
+  return choose(of_packaging(package, Packaging::archive), of_packaging(package, Packaging::wheel),
+                preferred, nullptr);
+}
+
 bool InstallPlan::nothing_to_do() const {
   return removed.empty() && std::all_of(packages.begin(), packages.end(),
                                         [](const PlannedPackage& p) { return p.unchanged; });

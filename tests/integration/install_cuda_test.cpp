@@ -90,6 +90,10 @@ TEST_CASE("CUDA from /usr/local/cuda, repacked as NVIDIA redist: lock, install, 
     const auto ran = run({(project / "main").string()}, project);
     CHECK(ran.exit_code == 0);
     CHECK(ran.out == "cudart 13000\n");
+    // Linked against the prefix's libcudart, not a copy elsewhere on the machine.
+    const auto linked = run({"ldd", (project / "main").string()}, project);
+    CHECK_THAT(linked.out, Catch::Contains("libcudart.so.13 => " + (prefix / "lib").string()));
+    CHECK(fs::read_symlink(prefix / "lib" / "libcudart.so") == "libcudart.so.13");
   }
   SECTION("the prefix's nvcc finds them through targets/x86_64-linux") {
     const auto built_program =

@@ -12,10 +12,17 @@ sys::ProcessOutput run_envkit(const EnvkitRun& run) {
   options.stdin_data = run.stdin_data;
   options.timeout = std::chrono::seconds(60);
   // Host facts must not leak into tests: each test states the machine it wants.
+  // Nor the user's configuration (docs/config.md): no config file, no settings variables.
   options.env = {{"NO_COLOR", "1"},
                  {"ENVKIT_OVERRIDE_DRIVER", std::nullopt},
                  {"ENVKIT_OVERRIDE_CUDA_ARCH", std::nullopt},
-                 {"ENVKIT_OVERRIDE_GLIBC", std::nullopt}};
+                 {"ENVKIT_OVERRIDE_GLIBC", std::nullopt},
+                 {"XDG_CONFIG_HOME", "/nonexistent/envkit-tests-have-no-user-config"},
+                 {"ENVKIT_MIRRORS", std::nullopt},
+                 {"ENVKIT_JOBS", std::nullopt},
+                 {"ENVKIT_INDEX_URL", std::nullopt},
+                 {"ENVKIT_LINK_MODE", std::nullopt},
+                 {"ENVKIT_PACKAGING", std::nullopt}};
   for (const auto& [name, value] : run.env)
     options.env[name] = value;
   auto result = sys::run_process(argv, options);

@@ -1,5 +1,6 @@
 #include "support/redist_fixture.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -141,6 +142,19 @@ std::optional<FixtureComponent> real_cuda_component(std::string_view dist_info, 
       if (!fs::is_regular_file(source, ignored)) return std::nullopt;
       component.files.push_back(
           {.path = inside, .source = source, .executable = inside.starts_with("bin/")});
+    }
+    // NVIDIA's archives carry the development links (libcudart.so -> libcudart.so.13)
+    // that wheels cannot; a linker looking for -lcudart needs them.
+    const auto files = component.files;
+    for (const auto& file : files) {
+      const fs::path path(file.path);
+      const auto filename = path.filename().string();
+      const auto so = filename.rfind(".so.");
+      if (path.parent_path() != "lib" || so == std::string::npos) continue;
+      const auto link = "lib/" + filename.substr(0, so + 3);
+      if (std::any_of(files.begin(), files.end(), [&](const auto& f) { return f.path == link; }))
+        continue;
+      component.files.push_back({.path = link, .symlink_target = filename});
     }
     if (auto license = sys::read_file(entry.path() / "licenses" / "License.txt"))
       component.license = *license;

@@ -29,7 +29,8 @@ inline constexpr Variable kLiveTests{"ENVKIT_LIVE_TESTS",
                                      "1 runs the opt-in tests that reach PyPI"};
 inline constexpr Variable kNoColor{"NO_COLOR", "any value turns colour off"};
 inline constexpr Variable kXdgCacheHome{"XDG_CACHE_HOME", "base of the default cache directory"};
-inline constexpr Variable kXdgConfigHome{"XDG_CONFIG_HOME", "base of per-user configuration"};
+inline constexpr Variable kXdgConfigHome{
+    "XDG_CONFIG_HOME", "base of per-user configuration ($XDG_CONFIG_HOME/envkit/config.yaml)"};
 inline constexpr Variable kHome{"HOME", "the user's home directory"};
 inline constexpr Variable kSslCertFile{
     "SSL_CERT_FILE", "CA bundle used to verify HTTPS servers (replaces the default)"};
@@ -49,10 +50,47 @@ inline constexpr Variable kStallTimeoutMs{"ENVKIT_STALL_TIMEOUT_MS",
 inline constexpr Variable kConnectTimeoutMs{"ENVKIT_CONNECT_TIMEOUT_MS",
                                             "connection timeout (default 15000)"};
 
+// Settings that config.yaml gives too (docs/config.md); the variable wins over the files.
+inline constexpr Variable kMirrors{"ENVKIT_MIRRORS",
+                                   "mirrors asked first, space- or comma-separated (empty: none)"};
+inline constexpr Variable kJobs{"ENVKIT_JOBS", "downloads at once (default 8)"};
+inline constexpr Variable kIndexUrl{
+    "ENVKIT_INDEX_URL", "package index of `recipes import pypi-nvidia` (default: pip's)"};
+inline constexpr Variable kLinkMode{
+    "ENVKIT_LINK_MODE", "how files come from the cache: auto, reflink, hardlink or copy"};
+inline constexpr Variable kPackaging{"ENVKIT_PACKAGING",
+                                     "NVIDIA packaging install prefers: archive or wheel"};
+
+// Read by `envkit run`, `shell` and `activate` (docs/activation.md): the values
+// they extend, replace, restore or warn about. Not settings of envkit's own, so
+// not in kAll.
+inline constexpr Variable kPath{"PATH", "commands; activation puts the prefix's bin/ first"};
+inline constexpr Variable kLdLibraryPath{"LD_LIBRARY_PATH",
+                                         "libraries; activation puts the prefix's lib/ first"};
+inline constexpr Variable kLdPreload{"LD_PRELOAD",
+                                     "libraries loaded first; a CUDA one there is warned about"};
+inline constexpr Variable kCpath{"CPATH", "headers; activation puts the prefix's include/ first"};
+inline constexpr Variable kLibraryPath{"LIBRARY_PATH",
+                                       "link-time libraries; activation puts lib/ first"};
+inline constexpr Variable kPkgConfigPath{"PKG_CONFIG_PATH",
+                                         ".pc files; activation puts lib/pkgconfig first"};
+inline constexpr Variable kCudaHome{"CUDA_HOME", "CUDA root; activation sets the prefix"};
+inline constexpr Variable kCudaPath{"CUDA_PATH", "CUDA root; activation sets the prefix"};
+inline constexpr Variable kCudaToolkitRoot{"CUDAToolkit_ROOT",
+                                           "CMake's CUDA root; activation sets the prefix"};
+inline constexpr Variable kPythonHome{"PYTHONHOME",
+                                      "unset by activation when the prefix has its own Python"};
+inline constexpr Variable kEnvkitPrefix{
+    "ENVKIT_PREFIX", "the prefix activated; its folders are dropped when another is activated"};
+inline constexpr Variable kShell{"SHELL",
+                                 "the shell `envkit shell` starts and `activate` writes for"};
+
 inline constexpr Variable kAll[] = {
-    kRecipes,           kCacheDir,        kOverrideDriver, kOverrideCudaArch, kOverrideGlibc,
-    kProcDriverVersion, kLiveTests,       kNoColor,        kXdgCacheHome,     kRetries,
-    kRetryDelayMs,      kMaxRetryDelayMs, kStallTimeoutMs, kConnectTimeoutMs};
+    kRecipes,        kCacheDir,          kOverrideDriver, kOverrideCudaArch,
+    kOverrideGlibc,  kProcDriverVersion, kLiveTests,      kNoColor,
+    kXdgCacheHome,   kRetries,           kRetryDelayMs,   kMaxRetryDelayMs,
+    kStallTimeoutMs, kConnectTimeoutMs,  kMirrors,        kJobs,
+    kIndexUrl,       kLinkMode,          kPackaging,      kXdgConfigHome};
 
 // The variable's value, or nullopt when unset. Empty counts as set.
 [[nodiscard]] std::optional<std::string> get(const Variable& variable);

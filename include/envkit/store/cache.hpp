@@ -86,9 +86,10 @@ class Cache {
   std::filesystem::path store_;
 };
 
-// The cache directory: --cache-dir, else ENVKIT_CACHE_DIR, else
+// The cache directory: `configured` when given (--cache-dir, ENVKIT_CACHE_DIR
+// or config.yaml's cache-dir, as envkit::config resolves them), else
 // $XDG_CACHE_HOME/envkit, else ~/.cache/envkit.
 [[nodiscard]] std::filesystem::path default_cache_dir(
-    const std::optional<std::filesystem::path>& flag);
+    const std::optional<std::filesystem::path>& configured);
 
 }  // namespace envkit::store

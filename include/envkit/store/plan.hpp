@@ -39,6 +39,12 @@ struct InstallPlan {
   [[nodiscard]] bool nothing_to_do() const;
 };
 
+// The packaging `install` takes for `package` into an empty prefix: the
+// preferred one if it covers every component, else the other; nullopt when
+// the package has neither archives nor wheels (runfiles, sources).
+[[nodiscard]] std::optional<Packaging> packaging_for(const lock::LockedPackage& package,
+                                                     Packaging preferred);
+
 // Fails (exit 1) for what cannot be installed at all, e.g. a CUDA that exists
 // only as a runfile installer, saying what would be needed.
 [[nodiscard]] Result<InstallPlan> plan_install(const lock::PlatformLock& lock,
