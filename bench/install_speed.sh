@@ -37,6 +37,8 @@ for info in sorted(os.listdir(f"{cuda}/dist-info")):
         if not path.startswith("nvidia/cu13/"):
             continue
         inside = path[len("nvidia/cu13/"):]
+        if not os.path.isfile(os.path.join(cuda, inside)):
+            continue  # listed by the wheel, not in this tree (CCCL's .metadata)
         os.makedirs(os.path.dirname(os.path.join(stage, inside)), exist_ok=True)
         shutil.copy(os.path.join(cuda, inside), os.path.join(stage, inside))
     rel = f"{name}/linux-x86_64/{top}.tar.xz"
