@@ -89,12 +89,6 @@ class Project {
   fs::path root_;
 };
 
-bool nginx_missing() {
-  if (StaticHttpServer::available()) return false;
-  WARN("skipped: nginx is not installed (scripts/setup installs it)");
-  return true;
-}
-
 sys::ProcessOutput run(const std::vector<std::string>& argv, Env env = {}) {
   auto result = sys::run_process(argv, {.env = std::move(env), .timeout = std::chrono::minutes(2)});
   REQUIRE(result);

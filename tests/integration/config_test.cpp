@@ -16,12 +16,6 @@ namespace fs = std::filesystem;
 using Catch::Contains;
 using nlohmann::json;
 
-bool nginx_missing() {
-  if (StaticHttpServer::available()) return false;
-  WARN("skipped: nginx is not installed (scripts/setup installs it)");
-  return true;
-}
-
 // name -> {"value", "source"} of `envkit config list --json`.
 std::map<std::string, json> listed(const sys::ProcessOutput& r) {
   std::map<std::string, json> out;

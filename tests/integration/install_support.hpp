@@ -2,12 +2,16 @@
 
 // Shared by the install tests: locks written from fixture artifacts, and
 // checks of a prefix the way a user would look at it.
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "envkit/lock/lockfile.hpp"
+#include "envkit/sys/fs.hpp"
 #include "support/envkit_runner.hpp"
+#include "support/http_server.hpp"
 #include "support/redist_fixture.hpp"
 
 namespace envkit::test {
@@ -27,29 +31,64 @@ inline recipes::Artifact lock_artifact(const BuiltArtifact& built, const std::st
   return artifact;
 }
 
-// A lock for linux-x86_64 holding one package per (name, version, artifacts).
+// A package of a lock: name, version, artifacts.
 struct LockedSpec {
   std::string name;
   std::string version;
   std::vector<recipes::Artifact> artifacts;
 };
 
-inline std::string lock_text(const std::vector<LockedSpec>& packages) {
+// A lock of several platforms: platform -> its packages.
+inline std::string lock_text(
+    const std::vector<std::pair<specs::Platform, std::vector<LockedSpec>>>& platforms) {
   lock::Lockfile lockfile;
   lockfile.manifest_hash = "sha256:" + std::string(64, '0');
   lockfile.system.source = "none";
-  lock::PlatformLock platform;
-  platform.platform = specs::Platform::linux_x86_64;
-  for (const auto& spec : packages) {
-    platform.packages.push_back({.name = spec.name,
-                                 .version = specs::Version::parse(spec.version).value(),
-                                 .build = "",
-                                 .external = std::nullopt,
-                                 .requires_ = {},
-                                 .artifacts = spec.artifacts});
+  for (const auto& [platform, packages] : platforms) {
+    lock::PlatformLock entry{.platform = platform};
+    for (const auto& spec : packages) {
+      entry.packages.push_back({.name = spec.name,
+                                .version = specs::Version::parse(spec.version).value(),
+                                .build = "",
+                                .external = std::nullopt,
+                                .requires_ = {},
+                                .artifacts = spec.artifacts});
+    }
+    lockfile.platforms.push_back(std::move(entry));
   }
-  lockfile.platforms.push_back(std::move(platform));
   return lock::write(lockfile);
+}
+
+inline std::string lock_text(const std::vector<LockedSpec>& packages) {
+  return lock_text({{specs::Platform::linux_x86_64, packages}});
+}
+
+// A small library component with the links NVIDIA's archives carry.
+inline FixtureComponent library_component(const std::string& name, const std::string& version) {
+  return {.name = name,
+          .version = version,
+          .files = {{.path = "lib/lib" + name + ".so." + version,
+                     .content = name + " library " + version + "\n"},
+                    {.path = "lib/lib" + name + ".so.1",
+                     .symlink_target = "lib" + name + ".so." + version},
+                    {.path = "lib/lib" + name + ".so", .symlink_target = "lib" + name + ".so.1"},
+                    {.path = "include/" + name + ".h", .content = "int " + name + "(void);\n"},
+                    {.path = "bin/" + name + "-tool",
+                     .content = "#!/bin/sh\necho " + name + " " + version + "\n",
+                     .executable = true}}};
+}
+
+// A file's content, or "<unreadable>" (so a missing file fails a comparison, not the test).
+inline std::string read_text(const std::filesystem::path& path) {
+  auto text = sys::read_file(path);
+  return text ? *text : std::string("<unreadable>");
+}
+
+// Tests that serve files with nginx skip, saying why, where it is not installed.
+inline bool nginx_missing() {
+  if (StaticHttpServer::available()) return false;
+  WARN("skipped: nginx is not installed (scripts/setup installs it)");
+  return true;
 }
 
 }  // namespace envkit::test

@@ -20,22 +20,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// A small library component with the links NVIDIA's archives carry.
-FixtureComponent small_component(const std::string& name, const std::string& version,
-                                 const std::string& flavour = "") {
-  return {.name = name,
-          .version = version,
-          .files = {{.path = "lib/lib" + name + ".so." + version,
-                     .content = name + " library " + version + flavour + "\n"},
-                    {.path = "lib/lib" + name + ".so.1",
-                     .symlink_target = "lib" + name + ".so." + version},
-                    {.path = "lib/lib" + name + ".so", .symlink_target = "lib" + name + ".so.1"},
-                    {.path = "include/" + name + ".h", .content = "int " + name + "(void);\n"},
-                    {.path = "bin/" + name + "-tool",
-                     .content = "#!/bin/sh\necho " + name + " " + version + "\n",
-                     .executable = true}}};
-}
-
 // A project folder with its own cache, installing with millisecond retry delays.
 struct Project {
   TempDir dir;
@@ -64,22 +48,11 @@ struct Project {
   }
 };
 
-std::string read(const fs::path& path) {
-  auto text = sys::read_file(path);
-  return text ? *text : std::string("<unreadable>");
-}
-
-bool nginx_missing() {
-  if (StaticHttpServer::available()) return false;
-  WARN("skipped: nginx is not installed (scripts/setup installs it)");
-  return true;
-}
-
 TEST_CASE("install lays a redist archive out as a prefix, links intact", "[cli][install]") {
   if (nginx_missing()) return;
   Project project;
   const RedistMirror mirror(project.dir.path() / "www");
-  const auto built = mirror.add_archive(small_component("foo", "1.2.3"));
+  const auto built = mirror.add_archive(library_component("foo", "1.2.3"));
   const StaticHttpServer server(mirror.root());
   project.lock({{"cuda", "12.4.1", {lock_artifact(built, server.url(""))}}});
 
@@ -87,13 +60,13 @@ TEST_CASE("install lays a redist archive out as a prefix, links intact", "[cli][
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const auto prefix = project.prefix();
-  CHECK(read(prefix / "lib" / "libfoo.so") == "foo library 1.2.3\n");
+  CHECK(read_text(prefix / "lib" / "libfoo.so") == "foo library 1.2.3\n");
   CHECK(fs::read_symlink(prefix / "lib" / "libfoo.so") == "libfoo.so.1");
   CHECK(fs::read_symlink(prefix / "lib" / "libfoo.so.1") == "libfoo.so.1.2.3");
-  CHECK(read(prefix / "include" / "foo.h") == "int foo(void);\n");
+  CHECK(read_text(prefix / "include" / "foo.h") == "int foo(void);\n");
   CHECK((fs::status(prefix / "bin" / "foo-tool").permissions() & fs::perms::owner_exec) !=
         fs::perms::none);
-  CHECK(read(prefix / "share" / "licenses" / "cuda" / "foo" / "LICENSE") == "test licence\n");
+  CHECK(read_text(prefix / "share" / "licenses" / "cuda" / "foo" / "LICENSE") == "test licence\n");
   CHECK(fs::read_symlink(prefix / "lib64") == "lib");
   const auto report = json::parse(r.out);
   CHECK(report.at("changed") == true);
@@ -114,7 +87,7 @@ TEST_CASE("a second install with nothing changed does nothing", "[cli][install]"
   if (nginx_missing()) return;
   Project project;
   const RedistMirror mirror(project.dir.path() / "www");
-  const auto built = mirror.add_archive(small_component("foo", "1.2.3"));
+  const auto built = mirror.add_archive(library_component("foo", "1.2.3"));
   const StaticHttpServer server(mirror.root());
   project.lock({{"cuda", "12.4.1", {lock_artifact(built, server.url(""))}}});
   REQUIRE(project.install().exit_code == 0);
@@ -132,9 +105,9 @@ TEST_CASE("an upgrade replaces exactly the old package's files and keeps the use
   if (nginx_missing()) return;
   Project project;
   const RedistMirror mirror(project.dir.path() / "www");
-  const auto old_foo = mirror.add_archive(small_component("foo", "1.2.3"));
-  const auto new_foo = mirror.add_archive(small_component("foo", "1.3.0"));
-  const auto bar = mirror.add_archive(small_component("bar", "2.0.0"));
+  const auto old_foo = mirror.add_archive(library_component("foo", "1.2.3"));
+  const auto new_foo = mirror.add_archive(library_component("foo", "1.3.0"));
+  const auto bar = mirror.add_archive(library_component("bar", "2.0.0"));
   const StaticHttpServer server(mirror.root());
   const auto base = server.url("");
   project.lock({{"cuda", "12.4.1", {lock_artifact(old_foo, base)}},
@@ -148,10 +121,10 @@ TEST_CASE("an upgrade replaces exactly the old package's files and keeps the use
   REQUIRE(r.exit_code == 0);
   const auto prefix = project.prefix();
   CHECK_FALSE(fs::exists(prefix / "lib" / "libfoo.so.1.2.3"));
-  CHECK(read(prefix / "lib" / "libfoo.so") == "foo library 1.3.0\n");
+  CHECK(read_text(prefix / "lib" / "libfoo.so") == "foo library 1.3.0\n");
   CHECK_FALSE(fs::exists(prefix / "lib" / "libbar.so"));  // cudnn left the lock
   CHECK_FALSE(fs::exists(prefix / "share" / "licenses" / "cudnn"));
-  CHECK(read(prefix / "notes.txt") == "mine\n");
+  CHECK(read_text(prefix / "notes.txt") == "mine\n");
   const auto report = json::parse(r.out);
   CHECK(report.at("generation") == 2);
   CHECK(report.at("removed") == json::array({"cudnn"}));
@@ -164,15 +137,15 @@ TEST_CASE("a checksum mismatch installs nothing and names both hashes and the UR
           "[cli][install]") {
   Project project;
   const RedistMirror mirror(project.dir.path() / "www");
-  const auto good = mirror.add_archive(small_component("foo", "1.2.3"));
+  const auto good = mirror.add_archive(library_component("foo", "1.2.3"));
   FaultServer server;
-  server.serve("/" + good.relative_path, read(mirror.root() / good.relative_path));
+  server.serve("/" + good.relative_path, read_text(mirror.root() / good.relative_path));
   project.lock({{"cuda", "12.4.1", {lock_artifact(good, server.url(""))}}});
   REQUIRE(project.install().exit_code == 0);
 
   FaultServer bad_server;
-  const auto other = mirror.add_archive(small_component("foo", "1.2.4"));
-  bad_server.serve("/" + other.relative_path, read(mirror.root() / other.relative_path),
+  const auto other = mirror.add_archive(library_component("foo", "1.2.4"));
+  bad_server.serve("/" + other.relative_path, read_text(mirror.root() / other.relative_path),
                    {.wrong_bytes = true});
   project.lock({{"cuda", "12.4.1", {lock_artifact(other, bad_server.url(""))}}});
   const auto r = project.install();
@@ -181,7 +154,7 @@ TEST_CASE("a checksum mismatch installs nothing and names both hashes and the UR
   CHECK_THAT(r.err, Catch::Contains(other.sha256));
   CHECK_THAT(r.err, Catch::Contains(bad_server.url("/" + other.relative_path)));
   // The previous environment is untouched, and nothing of the bad download is cached.
-  CHECK(read(project.prefix() / "lib" / "libfoo.so") == "foo library 1.2.3\n");
+  CHECK(read_text(project.prefix() / "lib" / "libfoo.so") == "foo library 1.2.3\n");
   const auto info = project.envkit({"cache", "info", "--json"});
   CHECK(json::parse(info.out).at("entries") == 1);
 }
@@ -200,8 +173,9 @@ TEST_CASE("install rides out broken transfers: resets, 500s, 429s, short bodies"
       {"norange", {.ranges = false, .cut_first = 1}},
       {"stall", {.stall_first = 1}}};
   for (const auto& [name, behaviour] : cases) {
-    const auto built = mirror.add_archive(small_component(name, "1.0.0"));
-    server.serve("/" + built.relative_path, read(mirror.root() / built.relative_path), behaviour);
+    const auto built = mirror.add_archive(library_component(name, "1.0.0"));
+    server.serve("/" + built.relative_path, read_text(mirror.root() / built.relative_path),
+                 behaviour);
     artifacts.push_back(lock_artifact(built, server.url("")));
   }
   project.lock({{"cuda", "12.4.1", artifacts}});
@@ -209,7 +183,8 @@ TEST_CASE("install rides out broken transfers: resets, 500s, 429s, short bodies"
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   for (const auto& [name, behaviour] : cases)
-    CHECK(read(project.prefix() / "lib" / ("lib" + name + ".so")) == name + " library 1.0.0\n");
+    CHECK(read_text(project.prefix() / "lib" / ("lib" + name + ".so")) ==
+          name + " library 1.0.0\n");
   // The cut transfer resumed where it broke instead of starting over.
   const auto ranges = server.ranges("/" + artifacts[0].url.substr(server.url("").size() + 1));
   REQUIRE(ranges.size() == 3);
@@ -220,7 +195,7 @@ TEST_CASE("credentials in URLs never reach messages, receipts or the cache", "[c
   if (nginx_missing()) return;
   Project project;
   const RedistMirror mirror(project.dir.path() / "www");
-  const auto good = mirror.add_archive(small_component("foo", "1.2.3"));
+  const auto good = mirror.add_archive(library_component("foo", "1.2.3"));
   const StaticHttpServer server(mirror.root());
   const auto with_credentials = "http://alice:s3cr3t@127.0.0.1:" + std::to_string(server.port());
   auto broken = lock_artifact(good, with_credentials);
@@ -238,7 +213,7 @@ TEST_CASE("credentials in URLs never reach messages, receipts or the cache", "[c
   for (const auto& entry : fs::recursive_directory_iterator(project.dir.path())) {
     if (!entry.is_regular_file() || entry.path().extension() != ".json") continue;
     INFO(entry.path());
-    CHECK_THAT(read(entry.path()), !Catch::Contains("s3cr3t"));
+    CHECK_THAT(read_text(entry.path()), !Catch::Contains("s3cr3t"));
   }
 }
 
@@ -252,7 +227,7 @@ TEST_CASE("over HTTPS the server is always verified; --cacert or SSL_CERT_FILE t
     return;
   }
   const RedistMirror mirror(project.dir.path() / "www");
-  const auto built = mirror.add_archive(small_component("foo", "1.2.3"));
+  const auto built = mirror.add_archive(library_component("foo", "1.2.3"));
   const StaticHttpServer server(mirror.root(), tls);
   project.lock({{"cuda", "12.4.1", {lock_artifact(built, server.url(""))}}});
 
@@ -265,7 +240,7 @@ TEST_CASE("over HTTPS the server is always verified; --cacert or SSL_CERT_FILE t
   const auto trusted = project.install({"--cacert", tls->certificate.string()});
   INFO(trusted.err);
   REQUIRE(trusted.exit_code == 0);
-  CHECK(read(project.prefix() / "lib" / "libfoo.so") == "foo library 1.2.3\n");
+  CHECK(read_text(project.prefix() / "lib" / "libfoo.so") == "foo library 1.2.3\n");
   // libcurl and nginx agreed on HTTP/2 over TLS.
   CHECK_THAT(server.access_log(), Catch::Contains("HTTP/2.0 200 /" + built.relative_path));
 
@@ -285,7 +260,7 @@ TEST_CASE("progress: bars on a terminal, plain lines elsewhere, nothing with -q"
   }
   Project project;
   const RedistMirror mirror(project.dir.path() / "www");
-  auto slow = small_component("slow", "1.0.0");
+  auto slow = library_component("slow", "1.0.0");
   std::string noise(512 << 10, '\0');  // 512 KiB xz cannot shrink, served slowly
   std::uint32_t state = 7;
   for (auto& c : noise)
@@ -293,7 +268,7 @@ TEST_CASE("progress: bars on a terminal, plain lines elsewhere, nothing with -q"
   slow.files.push_back({.path = "lib/libslow-data.so", .content = noise});
   const auto built = mirror.add_archive(slow);
   FaultServer server;
-  server.serve("/" + built.relative_path, read(mirror.root() / built.relative_path),
+  server.serve("/" + built.relative_path, read_text(mirror.root() / built.relative_path),
                {.chunk_delay = std::chrono::milliseconds(25)});
   project.lock({{"cuda", "12.4.1", {lock_artifact(built, server.url(""))}}});
 
@@ -345,11 +320,11 @@ TEST_CASE("install --locked refuses a stale lock, --frozen a missing one, and no
 TEST_CASE("downloads go through the proxy the environment names", "[cli][install]") {
   Project project;
   const RedistMirror mirror(project.dir.path() / "www");
-  const auto built = mirror.add_archive(small_component("foo", "1.2.3"));
+  const auto built = mirror.add_archive(library_component("foo", "1.2.3"));
   // A proxy is asked for the absolute URL; the fault server answers it as a path.
   const std::string original = "http://downloads.invalid/redist/" + built.relative_path;
   FaultServer proxy;
-  proxy.serve(original, read(mirror.root() / built.relative_path));
+  proxy.serve(original, read_text(mirror.root() / built.relative_path));
   project.lock({{"cuda", "12.4.1", {lock_artifact(built, "http://downloads.invalid/redist")}}});
   const auto r = project.envkit(
       {"install", "--frozen"},
@@ -357,15 +332,15 @@ TEST_CASE("downloads go through the proxy the environment names", "[cli][install
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(proxy.requests(original) == 1);
-  CHECK(read(project.prefix() / "lib" / "libfoo.so") == "foo library 1.2.3\n");
+  CHECK(read_text(project.prefix() / "lib" / "libfoo.so") == "foo library 1.2.3\n");
 }
 
 TEST_CASE("credentials for a mirror come from ~/.netrc", "[cli][install]") {
   Project project;
   const RedistMirror mirror(project.dir.path() / "www");
-  const auto built = mirror.add_archive(small_component("foo", "1.2.3"));
+  const auto built = mirror.add_archive(library_component("foo", "1.2.3"));
   FaultServer server;
-  server.serve("/" + built.relative_path, read(mirror.root() / built.relative_path));
+  server.serve("/" + built.relative_path, read_text(mirror.root() / built.relative_path));
   project.lock({{"cuda", "12.4.1", {lock_artifact(built, server.url(""))}}});
   const auto home = project.dir.path() / "home";
   project.dir.write("home/.netrc", "machine 127.0.0.1 login alice password s3cr3t\n");
@@ -382,7 +357,7 @@ TEST_CASE("mirrors are tried first, and the original URL when they fail", "[cli]
   if (nginx_missing()) return;
   Project project;
   const RedistMirror origin(project.dir.path() / "origin");
-  const auto built = origin.add_archive(small_component("foo", "1.2.3"));
+  const auto built = origin.add_archive(library_component("foo", "1.2.3"));
   // The lock's URL is on a host nobody serves; the mirror has it at MIRROR/HOST/PATH.
   const std::string original = "http://downloads.invalid/redist";
   const auto mirrored =
@@ -398,7 +373,7 @@ TEST_CASE("mirrors are tried first, and the original URL when they fail", "[cli]
   const auto r = project.install({"--mirror", empty_server.url("/"), "--mirror", server.url("")});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  CHECK(read(project.prefix() / "lib" / "libfoo.so") == "foo library 1.2.3\n");
+  CHECK(read_text(project.prefix() / "lib" / "libfoo.so") == "foo library 1.2.3\n");
 
   // Unreachable everywhere: the error names every URL it tried.
   Project other;
@@ -434,10 +409,10 @@ TEST_CASE("a package whose archives are unreachable comes from its wheels instea
   CHECK(report.at("added") == json::array({"cuda 13.0.2 (wheel)"}));
   CHECK(report.at("fell_back").size() == 1);
   const auto prefix = project.prefix();
-  CHECK(read(prefix / "lib" / "libcudart.so.13") == "runtime\n");
+  CHECK(read_text(prefix / "lib" / "libcudart.so.13") == "runtime\n");
   // Wheels hold no symlinks: envkit made the development link itself.
   CHECK(fs::read_symlink(prefix / "lib" / "libcudart.so") == "libcudart.so.13");
-  CHECK(read(prefix / "share" / "licenses" / "cuda" / "cuda_cudart" / "License.txt") ==
+  CHECK(read_text(prefix / "share" / "licenses" / "cuda" / "cuda_cudart" / "License.txt") ==
         "test licence\n");
   CHECK(fs::read_symlink(prefix / "targets" / "x86_64-linux" / "include") == "../../include");
 }
@@ -446,7 +421,7 @@ TEST_CASE("an offline install uses the cache only and names what is missing", "[
   if (nginx_missing()) return;
   Project project;
   const RedistMirror mirror(project.dir.path() / "www");
-  const auto built = mirror.add_archive(small_component("foo", "1.2.3"));
+  const auto built = mirror.add_archive(library_component("foo", "1.2.3"));
   std::optional<StaticHttpServer> server(std::in_place, mirror.root());
   const auto base = server->url("");
   project.lock({{"cuda", "12.4.1", {lock_artifact(built, base)}}});
@@ -464,15 +439,15 @@ TEST_CASE("an offline install uses the cache only and names what is missing", "[
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(json::parse(r.out).at("downloaded_bytes") == 0);
-  CHECK(read(elsewhere / "lib" / "libfoo.so") == "foo library 1.2.3\n");
+  CHECK(read_text(elsewhere / "lib" / "libfoo.so") == "foo library 1.2.3\n");
 }
 
 TEST_CASE("prefixes with different CUDA versions live side by side", "[cli][install]") {
   if (nginx_missing()) return;
   Project project;
   const RedistMirror mirror(project.dir.path() / "www");
-  const auto v12 = mirror.add_archive(small_component("cudart", "12.4.127"));
-  const auto v13 = mirror.add_archive(small_component("cudart", "13.0.96"));
+  const auto v12 = mirror.add_archive(library_component("cudart", "12.4.127"));
+  const auto v13 = mirror.add_archive(library_component("cudart", "13.0.96"));
   const StaticHttpServer server(mirror.root());
   project.lock({{"cuda", "12.4.1", {lock_artifact(v12, server.url(""))}}});
   const auto first = project.dir.path() / "envs" / "cuda12";
@@ -480,8 +455,8 @@ TEST_CASE("prefixes with different CUDA versions live side by side", "[cli][inst
   project.lock({{"cuda", "13.0.2", {lock_artifact(v13, server.url(""))}}});
   const auto second = project.dir.path() / "envs" / "cuda13";
   REQUIRE(project.install({"--prefix", second.string()}).exit_code == 0);
-  CHECK(read(first / "lib" / "libcudart.so") == "cudart library 12.4.127\n");
-  CHECK(read(second / "lib" / "libcudart.so") == "cudart library 13.0.96\n");
+  CHECK(read_text(first / "lib" / "libcudart.so") == "cudart library 12.4.127\n");
+  CHECK(read_text(second / "lib" / "libcudart.so") == "cudart library 13.0.96\n");
 }
 
 TEST_CASE("files come from the cache by hard link, and the cache's copies are read-only",
@@ -489,7 +464,7 @@ TEST_CASE("files come from the cache by hard link, and the cache's copies are re
   if (nginx_missing()) return;
   Project project;
   const RedistMirror mirror(project.dir.path() / "www");
-  const auto built = mirror.add_archive(small_component("foo", "1.2.3"));
+  const auto built = mirror.add_archive(library_component("foo", "1.2.3"));
   const StaticHttpServer server(mirror.root());
   project.lock({{"cuda", "12.4.1", {lock_artifact(built, server.url(""))}}});
   const auto r = project.install({"--json"});
@@ -515,8 +490,8 @@ TEST_CASE("two packages writing one path with different content is an error nami
   if (nginx_missing()) return;
   Project project;
   const RedistMirror mirror(project.dir.path() / "www");
-  auto first = small_component("foo", "1.0.0");
-  auto second = small_component("bar", "1.0.0");
+  auto first = library_component("foo", "1.0.0");
+  auto second = library_component("bar", "1.0.0");
   second.files.push_back({.path = "include/foo.h", .content = "int other(void);\n"});
   const auto a = mirror.add_archive(first);
   const auto b = mirror.add_archive(second);
@@ -553,8 +528,8 @@ TEST_CASE("cache info, prune and clean", "[cli][install][cache]") {
   if (nginx_missing()) return;
   Project project;
   const RedistMirror mirror(project.dir.path() / "www");
-  const auto foo = mirror.add_archive(small_component("foo", "1.2.3"));
-  const auto bar = mirror.add_archive(small_component("bar", "2.0.0"));
+  const auto foo = mirror.add_archive(library_component("foo", "1.2.3"));
+  const auto bar = mirror.add_archive(library_component("bar", "2.0.0"));
   const StaticHttpServer server(mirror.root());
   project.lock({{"cuda", "12.4.1", {lock_artifact(foo, server.url(""))}},
                 {"cudnn", "9.1.0", {lock_artifact(bar, server.url(""))}}});
@@ -575,16 +550,16 @@ TEST_CASE("cache info, prune and clean", "[cli][install][cache]") {
   REQUIRE(cleaned.exit_code == 0);
   CHECK(json::parse(cleaned.out).at("removed") == 1);
   // The prefix does not depend on the cache's entries.
-  CHECK(read(project.prefix() / "lib" / "libfoo.so") == "foo library 1.2.3\n");
+  CHECK(read_text(project.prefix() / "lib" / "libfoo.so") == "foo library 1.2.3\n");
   // And a later change still works: the kept package comes from the prefix itself.
-  const auto baz = mirror.add_archive(small_component("baz", "1.0.0"));
+  const auto baz = mirror.add_archive(library_component("baz", "1.0.0"));
   project.lock({{"cuda", "12.4.1", {lock_artifact(foo, server.url(""))}},
                 {"zlib", "1.3.1", {lock_artifact(baz, server.url(""))}}});
   const auto r = project.install({"--json"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(json::parse(r.out).at("downloaded_bytes") == baz.size);
-  CHECK(read(project.prefix() / "lib" / "libfoo.so") == "foo library 1.2.3\n");
+  CHECK(read_text(project.prefix() / "lib" / "libfoo.so") == "foo library 1.2.3\n");
 }
 
 // A 1 MiB tmpfs, where the kernel lets this process mount one (root in a
@@ -618,8 +593,8 @@ TEST_CASE("a full disk is a clear error and the previous environment stays", "[c
     return;
   }
   const RedistMirror mirror(project.dir.path() / "www");
-  const auto small = mirror.add_archive(small_component("foo", "1.2.3"));
-  auto big = small_component("big", "1.0.0");
+  const auto small = mirror.add_archive(library_component("foo", "1.2.3"));
+  auto big = library_component("big", "1.0.0");
   std::string noise(3 << 20, '\0');  // 3 MiB that xz cannot shrink away
   std::uint32_t state = 12345;
   for (auto& c : noise)
@@ -638,7 +613,7 @@ TEST_CASE("a full disk is a clear error and the previous environment stays", "[c
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.err, Catch::Contains("No space left on device"));
   CHECK_THAT(r.err, Catch::Contains("previous environment is untouched"));
-  CHECK(read(prefix / "lib" / "libfoo.so") == "foo library 1.2.3\n");
+  CHECK(read_text(prefix / "lib" / "libfoo.so") == "foo library 1.2.3\n");
   // The half-built generation gave its space back.
   CHECK(std::distance(fs::directory_iterator(project.dir.path() / "small" / ".env.generations"),
                       fs::directory_iterator()) == 1);
@@ -647,7 +622,7 @@ TEST_CASE("a full disk is a clear error and the previous environment stays", "[c
 TEST_CASE("an unwritable cache is a clear error, and the prefix is untouched", "[cli][install]") {
   Project project;
   const RedistMirror mirror(project.dir.path() / "www");
-  const auto foo = mirror.add_archive(small_component("foo", "1.2.3"));
+  const auto foo = mirror.add_archive(library_component("foo", "1.2.3"));
   project.lock({{"cuda", "12.4.1", {lock_artifact(foo, "http://127.0.0.1:9")}}});
   // /proc refuses new folders even to root.
   const auto r = run_envkit({.args = {"-C", project.root.string(), "--cache-dir",

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "install_support.hpp"
 #include "support/envkit_runner.hpp"
-#include "support/redist_fixture.hpp"
 #include "support/temp_dir.hpp"
 
 namespace envkit::test {
@@ -46,9 +46,7 @@ struct IsolatedProject {
     env.emplace("HOME", home.string());
     env.emplace("XDG_CONFIG_HOME", xdg_config.string());
     env.emplace("XDG_CACHE_HOME", (dir.path() / "xdg-cache").string());
-    for (const char* name : {"ENVKIT_MIRRORS", "ENVKIT_JOBS", "ENVKIT_CACHE_DIR",
-                             "ENVKIT_INDEX_URL", "ENVKIT_LINK_MODE", "ENVKIT_PACKAGING"})
-      env.emplace(name, std::nullopt);
+    env.emplace("ENVKIT_CACHE_DIR", std::nullopt);  // run_envkit clears the other settings
     env.emplace("ENVKIT_RETRY_DELAY_MS", "1");
     env.emplace("ENVKIT_MAX_RETRY_DELAY_MS", "20");
     env.emplace("ENVKIT_STALL_TIMEOUT_MS", "500");
@@ -56,16 +54,5 @@ struct IsolatedProject {
     return run_envkit({.args = all, .env = env});
   }
 };
-
-// A small library component: one file, one link, one header.
-inline FixtureComponent library_component(const std::string& name, const std::string& version) {
-  return {.name = name,
-          .version = version,
-          .files = {
-              {.path = "lib/lib" + name + ".so." + version,
-               .content = name + " library " + version + "\n"},
-              {.path = "lib/lib" + name + ".so", .symlink_target = "lib" + name + ".so." + version},
-              {.path = "include/" + name + ".h", .content = "int " + name + "(void);\n"}}};
-}
 
 }  // namespace envkit::test

@@ -18,35 +18,6 @@ namespace fs = std::filesystem;
 using Catch::Contains;
 using nlohmann::json;
 
-std::string read(const fs::path& path) {
-  auto text = sys::read_file(path);
-  return text ? *text : std::string("<unreadable>");
-}
-
-bool nginx_missing() {
-  if (StaticHttpServer::available()) return false;
-  WARN("skipped: nginx is not installed (scripts/setup installs it)");
-  return true;
-}
-
-// A lock of several platforms: platform -> its packages.
-std::string multi_platform_lock(
-    const std::vector<std::pair<specs::Platform, std::vector<LockedSpec>>>& platforms) {
-  lock::Lockfile lockfile;
-  lockfile.manifest_hash = "sha256:" + std::string(64, '0');
-  lockfile.system.source = "none";
-  for (const auto& [platform, packages] : platforms) {
-    lock::PlatformLock entry{.platform = platform};
-    for (const auto& spec : packages) {
-      entry.packages.push_back({.name = spec.name,
-                                .version = specs::Version::parse(spec.version).value(),
-                                .artifacts = spec.artifacts});
-    }
-    lockfile.platforms.push_back(std::move(entry));
-  }
-  return lock::write(lockfile);
-}
-
 // An artifact that is only a file to keep (a runfile installer).
 recipes::Artifact runfile_artifact(const RedistMirror& origin, const std::string& base_url) {
   const std::string content = "#!/bin/sh\necho installer\n";
@@ -82,12 +53,12 @@ TEST_CASE("install works from a mirror made by `envkit mirror` while the origin 
   const auto base = origin->url("");
   const auto runfile = runfile_artifact(www, base);
   project.write(project.root / "envkit.lock",
-                multi_platform_lock({{specs::Platform::linux_x86_64,
-                                      {{"cuda", "13.0.2", {lock_artifact(foo, base)}},
-                                       {"cudnn", "9.1.0", {lock_artifact(rt, base)}}}},
-                                     {specs::Platform::linux_aarch64,
-                                      {{"cudnn", "9.1.0", {lock_artifact(bar, base)}},
-                                       {"legacy", "11.2.2", {runfile}}}}}));
+                lock_text({{specs::Platform::linux_x86_64,
+                            {{"cuda", "13.0.2", {lock_artifact(foo, base)}},
+                             {"cudnn", "9.1.0", {lock_artifact(rt, base)}}}},
+                           {specs::Platform::linux_aarch64,
+                            {{"cudnn", "9.1.0", {lock_artifact(bar, base)}},
+                             {"legacy", "11.2.2", {runfile}}}}}));
   const auto out = project.dir.path() / "mirror";
 
   const auto r = project.envkit({"mirror", "--out", out.string(), "--json", "--jobs", "2"});
@@ -98,8 +69,10 @@ TEST_CASE("install works from a mirror made by `envkit mirror` while the origin 
   CHECK(report.at("files") == 4);
   CHECK(report.at("skipped") == 0);
   CHECK(report.at("bytes") == foo.size + rt.size + bar.size + *runfile.size);
-  CHECK(read(mirrored(out, lock_artifact(foo, base).url)) == read(www.root() / foo.relative_path));
-  CHECK(read(mirrored(out, lock_artifact(rt, base).url)) == read(www.root() / rt.relative_path));
+  CHECK(read_text(mirrored(out, lock_artifact(foo, base).url)) ==
+        read_text(www.root() / foo.relative_path));
+  CHECK(read_text(mirrored(out, lock_artifact(rt, base).url)) ==
+        read_text(www.root() / rt.relative_path));
   CHECK(fs::exists(mirrored(out, runfile.url)));
   CHECK_FALSE(fs::exists(out / ".tmp"));
 
@@ -110,8 +83,8 @@ TEST_CASE("install works from a mirror made by `envkit mirror` while the origin 
       project.envkit({"install", "--frozen", "--mirror", served.url(""), "--json"});
   INFO(installed.err);
   REQUIRE(installed.exit_code == 0);
-  CHECK(read(project.prefix() / "lib" / "libfoo.so") == "foo library 1.2.3\n");
-  CHECK(read(project.prefix() / "lib" / "libcudart.so.13.0.96") == "cudart library 13.0.96\n");
+  CHECK(read_text(project.prefix() / "lib" / "libfoo.so") == "foo library 1.2.3\n");
+  CHECK(read_text(project.prefix() / "lib" / "libcudart.so.13.0.96") == "cudart library 13.0.96\n");
   CHECK_THAT(served.access_log(), Contains("200 /127.0.0.1:"));
 
   // A second run finds everything in place: nothing to download, no origin needed.
@@ -147,7 +120,7 @@ TEST_CASE("a corrupt file in the mirror is found and downloaded again", "[cli][m
   REQUIRE(report.at("repaired").size() == 1);
   CHECK_THAT(report.at("repaired").at(0).get<std::string>(), Contains(foo.sha256));
   CHECK_THAT(r.err, Contains(core::sha256_hex("not an archive")));
-  CHECK(read(file) == read(www.root() / foo.relative_path));
+  CHECK(read_text(file) == read_text(www.root() / foo.relative_path));
 }
 
 TEST_CASE("a checksum mismatch leaves nothing at the file's place and names both hashes",
@@ -156,7 +129,7 @@ TEST_CASE("a checksum mismatch leaves nothing at the file's place and names both
   const RedistMirror www(project.dir.path() / "origin");
   const auto good = www.add_archive(library_component("foo", "1.2.3"));
   FaultServer server;
-  server.serve("/" + good.relative_path, read(www.root() / good.relative_path),
+  server.serve("/" + good.relative_path, read_text(www.root() / good.relative_path),
                {.wrong_bytes = true});
   const auto artifact = lock_artifact(good, server.url(""));
   project.write(project.root / "envkit.lock", lock_text({{"cuda", "12.4.1", {artifact}}}));
@@ -183,7 +156,7 @@ TEST_CASE("mirror --platform and --packaging narrow what is mirrored", "[cli][mi
   const auto base = origin.url("");
   project.write(
       project.root / "envkit.lock",
-      multi_platform_lock(
+      lock_text(
           {{specs::Platform::linux_x86_64,
             {{"cuda", "13.0.2", {lock_artifact(archive, base), lock_artifact(wheel, base)}}}},
            {specs::Platform::linux_aarch64, {{"cudnn", "9.1.0", {lock_artifact(bar, base)}}}}}));
