@@ -75,12 +75,12 @@ std::variant<lock::Lockfile, int> lock_for_install(Context& context, const Insta
     existing = *std::move(loaded);
     if (flags.frozen) return *std::move(existing);
   }
-  auto database = recipes::Database::open(recipes::default_database_dir(context.options.recipes));
-  if (!database) return report(context, database.error());
-  auto inputs = gather_lock_inputs(context.options.directory, {}, gpu::host_sources());
-  if (!inputs) return report(context, inputs.error());
+  auto project = open_project(context, {});
+  if (!project) return report(context, project.error());
+  const auto& database = project->database;
+  const auto& inputs = project->inputs;
   if (existing) {
-    auto staleness = lock_staleness(*database, *inputs, *existing);
+    auto staleness = lock_staleness(database, inputs, *existing);
     if (!staleness) return report(context, staleness.error());
     if (!staleness->stale()) return *std::move(existing);
     if (flags.locked) {
@@ -90,9 +90,9 @@ std::variant<lock::Lockfile, int> lock_for_install(Context& context, const Insta
       return report(context, error.hint("run `envkit lock`, or install it as it is with --frozen"));
     }
   }
-  for (const auto& warning : inputs->warnings)
+  for (const auto& warning : inputs.warnings)
     context.console.warn(warning);
-  auto attempt = solve_lock(*database, *inputs);
+  auto attempt = solve_lock(database, inputs);
   if (!attempt) return report(context, attempt.error());
   if (attempt->failure)
     return report_unsolvable(context, attempt->failure->first, attempt->failure->second);

@@ -97,11 +97,11 @@ std::vector<std::string> differences(const lock::Lockfile& before, const lock::L
 int run_lock(Context& context, const LockOptions& options) {
   auto platforms = parse_platform_flags(options.platforms);
   if (!platforms) return report(context, platforms.error());
-  auto database = recipes::Database::open(recipes::default_database_dir(context.options.recipes));
-  if (!database) return report(context, database.error());
-  auto inputs = gather_lock_inputs(context.options.directory, *platforms, gpu::host_sources());
-  if (!inputs) return report(context, inputs.error());
-  for (const auto& warning : inputs->warnings)
+  auto project = open_project(context, *platforms);
+  if (!project) return report(context, project.error());
+  const auto& database = project->database;
+  const auto& inputs = project->inputs;
+  for (const auto& warning : inputs.warnings)
     context.console.warn(warning);
   const auto lock_path = (context.options.directory / lock::kFileName).lexically_normal();
 
@@ -115,7 +115,7 @@ int run_lock(Context& context, const LockOptions& options) {
     auto loaded = lock::load(lock_path);
     if (!loaded) return report(context, loaded.error());
     existing = *std::move(loaded);
-    auto staleness = lock_staleness(*database, *inputs, *existing);
+    auto staleness = lock_staleness(database, inputs, *existing);
     if (!staleness) return report(context, staleness.error());
     if (staleness->stale()) {
       Error error = Error::failed(fmt::format("{} is out of date", lock_path.string()));
@@ -125,7 +125,7 @@ int run_lock(Context& context, const LockOptions& options) {
     }
   }
 
-  auto attempt = solve_lock(*database, *inputs);
+  auto attempt = solve_lock(database, inputs);
   if (!attempt) return report(context, attempt.error());
   if (attempt->failure) {
     return report_unsolvable(context, attempt->failure->first, attempt->failure->second);

@@ -354,4 +354,13 @@ Result<void> write_lock_text(const std::filesystem::path& path, const std::strin
   return sys::write_file_atomic(path, text);
 }
 
+Result<Project> open_project(const Context& context,
+                             const std::vector<specs::Platform>& platforms) {
+  auto database = recipes::Database::open(recipes::default_database_dir(context.options.recipes));
+  if (!database) return std::move(database).error();
+  auto inputs = gather_lock_inputs(context.options.directory, platforms, gpu::host_sources());
+  if (!inputs) return std::move(inputs).error();
+  return Project{.database = *std::move(database), .inputs = *std::move(inputs)};
+}
+
 }  // namespace envkit::cli

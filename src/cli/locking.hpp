@@ -37,6 +37,15 @@ struct LockInputs {
                                                     const std::vector<specs::Platform>& platforms,
                                                     const gpu::ProbeSources& sources);
 
+// The recipe database (--recipes) and the project's lock inputs, as `lock`,
+// `why` and `install` all start.
+struct Project {
+  recipes::Database database;
+  LockInputs inputs;
+};
+[[nodiscard]] Result<Project> open_project(const Context& context,
+                                           const std::vector<specs::Platform>& platforms);
+
 struct Solved {
   std::map<specs::Platform, solve::Solution> solutions;
   // The first platform that has no solution, with the explanation.

@@ -47,13 +47,13 @@ std::optional<std::string> lock_disagreement(const Context& context, specs::Plat
 int run_why(Context& context, const WhyOptions& options) {
   auto platforms = parse_platform_flags(options.platforms);
   if (!platforms) return report(context, platforms.error());
-  auto database = recipes::Database::open(recipes::default_database_dir(context.options.recipes));
-  if (!database) return report(context, database.error());
-  auto inputs = gather_lock_inputs(context.options.directory, *platforms, gpu::host_sources());
-  if (!inputs) return report(context, inputs.error());
-  for (const auto& warning : inputs->warnings)
+  auto project = open_project(context, *platforms);
+  if (!project) return report(context, project.error());
+  const auto& database = project->database;
+  const auto& inputs = project->inputs;
+  for (const auto& warning : inputs.warnings)
     context.console.detail("warning: " + warning);
-  auto solved = solve_platforms(*database, *inputs);
+  auto solved = solve_platforms(database, inputs);
   if (!solved) return report(context, solved.error());
   if (solved->failure) {
     return report_unsolvable(context, solved->failure->first, solved->failure->second);
