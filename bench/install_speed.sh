@@ -13,7 +13,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 envkit=${1:-$here/build/src/cli/envkit}
 [ -d /usr/local/cuda/dist-info ] || { echo "needs /usr/local/cuda with dist-info" >&2; exit 77; }
-nginx=$(command -v nginx || echo /usr/sbin/nginx)
+source "$here/bench/serve.sh"
 work=$(mktemp -d)
 trap 'kill $(cat "$work/nginx.pid" 2>/dev/null) 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 
@@ -55,19 +55,7 @@ PY
 unpacked=$(du -sb "$work/stage" | cut -f1); files=$(find "$work/stage" -type f | wc -l)
 compressed=$(du -sb "$work/www" | cut -f1)
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-mkdir -p "$work/nginx"
-cat >"$work/nginx/nginx.conf" <<CONF
-daemon off; master_process off; worker_processes 1; pid $work/nginx/nginx.pid; error_log $work/nginx/error.log;
-events { worker_connections 64; }
-http { access_log off; sendfile on;
-  client_body_temp_path $work/nginx; proxy_temp_path $work/nginx; fastcgi_temp_path $work/nginx;
-  uwsgi_temp_path $work/nginx; scgi_temp_path $work/nginx;
-  server { listen 127.0.0.1:$port; root $work/www; } }
-CONF
-"$nginx" -c "$work/nginx/nginx.conf" -p "$work/nginx" 2>/dev/null &
-echo $! >"$work/nginx.pid"
-for _ in $(seq 50); do (echo >/dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.1; done
+serve_dir "$work/www" "$work"
 base="http://127.0.0.1:$port"
 
 "$envkit" -q --recipes "$work/db" recipes import nvidia-redist "$work/redistrib_13.0.2.json" --base-url "$base/"

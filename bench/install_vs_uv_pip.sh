@@ -15,7 +15,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 envkit=${1:-$here/build/src/cli/envkit}
 work=${ENVKIT_BENCH_WORK:-$here/bench/.work}
-nginx=$(command -v nginx || echo /usr/sbin/nginx)
+source "$here/bench/serve.sh"
 mkdir -p "$work"
 run=$(mktemp -d)
 trap 'kill $(cat "$run/nginx.pid" 2>/dev/null) 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$run"' EXIT
@@ -81,19 +81,7 @@ print("bytes:", sum(os.path.getsize(os.path.join(work, "flat", f)) for f in os.l
 PY
 
 [ -n "${LOCK_ONLY:-}" ] && { echo "$run/project/envkit.lock"; exit 0; }
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-mkdir -p "$run/nginx"
-cat >"$run/nginx/nginx.conf" <<CONF
-daemon off; master_process off; worker_processes 1; pid $run/nginx/nginx.pid; error_log $run/nginx/error.log;
-events { worker_connections 64; }
-http { access_log off; sendfile on;
-  client_body_temp_path $run/nginx; proxy_temp_path $run/nginx; fastcgi_temp_path $run/nginx;
-  uwsgi_temp_path $run/nginx; scgi_temp_path $run/nginx;
-  server { listen 127.0.0.1:$port; root $work; autoindex on; } }
-CONF
-"$nginx" -c "$run/nginx/nginx.conf" -p "$run/nginx" 2>/dev/null &
-echo $! >"$run/nginx.pid"
-for _ in $(seq 50); do (echo >/dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.1; done
+serve_dir "$work" "$run"
 
 UV_VERSION="$uv_version" python3 - "$envkit" "$run" "$work" "http://127.0.0.1:$port" "$here" <<'PY'
 import json, os, shutil, statistics, subprocess, sys, time
