@@ -1,358 +1,20 @@
-// The safe extractor: libarchive reads and decompresses, and decides nothing
-// else. Every decision about what may be written, and the writing itself
-// (TreeWriter, POSIX calls relative to folder descriptors), is envkit's, so a
-// libarchive option or default can never widen what an archive may do.
+// The public entry points of the safe extractor (extractor.hpp does the work).
 #include "envkit/archive/extract.hpp"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <fmt/format.h>
-#include <sys/stat.h>
 
-#include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <memory>
-#include <new>
-#include <unordered_map>
-
-#include "entry_path.hpp"
-#include "envkit/core/sha256.hpp"
-#include "tree_writer.hpp"
+#include "extractor.hpp"
+#include "zip_parallel.hpp"
 
 namespace envkit::archive {
 
 namespace {
 
 namespace fs = std::filesystem;
-using detail::Components;
-using detail::join_path;
+using detail::ByteBudget;
+using detail::Extractor;
+using detail::kBufferSize;
 using detail::TreeWriter;
-
-// Both the bytes pulled from a Source and each read of entry data go through
-// one buffer of this size: memory stays flat whatever the archive's size.
-constexpr std::size_t kBufferSize = std::size_t{1} << 20;
-
-struct ReaderDeleter {
-  void operator()(struct archive* reader) const { archive_read_free(reader); }
-};
-using Reader = std::unique_ptr<struct archive, ReaderDeleter>;
-
-// `from_file`: the archive is a file libarchive can seek in.
-Reader new_reader(bool from_file) {
-  Reader reader(archive_read_new());
-  if (!reader) throw std::bad_alloc();
-  // The compressions artifacts use, each built into libarchive. Not
-  // support_filter_all: it would also start external programs (lrzip, lzop,
-  // grzip) for whatever an archive claims to be.
-  archive_read_support_filter_gzip(reader.get());
-  archive_read_support_filter_bzip2(reader.get());
-  archive_read_support_filter_xz(reader.get());
-  archive_read_support_filter_lzma(reader.get());
-  archive_read_support_filter_zstd(reader.get());
-  archive_read_support_filter_lz4(reader.get());
-  // tar covers ustar, GNU tar and pax. A zip on disk is read through its
-  // central directory only: that is where the modes and symlinks are, and a
-  // zip without one is truncated (the streaming reader would take every entry
-  // before the cut as the whole archive).
-  archive_read_support_format_tar(reader.get());
-  if (from_file) {
-    archive_read_support_format_zip_seekable(reader.get());
-  } else {
-    archive_read_support_format_zip_streamable(reader.get());
-  }
-  return reader;
-}
-
-std::string entry_name(struct archive_entry* entry) {
-  const char* name = archive_entry_pathname(entry);
-  if (name == nullptr) name = archive_entry_pathname_utf8(entry);
-  return name == nullptr ? std::string() : std::string(name);
-}
-
-std::string link_target(struct archive_entry* entry) {
-  const char* target = archive_entry_symlink(entry);
-  if (target == nullptr) target = archive_entry_symlink_utf8(entry);
-  return target == nullptr ? std::string() : std::string(target);
-}
-
-// Why an entry of this type is never unpacked, or nullopt.
-std::optional<std::string_view> forbidden_type(mode_t type) {
-  switch (type) {
-    case AE_IFREG:
-    case AE_IFDIR:
-    case AE_IFLNK:
-      return std::nullopt;
-    case AE_IFCHR:
-    case AE_IFBLK:
-      return "device files are not allowed";
-    case AE_IFIFO:
-      return "fifos are not allowed";
-    case AE_IFSOCK:
-      return "sockets are not allowed";
-    default:
-      return "entries of this type are not allowed";
-  }
-}
-
-// Unpacks one archive, entry by entry, in archive order.
-class Extractor {
- public:
-  Extractor(struct archive* reader, std::string name, const ExtractOptions& options,
-            TreeWriter writer)
-      : reader_(reader),
-        name_(std::move(name)),
-        options_(options),
-        writer_(std::move(writer)),
-        buffer_(kBufferSize) {}
-
-  // A Source's own failure, which libarchive only sees as "read failed".
-  void watch_source_error(const std::optional<Error>* error) { source_error_ = error; }
-
-  Result<ExtractResult> run() {
-    while (true) {
-      struct archive_entry* entry = nullptr;
-      const int status = archive_read_next_header(reader_, &entry);
-      if (status == ARCHIVE_EOF) break;
-      // ARCHIVE_WARN still gives a whole entry (an unknown pax keyword, say).
-      if (status < ARCHIVE_WARN) return damaged(true);
-      current_ = entry_name(entry);
-      if (++entries_seen_ > options_.max_entries) return over_entry_limit();
-      if (auto unpacked = unpack(entry); !unpacked) return std::move(unpacked).error();
-    }
-    drop_stale_records();
-    return std::move(result_);
-  }
-
-  // An error that happens before any entry (opening the archive).
-  Error opening_failed() { return damaged(false); }
-
- private:
-  Result<void> unpack(struct archive_entry* entry) {
-    if (current_.empty()) return refused("the entry has no name");
-    const auto type = static_cast<mode_t>(archive_entry_filetype(entry));
-    const char* hardlink = archive_entry_hardlink(entry);
-    if (hardlink == nullptr) {
-      if (const auto why = forbidden_type(type)) return refused(*why);
-    }
-    auto where = place(current_, hardlink == nullptr && type == AE_IFDIR);
-    if (!where) return refused(where.error().message());
-    if (!*where) return {};  // stripped or left out by the map
-    const Components& path = **where;
-    if (hardlink != nullptr) return unpack_hardlink(path, hardlink);
-    if (type == AE_IFDIR) return unpack_directory(path);
-    if (type == AE_IFLNK) return unpack_symlink(path, link_target(entry));
-    return unpack_file(path, entry);
-  }
-
-  // Where a stored name lands: checked, stripped and mapped; nullopt when it
-  // is left out. Errors carry the refusal's reason.
-  Result<std::optional<Components>> place(const std::string& stored, bool directory) const {
-    auto parts = detail::split_entry_path(stored);
-    if (!parts) return std::move(parts).error();
-    if (parts->empty()) {
-      // `./` names the destination itself: nothing to create.
-      if (directory) return std::optional<Components>();
-      return Error::failed("the entry has no name");
-    }
-    const auto strip = static_cast<std::size_t>(std::max(options_.strip_components, 0));
-    if (parts->size() <= strip) return std::optional<Components>();
-    Components rest(parts->begin() + static_cast<std::ptrdiff_t>(strip), parts->end());
-    if (!options_.map) return std::optional<Components>(std::move(rest));
-    auto relative = join_path(rest);
-    if (directory) relative += '/';
-    const auto mapped = options_.map(relative);
-    if (!mapped) return std::optional<Components>();
-    auto final_parts = detail::split_entry_path(*mapped);
-    if (!final_parts) {
-      return Error::failed(
-          fmt::format("the layout maps it to `{}`: {}", *mapped, final_parts.error().message()));
-    }
-    if (final_parts->empty()) return std::optional<Components>();
-    return std::optional<Components>(std::move(*final_parts));
-  }
-
-  Result<void> unpack_directory(const Components& path) {
-    if (auto parents = record_parents(path); !parents) return parents;
-    if (auto made = writer_.make_directory(path); !made) return from_writer(made.error());
-    if (!recorded_.contains(join_path(path))) {
-      record({.path = join_path(path), .type = EntryType::directory});
-    }
-    return {};
-  }
-
-  Result<void> unpack_symlink(const Components& path, const std::string& target) {
-    const auto dir = std::span<const std::string>(path).first(path.size() - 1);
-    if (auto allowed = detail::check_link_target(dir, target); !allowed) {
-      return refused(allowed.error().message());
-    }
-    if (auto parents = record_parents(path); !parents) return parents;
-    if (auto made = writer_.make_symlink(path, target); !made) return from_writer(made.error());
-    record({.path = join_path(path), .type = EntryType::symlink, .link_target = target});
-    return {};
-  }
-
-  Result<void> unpack_hardlink(const Components& path, const std::string& stored_target) {
-    auto target = place(stored_target, false);
-    if (!target) {
-      return refused(fmt::format("hard link to `{}`: {}", stored_target, target.error().message()));
-    }
-    const auto found = *target ? recorded_.find(join_path(**target)) : recorded_.end();
-    if (found == recorded_.end() || result_.entries[found->second].type != EntryType::file) {
-      return refused(
-          fmt::format("hard link to `{}`, which is not a file unpacked before it", stored_target));
-    }
-    if (**target == path) return {};  // a link to itself changes nothing
-    ExtractedEntry linked = result_.entries[found->second];
-    linked.path = join_path(path);
-    if (auto parents = record_parents(path); !parents) return parents;
-    auto copied = writer_.make_hardlink(path, **target);
-    if (!copied) return from_writer(copied.error());
-    // A copy (no hard links on this file system) counts like any write.
-    result_.bytes_written += *copied;
-    if (result_.bytes_written > options_.max_bytes) return over_byte_limit();
-    record(std::move(linked));
-    return {};
-  }
-
-  Result<void> unpack_file(const Components& path, struct archive_entry* entry) {
-    // Refuse before writing anything when the header already says too much.
-    if (archive_entry_size_is_set(entry) != 0) {
-      const auto declared =
-          static_cast<std::uint64_t>(std::max<la_int64_t>(archive_entry_size(entry), 0));
-      if (declared > options_.max_bytes - std::min(options_.max_bytes, result_.bytes_written)) {
-        return over_byte_limit();
-      }
-    }
-    if (auto parents = record_parents(path); !parents) return parents;
-    auto file = writer_.create_file(path);
-    if (!file) return from_writer(file.error());
-    ExtractedEntry written{.path = join_path(path), .type = EntryType::file};
-    std::optional<core::Sha256> hash;
-    if (options_.hash_files) hash.emplace();
-    while (true) {
-      const auto n = archive_read_data(reader_, buffer_.data(), buffer_.size());
-      if (n == 0) break;
-      if (n < 0) return damaged(false);
-      const auto chunk = std::span<const std::byte>(buffer_).first(static_cast<std::size_t>(n));
-      result_.bytes_written += chunk.size();
-      if (result_.bytes_written > options_.max_bytes) return over_byte_limit();
-      if (auto ok = detail::write_all(file->get(), chunk, written.path); !ok) {
-        return from_writer(ok.error());
-      }
-      if (hash) hash->update(chunk);
-      written.size += chunk.size();
-    }
-    // Only the executable bit survives: no setuid, setgid, sticky or odd modes.
-    written.executable = (archive_entry_perm(entry) & 0111) != 0;
-    if (::fchmod(file->get(), written.executable ? 0755 : 0644) != 0) {
-      return from_writer(Error::failed(fmt::format("cannot set the mode of `{}`", written.path))
-                             .because(std::strerror(errno)));
-    }
-    if (hash) written.sha256 = hash->hex_digest();
-    record(std::move(written));
-    return {};
-  }
-
-  // Folders created on the way to `path`, recorded once each. They count
-  // against max_entries like entries of their own: each costs an inode.
-  Result<void> record_parents(const Components& path) {
-    // Every recorded folder has its parents recorded, so the deepest recorded
-    // one ends the search; usually that is the immediate parent.
-    std::size_t known = path.size() - 1;
-    while (known > 0 && !recorded_.contains(join_path(std::span(path).first(known))))
-      --known;
-    for (std::size_t i = known + 1; i < path.size(); ++i) {
-      if (++entries_seen_ > options_.max_entries) return over_entry_limit();
-      record({.path = join_path(std::span(path).first(i)), .type = EntryType::directory});
-    }
-    return {};
-  }
-
-  // A later entry for the same path replaces the earlier record (TreeWriter
-  // has replaced the file or refused), so entries describe what is on disk.
-  // The earlier one is only marked here: erasing it from the middle each
-  // time would make an archive of many duplicates quadratic.
-  void record(ExtractedEntry entry) {
-    if (const auto earlier = recorded_.find(entry.path); earlier != recorded_.end()) {
-      stale_[earlier->second] = true;
-      any_stale_ = true;
-    }
-    recorded_[entry.path] = result_.entries.size();
-    result_.entries.push_back(std::move(entry));
-    stale_.push_back(false);
-  }
-
-  void drop_stale_records() {
-    if (!any_stale_) return;
-    std::size_t kept = 0;
-    for (std::size_t i = 0; i < result_.entries.size(); ++i) {
-      if (!stale_[i]) result_.entries[kept++] = std::move(result_.entries[i]);
-    }
-    result_.entries.resize(kept);
-  }
-
-  Error refused(std::string_view reason) const {
-    return Error::failed(fmt::format("refused to unpack `{}`", name_))
-        .because(fmt::format("entry `{}`: {}", shown_entry(), reason));
-  }
-
-  Error over_entry_limit() const {
-    return refused(
-        fmt::format("the archive has more than {} entries, the limit", options_.max_entries));
-  }
-
-  Error over_byte_limit() const {
-    return refused(
-        fmt::format("the archive unpacks to more than {} bytes, the limit", options_.max_bytes));
-  }
-
-  // TreeWriter's errors: a refusal has no cause, an OS failure has one.
-  Error from_writer(const Error& error) const {
-    if (error.causes().empty()) return refused(error.message());
-    Error failed = Error::failed(fmt::format("cannot unpack `{}`", name_));
-    failed.because(fmt::format("entry `{}`: {}", shown_entry(), error.message()));
-    for (const auto& cause : error.causes())
-      failed.because(cause);
-    return failed;
-  }
-
-  // libarchive could not read on: a truncated or corrupt archive, or the
-  // Source failed. `between_entries`: the failure came reading a header, so
-  // the last entry named was complete.
-  Error damaged(bool between_entries) const {
-    const char* message = archive_error_string(reader_);
-    std::string reason = message != nullptr ? message : "unreadable archive";
-    if (!current_.empty()) {
-      reason =
-          fmt::format("{} `{}`: {}", between_entries ? "after entry" : "entry", current_, reason);
-    }
-    if (source_error_ != nullptr && source_error_->has_value()) {
-      Error error = **source_error_;
-      return error.because(fmt::format("while unpacking `{}` ({})", name_, reason));
-    }
-    return Error::failed(fmt::format("cannot unpack `{}`", name_))
-        .because(reason)
-        .hint("the archive is truncated, damaged, or not a tar or zip archive");
-  }
-
-  std::string_view shown_entry() const {
-    return current_.empty() ? std::string_view("(no name)") : std::string_view(current_);
-  }
-
-  struct archive* reader_;
-  std::string name_;
-  const ExtractOptions& options_;
-  TreeWriter writer_;
-  std::vector<std::byte> buffer_;
-  const std::optional<Error>* source_error_ = nullptr;
-  ExtractResult result_;
-  std::unordered_map<std::string, std::size_t> recorded_;  // path -> index in entries
-  std::vector<bool> stale_;                                // per entry: replaced since
-  bool any_stale_ = false;
-  std::uint64_t entries_seen_ = 0;
-  std::string current_;  // the entry being unpacked, as stored
-};
 
 // What libarchive's read callback pulls from.
 struct SourceReader {
@@ -379,24 +41,17 @@ la_ssize_t read_source(struct archive* reader, void* data, const void** block) {
   return -1;
 }
 
-Error cannot_start(std::string_view name, const Error& error) {
-  Error wrapped = Error::failed(fmt::format("cannot unpack `{}`", name));
-  wrapped.because(error.message());
-  for (const auto& cause : error.causes())
-    wrapped.because(cause);
-  return wrapped;
-}
-
 }  // namespace
 
 Result<ExtractResult> extract(Source& source, const fs::path& destination,
                               const ExtractOptions& options) {
   const auto name = source.name();
   auto writer = TreeWriter::open(destination);
-  if (!writer) return cannot_start(name, writer.error());
-  auto reader = new_reader(false);
+  if (!writer) return detail::cannot_start(name, writer.error());
+  auto reader = detail::new_reader(false);
   SourceReader context{.source = source};
-  Extractor extractor(reader.get(), name, options, std::move(*writer));
+  ByteBudget budget(options.max_bytes);
+  Extractor extractor(reader.get(), name, options, std::move(*writer), budget);
   extractor.watch_source_error(&context.error);
   if (archive_read_open(reader.get(), &context, nullptr, read_source, nullptr) != ARCHIVE_OK) {
     return extractor.opening_failed();
@@ -415,10 +70,16 @@ Result<ExtractResult> extract_file(const fs::path& archive, const fs::path& dest
   if (!fs::is_regular_file(status)) {
     return Error::input(fmt::format("`{}` is not a file", name));
   }
+  if (options.threads > 1) {
+    if (auto plan = detail::plan_zip_threads(archive, options)) {
+      return detail::extract_zip_parallel(archive, destination, options, *plan);
+    }
+  }
   auto writer = TreeWriter::open(destination);
-  if (!writer) return cannot_start(name, writer.error());
-  auto reader = new_reader(true);
-  Extractor extractor(reader.get(), name, options, std::move(*writer));
+  if (!writer) return detail::cannot_start(name, writer.error());
+  auto reader = detail::new_reader(true);
+  ByteBudget budget(options.max_bytes);
+  Extractor extractor(reader.get(), name, options, std::move(*writer), budget);
   if (archive_read_open_filename(reader.get(), archive.c_str(), kBufferSize) != ARCHIVE_OK) {
     return extractor.opening_failed();
   }

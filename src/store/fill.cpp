@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <thread>
 
 #include "envkit/archive/layout.hpp"
 #include "envkit/core/sha256.hpp"
@@ -131,6 +132,13 @@ std::vector<FileRecord> records_of(const std::vector<archive::ExtractedEntry>& e
   return files;
 }
 
+// A wheel's large libraries inflate side by side on every core: inflating is
+// most of a cold wheel install, and one cuDNN wheel holds 1 GB of them.
+unsigned unpack_threads() {
+  constexpr unsigned kMost = 8;
+  return std::clamp(std::thread::hardware_concurrency(), 1U, kMost);
+}
+
 archive::ExtractOptions options_for(const ArtifactTarget& target) {
   const auto& artifact = target.artifact;
   return archive::layout_options(
@@ -138,7 +146,7 @@ archive::ExtractOptions options_for(const ArtifactTarget& target) {
        .package = target.package,
        .component = artifact.component.empty() ? target.package : artifact.component,
        .wheel_root = artifact.wheel_root},
-      {.max_bytes = unpack_limit(artifact), .hash_files = true});
+      {.max_bytes = unpack_limit(artifact), .hash_files = true, .threads = unpack_threads()});
 }
 
 // Unpacks a tar.* straight from the download.

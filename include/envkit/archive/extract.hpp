@@ -44,6 +44,9 @@ struct ExtractOptions {
   std::uint64_t max_entries = 1'000'000;
   // Compute each regular file's sha256 while writing it.
   bool hash_files = false;
+  // extract_file: a large zip's entries are unpacked on up to this many
+  // threads (largest first), with the same checks and the same result.
+  unsigned threads = 1;
 };
 
 enum class EntryType : std::uint8_t { file, directory, symlink };

@@ -228,6 +228,16 @@ inline void write_bytes(const std::filesystem::path& path, const std::string& by
   if (!out) throw std::runtime_error("cannot write " + path.string());
 }
 
+// Not compressible to nothing, so compressed blocks span several reads.
+inline std::string pseudo_random(std::size_t size, unsigned seed = 1) {
+  std::string text(size, '\0');
+  for (auto& c : text) {
+    seed = seed * 1103515245 + 12345;
+    c = static_cast<char>(seed >> 16);
+  }
+  return text;
+}
+
 // Everything under `root`, relative and sorted, folders with a trailing '/'
 // and links as `name -> target`.
 inline std::vector<std::string> tree(const std::filesystem::path& root) {

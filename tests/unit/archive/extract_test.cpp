@@ -20,21 +20,12 @@ using envkit::test::Format;
 using envkit::test::make_archive;
 using envkit::test::MemorySource;
 using envkit::test::mode_of;
+using envkit::test::pseudo_random;
 using envkit::test::read_bytes;
 using envkit::test::TempDir;
 using envkit::test::tree;
 
 namespace {
-
-// Not compressible to nothing, so compressed blocks span several reads.
-std::string pseudo_random(std::size_t size, unsigned seed = 1) {
-  std::string text(size, '\0');
-  for (auto& c : text) {
-    seed = seed * 1103515245 + 12345;
-    c = static_cast<char>(seed >> 16);
-  }
-  return text;
-}
 
 // A CUDA-like tree: a symlink chain, an executable, a big library.
 std::vector<Entry> cuda_like(const std::string& library) {
