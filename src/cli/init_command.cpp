@@ -174,6 +174,10 @@ std::vector<std::string> host_lines(const gpu::HostFacts& host) {
   } else {
     lines.push_back(fmt::format("no NVIDIA driver found ({})", host.driver_source.to_string()));
   }
+  if (host.driver_cuda) {
+    lines.push_back(fmt::format("driver supports CUDA up to {} ({})", host.driver_cuda->original(),
+                                host.driver_cuda_source.to_string()));
+  }
   for (std::size_t i = 0; i < host.gpus.size(); ++i) {
     const auto& gpu = host.gpus[i];
     lines.push_back(fmt::format("GPU {}: {}compute capability {} ({})", i,

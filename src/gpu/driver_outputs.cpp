@@ -1,5 +1,6 @@
 // Parsers for what the host says about its NVIDIA driver: the override
-// variables, /proc/driver/nvidia/version and nvidia-smi's CSV query.
+// variables, /sys/module/nvidia/version, /proc/driver/nvidia/version and
+// nvidia-smi's CSV query.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -77,6 +78,15 @@ Result<std::vector<specs::ComputeCapability>> parse_cuda_arch_override(std::stri
     capabilities.push_back(*capability);
   }
   return capabilities;
+}
+
+Result<specs::Version> parse_sys_driver_version(std::string_view text) {
+  const auto value = text::trim(text);
+  if (value.empty()) return Error::failed("empty");
+  if (!is_dotted_number(value)) {
+    return Error::failed(fmt::format("{} is not a driver version", text::quoted(value)));
+  }
+  return specs::Version::parse(value);
 }
 
 Result<specs::Version> parse_proc_driver_version(std::string_view text) {

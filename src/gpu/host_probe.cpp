@@ -20,6 +20,7 @@ constexpr std::chrono::seconds kNvidiaSmiTimeout{5};
 // Which facts are settled; the rest are left to later sources.
 struct Settled {
   bool driver = false;
+  bool driver_cuda = false;
   bool gpus = false;
 };
 
@@ -31,6 +32,9 @@ Result<Settled> apply_overrides(const ProbeSources& sources, HostFacts& facts) {
     facts.driver = std::move(driver).value();
     facts.driver_source = {Kind::override_variable, std::string(env::kOverrideDriver.name)};
     settled.driver = true;
+    // The machine's libcuda speaks for the machine's driver, not for the one assumed.
+    facts.driver_cuda_source = facts.driver_source;
+    settled.driver_cuda = true;
     // A machine without a driver shows no GPU, unless the arch override says otherwise.
     if (!facts.driver) {
       facts.gpus_source = facts.driver_source;
@@ -49,17 +53,40 @@ Result<Settled> apply_overrides(const ProbeSources& sources, HostFacts& facts) {
   return settled;
 }
 
-bool read_proc_driver_version(const ProbeSources& sources, const fs::path& path, HostFacts& facts) {
+// The driver version from one of the kernel module's files, /sys or /proc.
+bool read_driver_file(const ProbeSources& sources, const fs::path& path,
+                      Result<specs::Version> (*parse)(std::string_view), Kind kind,
+                      HostFacts& facts) {
   const auto content = sources.read_file(path);
   if (!content) return false;  // no kernel module loaded: the usual GPU-less machine
-  auto driver = parse_proc_driver_version(*content);
+  auto driver = parse(*content);
   if (!driver) {
     facts.notes.push_back(fmt::format("{}: {}", path.string(), driver.error().message()));
     return false;
   }
   facts.driver = std::move(driver).value();
-  facts.driver_source = {Kind::proc_file, path.string()};
+  facts.driver_source = {kind, path.string()};
   return true;
+}
+
+// libcuda's answers for the facts not yet settled; its problems become notes.
+void apply_libcuda(const ProbeSources& sources, Settled& settled, HostFacts& facts) {
+  if (!sources.query_libcuda) return;
+  auto report = sources.query_libcuda();
+  if (!report) return;  // not installed: not an error
+  for (const auto& problem : report->problems)
+    facts.notes.push_back(fmt::format("{}: {}", kLibcuda, problem));
+  const Provenance source{Kind::libcuda, std::string(kLibcuda)};
+  if (!settled.driver_cuda && report->driver_cuda) {
+    facts.driver_cuda = std::move(report->driver_cuda);
+    facts.driver_cuda_source = source;
+    settled.driver_cuda = true;
+  }
+  if (!settled.gpus && report->gpus) {
+    facts.gpus = std::move(*report->gpus);
+    facts.gpus_source = source;
+    settled.gpus = true;
+  }
 }
 
 std::string first_line(std::string_view text) {
@@ -123,6 +150,7 @@ ProbeSources host_sources() {
         if (!run) return std::nullopt;
         return std::move(run).value();
       },
+      .query_libcuda = [] { return query_libcuda(std::string(kLibcuda), kLibcudaTimeout); },
   };
 }
 
@@ -132,17 +160,28 @@ Result<HostFacts> probe_host(const ProbeSources& sources) {
   if (!settled) return std::move(settled).error();
   const fs::path proc_file =
       sources.variable(env::kProcDriverVersion).value_or(std::string(kProcDriverVersionPath));
-  if (!settled->driver) settled->driver = read_proc_driver_version(sources, proc_file, facts);
+  const fs::path sys_file =
+      sources.variable(env::kSysDriverVersion).value_or(std::string(kSysDriverVersionPath));
+  if (!settled->driver) {
+    settled->driver =
+        read_driver_file(sources, sys_file, parse_sys_driver_version, Kind::sys_file, facts) ||
+        read_driver_file(sources, proc_file, parse_proc_driver_version, Kind::proc_file, facts);
+  }
+  if (!settled->driver_cuda || !settled->gpus) apply_libcuda(sources, *settled, facts);
   if (!settled->driver || !settled->gpus) {
     if (auto reported = ask_nvidia_smi(sources, facts)) {
       apply_nvidia_smi(*reported, *settled, facts);
     }
   }
   if (!settled->driver) {
-    facts.driver_source = {Kind::nothing_found,
-                           fmt::format("{}, {}", proc_file.string(), kNvidiaSmi)};
+    facts.driver_source = {Kind::nothing_found, fmt::format("{}, {}, {}", sys_file.string(),
+                                                            proc_file.string(), kNvidiaSmi)};
   }
-  if (!settled->gpus) facts.gpus_source = {Kind::nothing_found, std::string(kNvidiaSmi)};
+  if (!settled->driver_cuda)
+    facts.driver_cuda_source = {Kind::nothing_found, std::string(kLibcuda)};
+  if (!settled->gpus) {
+    facts.gpus_source = {Kind::nothing_found, fmt::format("{}, {}", kLibcuda, kNvidiaSmi)};
+  }
   return facts;
 }
 

@@ -198,7 +198,9 @@ TEST_CASE("the driver comes from the kernel module's version file", "[init]") {
       "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  535.129.03  Release Build  "
       "(dvs-builder@U16-T02-35-3)  Thu Oct 19 18:42:12 UTC 2023\n"
       "GCC version:  gcc version 11.4.0 (Ubuntu 11.4.0-1ubuntu1~22.04)\n");
-  const auto r = init(project, {}, {{"ENVKIT_PROC_DRIVER_VERSION", version.string()}});
+  const auto r = init(project, {},
+                      {{"ENVKIT_SYS_DRIVER_VERSION", (dir.path() / "no-sys-file").string()},
+                       {"ENVKIT_PROC_DRIVER_VERSION", version.string()}});
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(read(project / "envkit.yaml"),
              Catch::Contains(fmt::format("#   NVIDIA driver 535.129.03 ({})\n", version.string())));
@@ -215,6 +217,7 @@ TEST_CASE("the GPUs come from nvidia-smi", "[init]") {
   fs::permissions(smi, fs::perms::owner_all);
   const std::map<std::string, std::optional<std::string>> env = {
       {"PATH", (dir.path() / "bin").string() + ":/usr/bin:/bin"},
+      {"ENVKIT_SYS_DRIVER_VERSION", (dir.path() / "no-sys-file").string()},
       {"ENVKIT_PROC_DRIVER_VERSION", (dir.path() / "no-such-file").string()}};
   const auto r = init(project, {}, env);
   REQUIRE(r.exit_code == 0);
@@ -228,14 +231,17 @@ TEST_CASE("the GPUs come from nvidia-smi", "[init]") {
 TEST_CASE("without driver file or nvidia-smi, init says where it looked", "[init]") {
   TempDir dir;
   const auto project = copy_example(dir, "tf2-mnist");
+  const fs::path missing_sys = dir.path() / "no-sys-file";
   const fs::path missing = dir.path() / "no-such-file";
   const auto r = init(project, {},
                       {{"PATH", (dir.path() / "empty").string()},
+                       {"ENVKIT_SYS_DRIVER_VERSION", missing_sys.string()},
                        {"ENVKIT_PROC_DRIVER_VERSION", missing.string()}});
   REQUIRE(r.exit_code == 0);
-  CHECK_THAT(read(project / "envkit.yaml"),
-             Catch::Contains(fmt::format("#   no NVIDIA driver found (checked {}, nvidia-smi)\n\n",
-                                         missing.string())));
+  CHECK_THAT(
+      read(project / "envkit.yaml"),
+      Catch::Contains(fmt::format("#   no NVIDIA driver found (checked {}, {}, nvidia-smi)\n\n",
+                                  missing_sys.string(), missing.string())));
 }
 
 TEST_CASE("init --json describes what it wrote", "[init]") {

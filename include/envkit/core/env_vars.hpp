@@ -25,6 +25,9 @@ inline constexpr Variable kOverrideGlibc{"ENVKIT_OVERRIDE_GLIBC", "glibc version
 inline constexpr Variable kProcDriverVersion{
     "ENVKIT_PROC_DRIVER_VERSION",
     "path read instead of /proc/driver/nvidia/version (tests and containers)"};
+inline constexpr Variable kSysDriverVersion{
+    "ENVKIT_SYS_DRIVER_VERSION",
+    "path read instead of /sys/module/nvidia/version (tests and containers)"};
 inline constexpr Variable kLiveTests{"ENVKIT_LIVE_TESTS",
                                      "1 runs the opt-in tests that reach PyPI"};
 inline constexpr Variable kNoColor{"NO_COLOR", "any value turns colour off"};
@@ -85,12 +88,13 @@ inline constexpr Variable kEnvkitPrefix{
 inline constexpr Variable kShell{"SHELL",
                                  "the shell `envkit shell` starts and `activate` writes for"};
 
-inline constexpr Variable kAll[] = {
-    kRecipes,        kCacheDir,          kOverrideDriver, kOverrideCudaArch,
-    kOverrideGlibc,  kProcDriverVersion, kLiveTests,      kNoColor,
-    kXdgCacheHome,   kRetries,           kRetryDelayMs,   kMaxRetryDelayMs,
-    kStallTimeoutMs, kConnectTimeoutMs,  kMirrors,        kJobs,
-    kIndexUrl,       kLinkMode,          kPackaging,      kXdgConfigHome};
+inline constexpr Variable kAll[] = {kRecipes,          kCacheDir,       kOverrideDriver,
+                                    kOverrideCudaArch, kOverrideGlibc,  kProcDriverVersion,
+                                    kSysDriverVersion, kLiveTests,      kNoColor,
+                                    kXdgCacheHome,     kRetries,        kRetryDelayMs,
+                                    kMaxRetryDelayMs,  kStallTimeoutMs, kConnectTimeoutMs,
+                                    kMirrors,          kJobs,           kIndexUrl,
+                                    kLinkMode,         kPackaging,      kXdgConfigHome};
 
 // The variable's value, or nullopt when unset. Empty counts as set.
 [[nodiscard]] std::optional<std::string> get(const Variable& variable);

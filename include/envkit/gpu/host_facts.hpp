@@ -14,16 +14,20 @@ namespace envkit::gpu {
 struct Provenance {
   enum class Kind : std::uint8_t {
     override_variable,  // ENVKIT_OVERRIDE_DRIVER / ENVKIT_OVERRIDE_CUDA_ARCH
+    sys_file,           // /sys/module/nvidia/version (or ENVKIT_SYS_DRIVER_VERSION)
     proc_file,          // /proc/driver/nvidia/version (or ENVKIT_PROC_DRIVER_VERSION)
+    libcuda,            // the CUDA driver library, libcuda.so.1, asked in a child process
     nvidia_smi,
     nothing_found,  // every source was asked and none knew
   };
   Kind kind = Kind::nothing_found;
-  // The variable, the file read or the command; for nothing_found, what was asked.
+  // The variable, the file read, the library or the command; for nothing_found,
+  // what was asked.
   std::string where;
 
-  // For messages: `ENVKIT_OVERRIDE_DRIVER`, `/proc/driver/nvidia/version`,
-  // `nvidia-smi`, or `checked /proc/driver/nvidia/version, nvidia-smi`.
+  // For messages: `ENVKIT_OVERRIDE_DRIVER`, `/sys/module/nvidia/version`,
+  // `libcuda.so.1`, `nvidia-smi`, or, for nothing_found,
+  // `checked /sys/module/nvidia/version, /proc/driver/nvidia/version, nvidia-smi`.
   [[nodiscard]] std::string to_string() const;
 };
 
@@ -36,6 +40,11 @@ struct Gpu {
 struct HostFacts {
   std::optional<specs::Version> driver;  // absent: no driver; original() keeps `450.80.02`
   Provenance driver_source;
+  // The newest CUDA the driver supports (cuDriverGetVersion: 12040 is `12.4`).
+  // Absent when libcuda did not say, or when ENVKIT_OVERRIDE_DRIVER replaces the
+  // machine's driver (driver_cuda_source then names the override).
+  std::optional<specs::Version> driver_cuda;
+  Provenance driver_cuda_source;
   std::vector<Gpu> gpus;
   Provenance gpus_source;
   // Why a source that was asked gave no answer (nvidia-smi failed, output not

@@ -10,12 +10,15 @@
 #include "envkit/core/env_vars.hpp"
 #include "envkit/core/result.hpp"
 #include "envkit/gpu/host_facts.hpp"
+#include "envkit/gpu/libcuda_probe.hpp"
 #include "envkit/specs/platform.hpp"
 #include "envkit/specs/version.hpp"
 #include "envkit/sys/process.hpp"
 
 namespace envkit::gpu {
 
+// The kernel module's version, alone on one line: `550.54.15`.
+inline constexpr std::string_view kSysDriverVersionPath = "/sys/module/nvidia/version";
 inline constexpr std::string_view kProcDriverVersionPath = "/proc/driver/nvidia/version";
 // The nvidia-smi query the probe runs; one CSV line per GPU:
 // `550.54.15, 9.0, NVIDIA H100 80GB HBM3`.
@@ -30,16 +33,26 @@ struct ProbeSources {
   std::function<std::optional<std::string>(const std::filesystem::path&)> read_file;
   // Runs kNvidiaSmiQuery; nullopt when nvidia-smi is not installed or cannot start.
   std::function<std::optional<sys::ProcessOutput>()> query_nvidia_smi;
+  // Asks libcuda.so.1 (query_libcuda); nullopt when it is not installed. Left
+  // empty, the probe does without it.
+  std::function<std::optional<LibcudaReport>()> query_libcuda;
 };
 
-// The real machine: the process environment, the filesystem, nvidia-smi on PATH
-// (given a few seconds: a wedged driver can make it hang).
+// The real machine: the process environment, the filesystem, libcuda.so.1 in a
+// child process and nvidia-smi on PATH (each given a few seconds: a wedged driver
+// can make them hang).
 [[nodiscard]] ProbeSources host_sources();
 
-// Each fact from the first source that knows it: the ENVKIT_OVERRIDE_* variables,
-// then the kernel module's version file (driver only), then nvidia-smi. An
-// override of `none` for the driver means a machine with no usable GPU, so GPUs
-// then come only from ENVKIT_OVERRIDE_CUDA_ARCH. Fails only on a malformed override.
+// Each fact from the first source that knows it:
+//   driver:       ENVKIT_OVERRIDE_DRIVER, /sys/module/nvidia/version,
+//                 /proc/driver/nvidia/version, nvidia-smi
+//   driver_cuda:  ENVKIT_OVERRIDE_DRIVER, libcuda.so.1
+//   GPUs:         ENVKIT_OVERRIDE_CUDA_ARCH, ENVKIT_OVERRIDE_DRIVER=none, libcuda.so.1, nvidia-smi
+// An override of `none` for the driver means a machine with no usable GPU, so GPUs
+// then come only from ENVKIT_OVERRIDE_CUDA_ARCH. A driver override also settles
+// driver_cuda (unknown for a version): this machine's libcuda speaks for its own
+// driver, not the one assumed. A source that fails leaves a note and the next is
+// asked. Fails only on a malformed override.
 [[nodiscard]] Result<HostFacts> probe_host(const ProbeSources& sources = host_sources());
 
 // ENVKIT_OVERRIDE_DRIVER: a driver version, or `none` (nullopt) for no driver.
@@ -49,6 +62,9 @@ struct ProbeSources {
 // empty means no GPU.
 [[nodiscard]] Result<std::vector<specs::ComputeCapability>> parse_cuda_arch_override(
     std::string_view text);
+
+// The driver version in /sys/module/nvidia/version: the whole file, `550.54.15\n`.
+[[nodiscard]] Result<specs::Version> parse_sys_driver_version(std::string_view text);
 
 // The driver version in /proc/driver/nvidia/version, from its `NVRM version:`
 // line (proprietary and open kernel modules both).

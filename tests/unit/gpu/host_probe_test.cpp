@@ -21,6 +21,8 @@ struct FakeHost {
   std::map<std::string, std::string> files;
   std::optional<envkit::sys::ProcessOutput> nvidia_smi;  // nullopt: not installed
   int nvidia_smi_runs = 0;
+  std::optional<gpu::LibcudaReport> libcuda;  // nullopt: not installed
+  int libcuda_runs = 0;
   std::vector<std::string> files_read;
 
   gpu::ProbeSources sources() {
@@ -41,6 +43,11 @@ struct FakeHost {
               ++nvidia_smi_runs;
               return nvidia_smi;
             },
+        .query_libcuda =
+            [this]() {
+              ++libcuda_runs;
+              return libcuda;
+            },
     };
   }
 
@@ -58,6 +65,19 @@ envkit::sys::ProcessOutput smi_output(std::string out, int exit_code = 0) {
   return output;
 }
 
+gpu::LibcudaReport libcuda_report(std::string_view text) {
+  auto report = gpu::parse_libcuda_report(text);
+  REQUIRE(report.ok());
+  return std::move(report).value();
+}
+
+constexpr std::string_view kLibcudaTwoGpus =
+    "loaded libcuda.so.1\n"
+    "driver_version 12040\n"
+    "device_count 2\n"
+    "device 0 9.0 NVIDIA H100 80GB HBM3\n"
+    "device 1 9.0 NVIDIA H100 80GB HBM3\n";
+
 }  // namespace
 
 TEST_CASE("probe of a machine without NVIDIA driver or nvidia-smi", "[gpu]") {
@@ -65,11 +85,17 @@ TEST_CASE("probe of a machine without NVIDIA driver or nvidia-smi", "[gpu]") {
   const auto facts = host.probe();
   CHECK_FALSE(facts.driver.has_value());
   CHECK(facts.driver_source.kind == Kind::nothing_found);
-  CHECK(facts.driver_source.to_string() == "checked /proc/driver/nvidia/version, nvidia-smi");
+  CHECK(facts.driver_source.to_string() ==
+        "checked /sys/module/nvidia/version, /proc/driver/nvidia/version, nvidia-smi");
+  CHECK_FALSE(facts.driver_cuda.has_value());
+  CHECK(facts.driver_cuda_source.to_string() == "checked libcuda.so.1");
   CHECK(facts.gpus.empty());
-  CHECK(facts.gpus_source.to_string() == "checked nvidia-smi");
+  CHECK(facts.gpus_source.to_string() == "checked libcuda.so.1, nvidia-smi");
   CHECK(facts.notes.empty());
-  CHECK(host.files_read == std::vector<std::string>{"/proc/driver/nvidia/version"});
+  CHECK(host.files_read ==
+        std::vector<std::string>{"/sys/module/nvidia/version", "/proc/driver/nvidia/version"});
+  CHECK(host.libcuda_runs == 1);
+  CHECK(host.nvidia_smi_runs == 1);
 }
 
 TEST_CASE("probe takes the driver from /proc and the GPUs from nvidia-smi", "[gpu]") {
@@ -93,9 +119,85 @@ TEST_CASE("probe reads the /proc file named by ENVKIT_PROC_DRIVER_VERSION", "[gp
   host.variables["ENVKIT_PROC_DRIVER_VERSION"] = "/tmp/fake-version";
   host.files["/tmp/fake-version"] = kProcVersion;
   const auto facts = host.probe();
-  CHECK(host.files_read == std::vector<std::string>{"/tmp/fake-version"});
+  CHECK(host.files_read ==
+        std::vector<std::string>{"/sys/module/nvidia/version", "/tmp/fake-version"});
   CHECK(facts.driver->original() == "535.129.03");
   CHECK(facts.driver_source.to_string() == "/tmp/fake-version");
+}
+
+TEST_CASE("probe takes the driver from /sys/module/nvidia/version before /proc", "[gpu]") {
+  FakeHost host;
+  host.files["/sys/module/nvidia/version"] = "550.54.15\n";
+  host.files["/proc/driver/nvidia/version"] = kProcVersion;
+  const auto facts = host.probe();
+  CHECK(facts.driver->original() == "550.54.15");
+  CHECK(facts.driver_source.kind == Kind::sys_file);
+  CHECK(facts.driver_source.to_string() == "/sys/module/nvidia/version");
+  CHECK(host.files_read == std::vector<std::string>{"/sys/module/nvidia/version"});
+  CHECK(facts.notes.empty());
+
+  SECTION("or from the file named by ENVKIT_SYS_DRIVER_VERSION") {
+    host.variables["ENVKIT_SYS_DRIVER_VERSION"] = "/tmp/fake-sys-version";
+    host.files["/tmp/fake-sys-version"] = "570.195.03\n";
+    host.files_read.clear();
+    const auto redirected = host.probe();
+    CHECK(redirected.driver->original() == "570.195.03");
+    CHECK(redirected.driver_source.to_string() == "/tmp/fake-sys-version");
+    CHECK(host.files_read == std::vector<std::string>{"/tmp/fake-sys-version"});
+  }
+  SECTION("unless it does not hold a version, which leaves a note") {
+    host.files["/sys/module/nvidia/version"] = "\n";
+    const auto from_proc = host.probe();
+    CHECK(from_proc.driver->original() == "535.129.03");
+    CHECK(from_proc.driver_source.kind == Kind::proc_file);
+    CHECK(from_proc.notes == std::vector<std::string>{"/sys/module/nvidia/version: empty"});
+  }
+}
+
+TEST_CASE("probe takes the driver's CUDA and the GPUs from libcuda before nvidia-smi", "[gpu]") {
+  FakeHost host;
+  host.libcuda = libcuda_report(kLibcudaTwoGpus);
+  host.nvidia_smi = smi_output(std::string(kTwoGpus));
+  const auto facts = host.probe();
+  REQUIRE(facts.driver_cuda.has_value());
+  CHECK(facts.driver_cuda->original() == "12.4");
+  CHECK(facts.driver_cuda_source.kind == Kind::libcuda);
+  CHECK(facts.driver_cuda_source.to_string() == "libcuda.so.1");
+  REQUIRE(facts.gpus.size() == 2);
+  CHECK(facts.gpus[1].name == "NVIDIA H100 80GB HBM3");
+  CHECK(facts.gpus[1].compute_capability == ComputeCapability{9, 0});
+  CHECK(facts.gpus_source.to_string() == "libcuda.so.1");
+  // libcuda does not know the kernel module's version: nvidia-smi is still asked for it.
+  CHECK(facts.driver->original() == "535.129.03");
+  CHECK(facts.driver_source.kind == Kind::nvidia_smi);
+  CHECK(facts.notes.empty());
+
+  SECTION("and nvidia-smi is not run once the files gave the driver") {
+    host.files["/sys/module/nvidia/version"] = "550.54.15\n";
+    const auto settled = host.probe();
+    CHECK(settled.driver_source.kind == Kind::sys_file);
+    CHECK(host.nvidia_smi_runs == 1);  // the first probe only
+  }
+}
+
+TEST_CASE("a libcuda that fails cuInit leaves a note and nvidia-smi gives the GPUs", "[gpu]") {
+  FakeHost host;
+  host.libcuda = libcuda_report(
+      "loaded libcuda.so.1\ndriver_version 12040\nerror cuInit 100 CUDA_ERROR_NO_DEVICE\n");
+  host.nvidia_smi = smi_output(std::string(kTwoGpus));
+  const auto facts = host.probe();
+  CHECK(facts.driver_cuda->original() == "12.4");
+  CHECK(facts.gpus.size() == 2);
+  CHECK(facts.gpus_source.kind == Kind::nvidia_smi);
+  CHECK(facts.notes ==
+        std::vector<std::string>{"libcuda.so.1: cuInit failed: CUDA_ERROR_NO_DEVICE (100)"});
+
+  SECTION("and with no nvidia-smi either, there are no GPUs") {
+    host.nvidia_smi.reset();
+    const auto none = host.probe();
+    CHECK(none.gpus.empty());
+    CHECK(none.gpus_source.to_string() == "checked libcuda.so.1, nvidia-smi");
+  }
 }
 
 TEST_CASE("probe takes the driver from nvidia-smi when /proc has none", "[gpu]") {
@@ -121,8 +223,11 @@ TEST_CASE("overrides win and keep the probe from asking the machine", "[gpu]") {
   CHECK_FALSE(facts.gpus[0].name.has_value());
   CHECK(facts.gpus[1].compute_capability == ComputeCapability{9, 0});
   CHECK(facts.gpus_source.to_string() == "ENVKIT_OVERRIDE_CUDA_ARCH");
+  CHECK_FALSE(facts.driver_cuda.has_value());
+  CHECK(facts.driver_cuda_source.to_string() == "ENVKIT_OVERRIDE_DRIVER");
   CHECK(host.files_read.empty());
   CHECK(host.nvidia_smi_runs == 0);
+  CHECK(host.libcuda_runs == 0);
 }
 
 TEST_CASE("each fact comes from its own first source", "[gpu]") {
@@ -134,6 +239,14 @@ TEST_CASE("each fact comes from its own first source", "[gpu]") {
   CHECK(facts.gpus.size() == 2);
   CHECK(facts.gpus_source.kind == Kind::nvidia_smi);
   CHECK(host.files_read.empty());
+
+  SECTION("and the machine's libcuda does not speak for an assumed driver") {
+    host.libcuda = libcuda_report(kLibcudaTwoGpus);
+    const auto with_libcuda = host.probe();
+    CHECK(with_libcuda.gpus_source.kind == Kind::libcuda);
+    CHECK_FALSE(with_libcuda.driver_cuda.has_value());
+    CHECK(with_libcuda.driver_cuda_source.kind == Kind::override_variable);
+  }
 }
 
 TEST_CASE("a driver override of none means no GPU either", "[gpu]") {
@@ -146,6 +259,7 @@ TEST_CASE("a driver override of none means no GPU either", "[gpu]") {
   CHECK(facts.gpus.empty());
   CHECK(facts.gpus_source.to_string() == "ENVKIT_OVERRIDE_DRIVER");
   CHECK(host.nvidia_smi_runs == 0);
+  CHECK(host.libcuda_runs == 0);
 
   SECTION("unless the arch override names some") {
     host.variables["ENVKIT_OVERRIDE_CUDA_ARCH"] = "7.0";
@@ -191,6 +305,16 @@ TEST_CASE("an unreadable /proc version file leaves a note and the probe goes on"
   CHECK(facts.driver_source.kind == Kind::nvidia_smi);
   CHECK(facts.notes ==
         std::vector<std::string>{"/proc/driver/nvidia/version: no `NVRM version:` line"});
+}
+
+TEST_CASE("the probe does without a libcuda source it was not given", "[gpu]") {
+  FakeHost host;
+  host.nvidia_smi = smi_output(std::string(kTwoGpus));
+  auto sources = host.sources();
+  sources.query_libcuda = nullptr;
+  const auto facts = gpu::probe_host(sources);
+  REQUIRE(facts.ok());
+  CHECK(facts->gpus_source.kind == Kind::nvidia_smi);
 }
 
 TEST_CASE("a malformed override is an input error", "[gpu]") {

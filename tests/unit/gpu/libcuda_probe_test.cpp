@@ -1,0 +1,211 @@
+// query_libcuda end to end: fork, dlopen and the report, against fake driver
+// libraries compiled here with the host's C compiler.
+#include "envkit/gpu/libcuda_probe.hpp"
+
+#include <sys/wait.h>
+
+#include <catch2/catch.hpp>
+#include <cerrno>
+#include <chrono>
+
+#include "envkit/gpu/host_probe.hpp"
+#include "envkit/sys/process.hpp"
+#include "support/temp_dir.hpp"
+
+namespace {
+
+namespace gpu = envkit::gpu;
+namespace fs = std::filesystem;
+using envkit::specs::ComputeCapability;
+using namespace std::chrono_literals;
+
+// The driver API functions the probe calls, answering as a machine with an A100
+// and an H100 and a driver for CUDA 12.4. -DFAKE_INIT=<code> makes cuInit fail,
+// -DFAKE_HANG makes it hang, -DFAKE_ABORT makes it crash; -DFAKE_NO_ERROR_NAME
+// leaves out cuGetErrorName.
+constexpr std::string_view kFakeLibcuda = R"(
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#ifndef FAKE_INIT
+#define FAKE_INIT 0
+#endif
+static const char* names[] = {"NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3"};
+static const int majors[] = {8, 9};
+int cuDriverGetVersion(int* version) { *version = 12040; return 0; }
+int cuInit(unsigned flags) {
+  (void)flags;
+#if defined(FAKE_HANG)
+  for (;;) pause();
+#elif defined(FAKE_ABORT)
+  abort();
+#endif
+  return FAKE_INIT;
+}
+int cuDeviceGetCount(int* count) { *count = 2; return 0; }
+int cuDeviceGet(int* device, int ordinal) {
+  if (ordinal < 0 || ordinal > 1) return 101;
+  *device = ordinal;
+  return 0;
+}
+int cuDeviceGetAttribute(int* value, int attribute, int device) {
+  if (device < 0 || device > 1) return 101;
+  if (attribute == 75) { *value = majors[device]; return 0; }
+  if (attribute == 76) { *value = 0; return 0; }
+  return 1;
+}
+int cuDeviceGetName(char* name, int length, int device) {
+  if (device < 0 || device > 1 || length < 1) return 101;
+  strncpy(name, names[device], (size_t)length - 1);
+  name[length - 1] = 0;
+  return 0;
+}
+#ifndef FAKE_NO_ERROR_NAME
+int cuGetErrorName(int error, const char** name) {
+  switch (error) {
+    case 100: *name = "CUDA_ERROR_NO_DEVICE"; return 0;
+    case 101: *name = "CUDA_ERROR_INVALID_DEVICE"; return 0;
+    default: *name = 0; return 1;
+  }
+}
+#endif
+)";
+
+// Builds a fake libcuda.so.1 in `dir` with `defines`; nullopt when there is no C compiler.
+std::optional<std::string> fake_libcuda(const envkit::test::TempDir& dir,
+                                        const std::vector<std::string>& defines = {}) {
+  if (!envkit::sys::find_on_path("cc")) return std::nullopt;
+  const auto source = dir.write("fake_libcuda.c", kFakeLibcuda);
+  const auto library = dir.path() / "lib" / "libcuda.so.1";
+  fs::create_directories(library.parent_path());
+  std::vector<std::string> argv{"cc", "-shared", "-fPIC", "-o", library.string(), source.string()};
+  argv.insert(argv.end(), defines.begin(), defines.end());
+  const auto compiled = envkit::sys::run_process(argv);
+  REQUIRE(compiled.ok());
+  INFO(compiled->err);
+  REQUIRE(compiled->exit_code == 0);
+  return library.string();
+}
+
+// The probe's child has been reaped: this process has no child left at all.
+bool no_child_left() {
+  errno = 0;
+  return ::waitpid(-1, nullptr, WNOHANG) == -1 && errno == ECHILD;
+}
+
+#define REQUIRE_FAKE(library)                           \
+  if (!(library)) {                                     \
+    WARN("no C compiler (cc) to build a fake libcuda"); \
+    return;                                             \
+  }
+
+}  // namespace
+
+TEST_CASE("libcuda in a child process: the driver's CUDA and every GPU", "[gpu]") {
+  envkit::test::TempDir dir;
+  const auto library = fake_libcuda(dir);
+  REQUIRE_FAKE(library);
+  const auto report = gpu::query_libcuda(*library, 10s);
+  REQUIRE(report.has_value());
+  CHECK(report->loaded);
+  CHECK(report->problems.empty());
+  REQUIRE(report->driver_cuda.has_value());
+  CHECK(report->driver_cuda->original() == "12.4");
+  REQUIRE(report->gpus.has_value());
+  REQUIRE(report->gpus->size() == 2);
+  CHECK(report->gpus->at(0).name == "NVIDIA A100-SXM4-80GB");
+  CHECK(report->gpus->at(0).compute_capability == ComputeCapability{8, 0});
+  CHECK(report->gpus->at(1).name == "NVIDIA H100 80GB HBM3");
+  CHECK(report->gpus->at(1).compute_capability == ComputeCapability{9, 0});
+  CHECK(no_child_left());
+}
+
+TEST_CASE("libcuda whose cuInit finds no device: no GPUs and the error's name", "[gpu]") {
+  envkit::test::TempDir dir;
+  const auto library = fake_libcuda(dir, {"-DFAKE_INIT=100"});
+  REQUIRE_FAKE(library);
+  const auto report = gpu::query_libcuda(*library, 10s);
+  REQUIRE(report.has_value());
+  CHECK(report->driver_cuda->original() == "12.4");
+  CHECK_FALSE(report->gpus.has_value());
+  CHECK(report->problems == std::vector<std::string>{"cuInit failed: CUDA_ERROR_NO_DEVICE (100)"});
+  CHECK(no_child_left());
+}
+
+TEST_CASE("libcuda whose cuInit hangs is killed at the timeout", "[gpu]") {
+  envkit::test::TempDir dir;
+  const auto library = fake_libcuda(dir, {"-DFAKE_HANG"});
+  REQUIRE_FAKE(library);
+  const auto start = std::chrono::steady_clock::now();
+  const auto report = gpu::query_libcuda(*library, 300ms);
+  const auto took = std::chrono::steady_clock::now() - start;
+  CHECK(took >= 300ms);
+  CHECK(took < 5s);
+  REQUIRE(report.has_value());
+  // What it said before cuInit is kept.
+  CHECK(report->driver_cuda->original() == "12.4");
+  CHECK_FALSE(report->gpus.has_value());
+  CHECK(report->problems ==
+        std::vector<std::string>{
+            "did not answer within 300 ms (a wedged driver?); the probe process was killed"});
+  CHECK(no_child_left());
+}
+
+TEST_CASE("libcuda that crashes the child leaves a problem, not a crash", "[gpu]") {
+  envkit::test::TempDir dir;
+  const auto library = fake_libcuda(dir, {"-DFAKE_ABORT", "-DFAKE_NO_ERROR_NAME"});
+  REQUIRE_FAKE(library);
+  const auto report = gpu::query_libcuda(*library, 10s);
+  REQUIRE(report.has_value());
+  CHECK_FALSE(report->gpus.has_value());
+  REQUIRE(report->problems.size() == 1);
+  CHECK_THAT(report->problems[0], Catch::StartsWith("the probe process died of signal 6 ("));
+  CHECK(no_child_left());
+}
+
+TEST_CASE("libcuda that is not installed is no answer and no problem", "[gpu]") {
+  envkit::test::TempDir dir;
+  CHECK_FALSE(gpu::query_libcuda((dir.path() / "libcuda.so.1").string(), 10s).has_value());
+  CHECK(no_child_left());
+}
+
+TEST_CASE("a libcuda.so.1 that is not a library is a problem", "[gpu]") {
+  envkit::test::TempDir dir;
+  const auto library = dir.write("libcuda.so.1", "not an ELF file\n");
+  const auto report = gpu::query_libcuda(library.string(), 10s);
+  REQUIRE(report.has_value());
+  CHECK_FALSE(report->loaded);
+  REQUIRE(report->problems.size() == 1);
+  CHECK_THAT(report->problems[0], Catch::StartsWith("cannot be loaded: " + library.string()));
+}
+
+TEST_CASE("probe_host takes the GPUs and the driver's CUDA from a real libcuda", "[gpu]") {
+  envkit::test::TempDir dir;
+  const auto library = fake_libcuda(dir);
+  REQUIRE_FAKE(library);
+  gpu::ProbeSources sources{
+      .variable = [](const envkit::env::Variable&) -> std::optional<std::string> {
+        return std::nullopt;
+      },
+      .read_file = [](const fs::path& path) -> std::optional<std::string> {
+        if (path == "/sys/module/nvidia/version") return "550.54.15\n";
+        return std::nullopt;
+      },
+      .query_nvidia_smi = []() -> std::optional<envkit::sys::ProcessOutput> {
+        FAIL("nvidia-smi asked although the other sources knew every fact");
+        return std::nullopt;
+      },
+      .query_libcuda = [&] { return gpu::query_libcuda(*library, 10s); },
+  };
+  const auto facts = gpu::probe_host(sources);
+  REQUIRE(facts.ok());
+  CHECK(facts->driver->original() == "550.54.15");
+  CHECK(facts->driver_source.to_string() == "/sys/module/nvidia/version");
+  CHECK(facts->driver_cuda->original() == "12.4");
+  CHECK(facts->driver_cuda_source.to_string() == "libcuda.so.1");
+  REQUIRE(facts->gpus.size() == 2);
+  CHECK(facts->gpus[1].name == "NVIDIA H100 80GB HBM3");
+  CHECK(facts->gpus_source.to_string() == "libcuda.so.1");
+  CHECK(facts->notes.empty());
+}
