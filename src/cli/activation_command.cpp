@@ -13,6 +13,7 @@
 #include "envkit/core/env_vars.hpp"
 #include "envkit/core/text.hpp"
 #include "envkit/store/prefix.hpp"
+#include "prefix_option.hpp"
 
 namespace envkit::cli {
 
@@ -28,34 +29,6 @@ struct ActivationFlags {
   std::vector<std::string> command;  // run
   std::optional<std::string> shell;  // activate
 };
-
-// The prefix as the user named it (the same default as `envkit install`).
-fs::path prefix_path(const Context& context, const std::optional<fs::path>& flag) {
-  if (flag) return flag->is_absolute() ? *flag : context.options.directory / *flag;
-  return context.options.directory / ".envkit" / "env";
-}
-
-// The installed prefix's path: absolute, but still the symlink, never the
-// generation it points at, so a later install's switch reaches what was
-// activated. The Prefix (and anything it opened) is gone before any exec.
-Result<fs::path> installed_prefix(const Context& context, const std::optional<fs::path>& flag) {
-  auto prefix = store::Prefix::open(prefix_path(context, flag));
-  if (!prefix) return std::move(prefix).error();
-  const auto& path = prefix->path();
-  if (!prefix->current_generation()) {
-    return Error::failed(fmt::format("nothing is installed in {}", text::quoted(path.string())))
-        .hint("run `envkit install` first")
-        .hint("or name another prefix with --prefix DIR");
-  }
-  // PATH and the other lists are split on `:`: such a prefix would be cut in two.
-  if (path.string().find(':') != std::string::npos) {
-    return Error::input(fmt::format("the prefix path {} contains `:`, which PATH and "
-                                    "LD_LIBRARY_PATH cannot hold",
-                                    text::quoted(path.string())))
-        .hint("install into a path without `:` (--prefix DIR)");
-  }
-  return path;
-}
 
 // The prefix's environment, with what the user should know said on stderr.
 struct Activated {

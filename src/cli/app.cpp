@@ -114,6 +114,8 @@ int run(int argc, char** argv) {
   register_activation(app, commands);
   register_mirror(app, commands);
   register_config(app, commands);
+  register_doctor(app, commands);
+  register_smoke(app, commands);
   register_recipes(app, commands);
   register_debug(app, commands);
 

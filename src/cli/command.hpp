@@ -26,6 +26,8 @@ void register_install(CLI::App& root, Commands& out);
 void register_activation(CLI::App& root, Commands& out);  // run, shell, activate
 void register_mirror(CLI::App& root, Commands& out);
 void register_config(CLI::App& root, Commands& out);
+void register_doctor(CLI::App& root, Commands& out);
+void register_smoke(CLI::App& root, Commands& out);
 
 // Prints `error` (and, with --json, {"error": ...} on stdout); returns its exit code.
 int report(const Context& context, const Error& error);

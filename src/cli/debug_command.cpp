@@ -41,6 +41,7 @@ struct ExtractArgs {
   std::string destination;
   int strip_components = 0;
   std::uint64_t max_bytes = archive::ExtractOptions{}.max_bytes;
+  unsigned threads = 1;
 };
 
 // `path` as the user meant it: relative to -C DIR when one is given.
@@ -56,6 +57,7 @@ int run_extract(Context& context, const ExtractArgs& args) {
   archive::ExtractOptions options;
   options.strip_components = args.strip_components;
   options.max_bytes = args.max_bytes;
+  options.threads = args.threads;
   const auto destination = user_path(context, args.destination);
   auto result = archive::extract_file(user_path(context, args.archive), destination, options);
   if (!result) return report(context, result.error());
@@ -89,6 +91,11 @@ void register_extract(CLI::App& debug, Commands& out) {
   command
       ->add_option("--max-bytes", args->max_bytes,
                    "Refuse the archive when it unpacks to more than this many bytes")
+      ->option_text("N")
+      ->check(CLI::PositiveNumber);
+  command
+      ->add_option("--threads", args->threads,
+                   "Unpack a large zip's entries on up to N threads (install uses one per core)")
       ->option_text("N")
       ->check(CLI::PositiveNumber);
   out.push_back({command, [args](Context& context) { return run_extract(context, *args); }});

@@ -11,6 +11,7 @@
 #include "envkit/store/install.hpp"
 #include "envkit/store/prefix.hpp"
 #include "locking.hpp"
+#include "prefix_option.hpp"
 #include "progress.hpp"
 #include "settings.hpp"
 
@@ -26,17 +27,13 @@ struct InstallFlags {
   bool frozen = false;
   std::optional<fs::path> prefix;
   bool offline = false;
+  bool reinstall = false;
   std::vector<std::string> mirrors;  // given: they replace the configured mirrors
   std::optional<int> jobs;
   std::optional<std::string> packaging;
   std::optional<std::string> link_mode;
   std::optional<fs::path> cacert;
 };
-
-fs::path prefix_path(const Context& context, const std::optional<fs::path>& flag) {
-  if (flag) return flag->is_absolute() ? *flag : context.options.directory / *flag;
-  return context.options.directory / ".envkit" / "env";
-}
 
 // The configured settings with the install flags that were given over them.
 Result<config::Settings> install_settings(const Context& context, const InstallFlags& flags) {
@@ -173,6 +170,7 @@ int run_install(Context& context, const InstallFlags& flags) {
                                       .jobs = settings->jobs.value,
                                       .preferred = packaging_from(settings->packaging.value),
                                       .link_mode = link_mode,
+                                      .reinstall = flags.reinstall,
                                       .note = note};
   const store::Cache cache(cache_dir_of(*settings));
   auto installed = store::install(std::get<lock::Lockfile>(lockfile), cache, options);
@@ -275,6 +273,8 @@ void register_install(CLI::App& root, Commands& out) {
   install->add_option("--prefix", flags->prefix, "Where to install (default: .envkit/env)")
       ->option_text("DIR");
   install->add_flag("--offline", flags->offline, "Use the cache only; say what is missing");
+  install->add_flag("--reinstall", flags->reinstall,
+                    "Place every package afresh from the cache (repairs changed files)");
   install
       ->add_option("--mirror", flags->mirrors,
                    "Fetch https://HOST/PATH from MIRROR/HOST/PATH first (repeatable; replaces "

@@ -2,7 +2,9 @@
 
 #include <openssl/evp.h>
 
+#include <fstream>
 #include <stdexcept>
+#include <vector>
 
 namespace envkit::core {
 
@@ -60,6 +62,20 @@ std::string Sha256::hex_digest() {
 std::string sha256_hex(std::string_view text) {
   Sha256 hash;
   hash.update(text);
+  return hash.hex_digest();
+}
+
+std::optional<std::string> sha256_file(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return std::nullopt;
+  Sha256 hash;
+  std::vector<char> buffer(std::size_t{1} << 16);
+  while (in) {
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    const auto count = static_cast<std::size_t>(in.gcount());
+    hash.update(std::as_bytes(std::span(buffer).first(count)));
+  }
+  if (in.bad()) return std::nullopt;
   return hash.hex_digest();
 }
 

@@ -278,6 +278,10 @@ Result<InstallReport> install(const lock::Lockfile& lockfile, const Cache& cache
   if (!state) return std::move(state).error();
   auto plan = plan_install(*locked, *state, options.preferred);
   if (!plan) return std::move(plan).error();
+  if (options.reinstall) {
+    for (auto& package : plan->packages)
+      package.unchanged = false;
+  }
   report.skipped = plan->skipped;
   report.generation = *state ? (*state)->generation : 0;
   if (*state && plan->nothing_to_do()) {

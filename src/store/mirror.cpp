@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 
+#include "envkit/core/sha256.hpp"
 #include "envkit/core/text.hpp"
 #include "envkit/core/url.hpp"
 #include "envkit/store/fill.hpp"
@@ -111,9 +112,9 @@ Result<std::optional<std::string>> present(const fs::path& file) {
         fmt::format("{} is in the way of a mirrored file: it is not a regular file",
                     text::quoted(file.string())));
   }
-  auto sha = file_sha256(file);
-  if (!sha) return std::move(sha).error();
-  return std::optional<std::string>(std::move(*sha));
+  auto sha = core::sha256_file(file);
+  if (!sha) return Error::failed("cannot read " + text::quoted(file.string()));
+  return sha;
 }
 
 // Downloads `file` to `part`, verifies it, and renames it to `destination`.

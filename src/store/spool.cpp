@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include <array>
 #include <fstream>
+#include <vector>
 
 #include "envkit/core/sha256.hpp"
 #include "envkit/core/text.hpp"
@@ -12,7 +12,8 @@ namespace envkit::store {
 
 namespace {
 
-constexpr std::size_t kChunk = std::size_t{1} << 16;
+// Few, large writes: a CUDA wheel is spooled in about a thousand.
+constexpr std::size_t kChunk = std::size_t{1} << 20;
 
 Error cannot_write(const std::filesystem::path& file) {
   return Error::failed("cannot write " + text::quoted(file.string()))
@@ -33,7 +34,7 @@ Result<Spooled> spool(net::ByteStream& stream, const std::filesystem::path& file
   if (!out) return Error::failed("cannot write " + text::quoted(file.string()));
   core::Sha256 sha;
   Spooled spooled;
-  std::array<std::byte, kChunk> buffer{};
+  std::vector<std::byte> buffer(kChunk);
   while (true) {
     auto count = stream.read(buffer);
     if (!count) {
@@ -49,20 +50,6 @@ Result<Spooled> spool(net::ByteStream& stream, const std::filesystem::path& file
   if (!out.flush()) return cannot_write(file);
   spooled.sha256 = sha.hex_digest();
   return spooled;
-}
-
-Result<std::string> file_sha256(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return Error::failed("cannot read " + text::quoted(file.string()));
-  core::Sha256 sha;
-  std::array<char, kChunk> buffer{};
-  while (in) {
-    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-    const auto count = static_cast<std::size_t>(in.gcount());
-    sha.update(std::as_bytes(std::span(buffer).first(count)));
-  }
-  if (in.bad()) return Error::failed("cannot read " + text::quoted(file.string()));
-  return sha.hex_digest();
 }
 
 Error checksum_mismatch(std::string_view label, std::string_view expected, std::string_view actual,

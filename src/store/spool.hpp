@@ -41,9 +41,6 @@ struct Spooled {
 [[nodiscard]] Result<Spooled> spool(net::ByteStream& stream, const std::filesystem::path& file,
                                     bool& unreachable);
 
-// The sha256 of a file on disk, read in pieces (artifacts run to gigabytes).
-[[nodiscard]] Result<std::string> file_sha256(const std::filesystem::path& file);
-
 // "checksum mismatch for LABEL", with both hashes and where the bytes came
 // from; the caller adds what was (not) done with them.
 [[nodiscard]] Error checksum_mismatch(std::string_view label, std::string_view expected,

@@ -3,7 +3,9 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -32,5 +34,8 @@ class Sha256 {
 
 // The sha256 of `text` as 64 lowercase hex digits.
 [[nodiscard]] std::string sha256_hex(std::string_view text);
+
+// The sha256 of a file's bytes, read in chunks; nullopt when it cannot be read.
+[[nodiscard]] std::optional<std::string> sha256_file(const std::filesystem::path& file);
 
 }  // namespace envkit::core

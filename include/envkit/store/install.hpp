@@ -28,6 +28,9 @@ struct InstallOptions {
   int jobs = 8;
   Packaging preferred = Packaging::archive;
   std::optional<LinkMode> link_mode;  // nullopt: the best that works
+  // Place every package afresh from the cache, even those already installed:
+  // puts back files deleted or changed in the prefix (`envkit doctor` finds them).
+  bool reinstall = false;
   // Human progress lines ("waiting for ...", "unpacked ...").
   std::function<void(const std::string&)> note;
 };

@@ -1,0 +1,52 @@
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "envkit/activation/activation.hpp"
+#include "envkit/doctor/finding.hpp"
+#include "envkit/elf/dependency_check.hpp"
+#include "envkit/lock/lockfile.hpp"
+#include "envkit/store/records.hpp"
+
+// Checks 3 to 6: the installed prefix, its libraries, the environment around
+// it, and the lock.
+namespace envkit::doctor {
+
+// 3: every library in the prefix finds what it needs (ELF DT_NEEDED resolved
+// as the loader would, prefix first); `expected` (libcudart.so, libcudnn.so,
+// libcublas.so: what the lock promises) are in the prefix's lib/.
+[[nodiscard]] Findings check_libraries(const std::filesystem::path& prefix,
+                                       const elf::DependencyReport& report,
+                                       std::span<const std::string> expected);
+
+// 4: folders on the inherited LD_LIBRARY_PATH that hold a CUDA library the
+// prefix has too, ahead of the prefix's (programs started without `envkit run`
+// load theirs), and what activation warns of (LD_PRELOAD, a soname the
+// prefix lacks).
+[[nodiscard]] Findings check_shadowing(const std::filesystem::path& prefix,
+                                       const activation::Environment& inherited);
+
+// `nvcc --version` of the nvcc at a path; nullopt when it cannot run.
+using NvccVersion = std::function<std::optional<std::string>(const std::filesystem::path& nvcc)>;
+
+// 5: the prefix's nvcc and its CUDA runtime are one release; CUDA_HOME,
+// CUDA_PATH and PATH's nvcc (inherited) do not point at another CUDA.
+[[nodiscard]] Findings check_toolkit(const std::filesystem::path& prefix,
+                                     const activation::Environment& inherited,
+                                     const NvccVersion& nvcc_version);
+
+// The release in `nvcc --version` output (`release 12.4, V12.4.131` -> 12.4.131).
+[[nodiscard]] std::optional<specs::Version> parse_nvcc_release(std::string_view output);
+
+// 6: the prefix holds what the lock says (package and version), and every
+// file matches its receipt (type, size, sha256). `locked`: the lock's packages
+// for this platform, nullopt without a lock.
+[[nodiscard]] Findings check_prefix(const std::filesystem::path& prefix,
+                                    const std::optional<store::PrefixState>& state,
+                                    const std::optional<lock::PlatformLock>& locked);
+
+}  // namespace envkit::doctor

@@ -1,0 +1,180 @@
+"""The framework half of `envkit smoke --framework`: does the prefix's PyTorch (or TensorFlow)
+train a small network on the GPU with the prefix's CUDA and cuDNN?
+
+A conv net (conv 3x3, 1 -> 8 channels, ReLU, dense 2048 -> 4) learns the orientation of a bar in
+512 generated 16x16 images, like the smoke program (smoke.cu) but through the framework, so the
+framework's own CUDA build, cuDNN convolutions and cuBLAS matrix products are exercised. TF32 is
+off. It passes when the training-set loss at least halves in the steps.
+
+usage: python3 framework_smoke.py [--steps N] [--seed S] [--cpu]
+Prints one JSON object on stdout; exit 0 pass, 1 fail, 77 skip (neither torch nor tensorflow
+imports), 2 bad arguments.
+"""
+
+import argparse
+import json
+import random
+import sys
+import time
+
+IMAGE = 16
+BAR = 7
+CLASSES = 4
+SAMPLES = 512
+BATCH = 64
+LEARNING_RATE = 0.1
+# (dx, dy) per class: horizontal, vertical, diagonal, anti-diagonal.
+DIRECTIONS = [(1, 0), (0, 1), (1, 1), (-1, 1)]
+
+
+def make_data(seed):
+    """Images (list of SAMPLES x IMAGE*IMAGE floats) and labels: a bright bar on noise."""
+    rng = random.Random(seed)
+    images, labels = [], []
+    for i in range(SAMPLES):
+        label = i % CLASSES
+        dx, dy = DIRECTIONS[label]
+        pixels = [rng.random() * 0.3 for _ in range(IMAGE * IMAGE)]
+        # A start from which the whole bar stays inside the image.
+        xs = range(BAR - 1, IMAGE) if dx < 0 else range(0, IMAGE - (BAR - 1) * dx)
+        x0 = rng.choice(list(xs))
+        y0 = rng.randrange(0, IMAGE - (BAR - 1) * dy)
+        for k in range(BAR):
+            pixels[(y0 + k * dy) * IMAGE + x0 + k * dx] = 0.8 + rng.random() * 0.2
+        images.append(pixels)
+        labels.append(label)
+    return images, labels
+
+
+def result(status, reason="", **fields):
+    return dict({"status": status, "reason": reason}, **fields)
+
+
+def run_torch(torch, args):
+    use_gpu = not args.cpu
+    if use_gpu and not torch.cuda.is_available():
+        return result("fail", "torch %s cannot use the GPU (torch.cuda.is_available() is False; "
+                      "torch built for CUDA %s)" % (torch.__version__, torch.version.cuda),
+                      framework="torch", version=torch.__version__)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.manual_seed(args.seed)
+    device = torch.device("cuda" if use_gpu else "cpu")
+    images, labels = make_data(args.seed)
+    x = torch.tensor(images, dtype=torch.float32, device=device).reshape(SAMPLES, 1, IMAGE, IMAGE)
+    y = torch.tensor(labels, dtype=torch.long, device=device)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(1, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.Flatten(),
+        torch.nn.Linear(8 * IMAGE * IMAGE, CLASSES)).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE)
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def full_loss():
+        with torch.no_grad():
+            return float(loss_fn(model(x), y))
+
+    loss_first = full_loss()
+    if use_gpu:
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    for step in range(args.steps):
+        begin = (step * BATCH) % SAMPLES
+        optimizer.zero_grad()
+        loss = loss_fn(model(x[begin:begin + BATCH]), y[begin:begin + BATCH])
+        loss.backward()
+        optimizer.step()
+    if use_gpu:
+        torch.cuda.synchronize()
+    seconds = time.perf_counter() - start
+    loss_last = full_loss()
+    return judged(loss_first, loss_last, seconds, args, framework="torch",
+                  version=torch.__version__,
+                  device=torch.cuda.get_device_name(0) if use_gpu else "cpu",
+                  cuda=torch.version.cuda,
+                  cudnn=str(torch.backends.cudnn.version()) if use_gpu else None)
+
+
+def run_tensorflow(tf, args):
+    gpus = tf.config.list_physical_devices("GPU")
+    if not args.cpu and not gpus:
+        return result("fail", "tensorflow %s sees no GPU" % tf.__version__,
+                      framework="tensorflow", version=tf.__version__)
+    tf.config.experimental.enable_tensor_float_32_execution(False)
+    tf.random.set_seed(args.seed)
+    images, labels = make_data(args.seed)
+    device = "/GPU:0" if not args.cpu else "/CPU:0"
+    with tf.device(device):
+        x = tf.reshape(tf.constant(images, dtype=tf.float32), (SAMPLES, IMAGE, IMAGE, 1))
+        y = tf.constant(labels, dtype=tf.int64)
+        model = tf.keras.Sequential([
+            tf.keras.Input(shape=(IMAGE, IMAGE, 1)),
+            tf.keras.layers.Conv2D(8, 3, padding="same", activation="relu"),
+            tf.keras.layers.Flatten(),
+            tf.keras.layers.Dense(CLASSES)])
+        loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        optimizer = tf.keras.optimizers.SGD(learning_rate=LEARNING_RATE)
+        loss_first = float(loss_fn(y, model(x)))
+        start = time.perf_counter()
+        for step in range(args.steps):
+            begin = (step * BATCH) % SAMPLES
+            with tf.GradientTape() as tape:
+                loss = loss_fn(y[begin:begin + BATCH], model(x[begin:begin + BATCH]))
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        loss_last = float(loss_fn(y, model(x)))  # waits for the device
+        seconds = time.perf_counter() - start
+    build = tf.sysconfig.get_build_info()
+    return judged(loss_first, loss_last, seconds, args, framework="tensorflow",
+                  version=tf.__version__, device=device if not gpus else gpus[0].name,
+                  cuda=build.get("cuda_version"), cudnn=build.get("cudnn_version"))
+
+
+def judged(loss_first, loss_last, seconds, args, **fields):
+    fields.update(steps=args.steps, loss_first=loss_first, loss_last=loss_last,
+                  seconds=round(seconds, 4))
+    if not loss_last <= 0.5 * loss_first:  # NaN fails too
+        return result("fail", "loss did not halve: %.4g -> %.4g in %d steps"
+                      % (loss_first, loss_last, args.steps), **fields)
+    return result("pass", **fields)
+
+
+def import_framework():
+    """(name, module) of the first framework installed, or (None, why neither is)."""
+    missing = []
+    for name in ("torch", "tensorflow"):
+        try:
+            return name, __import__(name)
+        except ModuleNotFoundError as e:
+            if e.name != name:  # installed, but something it needs is not: a failure
+                raise
+            missing.append(name)
+    return None, "neither %s is installed in this Python (%s)" % (" nor ".join(missing),
+                                                                   sys.executable)
+
+
+def run_installed_framework(args):
+    name, module = import_framework()
+    if name is None:
+        return result("skip", module)
+    return run_torch(module, args) if name == "torch" else run_tensorflow(module, args)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--cpu", action="store_true", help="train on the CPU")
+    args = parser.parse_args()
+    if args.steps < 1:
+        parser.error("--steps must be at least 1")
+
+    try:
+        report = run_installed_framework(args)
+    except Exception as e:  # a framework that imports but fails on the device: the finding
+        report = result("fail", "%s: %s" % (type(e).__name__, e))
+    print(json.dumps(report))
+    return {"pass": 0, "fail": 1, "skip": 77}[report["status"]]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

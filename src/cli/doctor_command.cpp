@@ -1,0 +1,194 @@
+// `envkit doctor`: checks the host and the installed prefix and prints each
+// finding with a fix (docs/doctor.md). The checks are the doctor module's;
+// this file gathers what they look at.
+#include <fmt/format.h>
+
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "command.hpp"
+#include "envkit/activation/activation.hpp"
+#include "envkit/doctor/host_checks.hpp"
+#include "envkit/doctor/prefix_checks.hpp"
+#include "envkit/elf/dependency_check.hpp"
+#include "envkit/elf/loader.hpp"
+#include "envkit/gpu/host_probe.hpp"
+#include "envkit/recipes/database.hpp"
+#include "envkit/store/prefix.hpp"
+#include "envkit/sys/process.hpp"
+#include "prefix_option.hpp"
+
+namespace envkit::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+using doctor::Findings;
+
+struct DoctorFlags {
+  std::optional<fs::path> prefix;
+};
+
+// The frameworks whose builds name the GPUs they have kernels for.
+constexpr std::string_view kFrameworks[] = {"torch", "tensorflow", "tensorflow-gpu", "jax"};
+
+// nullopt when the project has no lock; an unreadable lock is an error.
+Result<std::optional<lock::PlatformLock>> platform_lock(const Context& context) {
+  const auto path = (context.options.directory / lock::kFileName).lexically_normal();
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return std::optional<lock::PlatformLock>();
+  auto lockfile = lock::load(path);
+  if (!lockfile) return std::move(lockfile).error();
+  for (auto& platform : lockfile->platforms) {
+    if (platform.platform == specs::host_platform()) {
+      return std::optional<lock::PlatformLock>(std::move(platform));
+    }
+  }
+  return std::optional<lock::PlatformLock>();
+}
+
+const recipes::Build* locked_build(const recipes::Database& database,
+                                   const lock::LockedPackage& package) {
+  auto recipe = database.facts(package.name);
+  if (!recipe) return nullptr;
+  const auto* version = (*recipe)->find(package.version);
+  if (version == nullptr) return nullptr;
+  for (const auto& build : version->builds) {
+    if (build.id == package.build) return &build;
+  }
+  return nullptr;
+}
+
+// What the locked CUDA and frameworks need of the machine, from the recipes.
+doctor::StackNeeds stack_needs(const Context& context, const lock::PlatformLock& locked) {
+  doctor::StackNeeds needs;
+  auto database = recipes::Database::open(recipes::default_database_dir(context.options.recipes));
+  const auto platform = specs::host_platform();
+  for (const auto& package : locked.packages) {
+    const recipes::Build* build = database ? locked_build(*database, package) : nullptr;
+    if (package.name == "cuda") {
+      needs.cuda = package.version;
+      if (build == nullptr) continue;
+      if (auto it = build->min_driver.find(platform); it != build->min_driver.end())
+        needs.min_driver = it->second;
+      if (auto it = build->min_driver_compat.find(platform); it != build->min_driver_compat.end())
+        needs.min_driver_compat = it->second;
+      needs.cuda_arch = build->cuda_arch;
+    } else if (build != nullptr && std::find(std::begin(kFrameworks), std::end(kFrameworks),
+                                             package.name) != std::end(kFrameworks)) {
+      needs.frameworks.push_back(
+          {fmt::format("{} {}{}", package.name, package.version.original(),
+                       package.build.empty() ? "" : " (" + package.build + ")"),
+           build->cuda_arch});
+    }
+  }
+  return needs;
+}
+
+// The libraries the lock promises in lib/ (the stems of their file names).
+std::vector<std::string> expected_libraries(const lock::PlatformLock& locked) {
+  std::vector<std::string> expected;
+  const auto has_component = [](const lock::LockedPackage& package, std::string_view component) {
+    return std::any_of(package.artifacts.begin(), package.artifacts.end(),
+                       [&](const recipes::Artifact& a) { return a.component == component; });
+  };
+  for (const auto& package : locked.packages) {
+    if (package.name == "cuda") {
+      if (has_component(package, "cuda_cudart")) expected.emplace_back("libcudart.so");
+      if (has_component(package, "libcublas")) expected.emplace_back("libcublas.so");
+    } else if (package.name == "cudnn") {
+      expected.emplace_back("libcudnn.so");
+    }
+  }
+  return expected;
+}
+
+std::optional<std::string> nvcc_version(const fs::path& nvcc) {
+  sys::ProcessOptions options;
+  options.timeout = std::chrono::seconds(30);
+  auto run = sys::run_process({nvcc.string(), "--version"}, options);
+  if (!run || run->exit_code != 0) return std::nullopt;
+  return run->out;
+}
+
+void append(Findings& to, Findings from) {
+  for (auto& finding : from)
+    to.push_back(std::move(finding));
+}
+
+Result<Findings> prefix_findings(const Context& context, const DoctorFlags& flags,
+                                 const std::optional<lock::PlatformLock>& locked) {
+  const auto path = fs::absolute(prefix_path(context, flags.prefix)).lexically_normal();
+  auto prefix = store::Prefix::open(path);
+  if (!prefix) return std::move(prefix).error();
+  auto state = prefix->state();
+  if (!state) return std::move(state).error();
+  Findings findings = doctor::check_prefix(path, *state, locked);
+  if (!*state) return findings;  // nothing installed: nothing more to look at
+  const auto inherited = activation::current_environment();
+  const auto ld_library_path =
+      inherited.contains("LD_LIBRARY_PATH") ? inherited.at("LD_LIBRARY_PATH") : std::string();
+  auto report = elf::check_dependencies({.root = path, .library_dirs = {path / "lib"}},
+                                        elf::system_search_context(ld_library_path));
+  if (!report) return std::move(report).error();
+  const auto expected = locked ? expected_libraries(*locked) : std::vector<std::string>();
+  append(findings, doctor::check_libraries(path, *report, expected));
+  append(findings, doctor::check_shadowing(path, inherited));
+  append(findings, doctor::check_toolkit(path, inherited, nvcc_version));
+  return findings;
+}
+
+void print(const Context& context, const Findings& findings) {
+  if (context.options.json) {
+    auto list = nlohmann::json::array();
+    for (const auto& finding : findings) {
+      list.push_back({{"id", finding.id},
+                      {"severity", doctor::to_string(finding.severity)},
+                      {"message", finding.message},
+                      {"fix", finding.fix}});
+    }
+    std::cout << nlohmann::json{{"findings", list}}.dump(2) << '\n';
+    return;
+  }
+  for (const auto& finding : findings) {
+    std::cerr << fmt::format("{:<5} {:<9} {}\n", doctor::to_string(finding.severity), finding.id,
+                             finding.message);
+    if (!finding.fix.empty()) std::cerr << fmt::format("{:16}fix: {}\n", "", finding.fix);
+  }
+}
+
+int run_doctor(Context& context, const DoctorFlags& flags) {
+  auto locked = platform_lock(context);
+  if (!locked) return report(context, locked.error());
+  auto host = gpu::probe_host();
+  if (!host) return report(context, host.error());
+  const auto needs = *locked ? stack_needs(context, **locked) : doctor::StackNeeds{};
+  Findings findings = doctor::check_driver(*host, needs);
+  append(findings, doctor::check_gpu_arch(*host, needs));
+  auto from_prefix = prefix_findings(context, flags, *locked);
+  if (!from_prefix) return report(context, from_prefix.error());
+  append(findings, *std::move(from_prefix));
+  print(context, findings);
+  const auto errors = std::count_if(findings.begin(), findings.end(), [](const auto& finding) {
+    return finding.severity == doctor::Severity::error;
+  });
+  if (!context.options.json) {
+    context.console.info(errors == 0 ? "no problems found"
+                                     : fmt::format("{} problem(s) found", errors));
+  }
+  return errors == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+void register_doctor(CLI::App& root, Commands& out) {
+  auto flags = std::make_shared<DoctorFlags>();
+  auto* doctor = root.add_subcommand(
+      "doctor", "Check the host and the environment; print each finding with a fix");
+  doctor->add_option("--prefix", flags->prefix, "The prefix (default: .envkit/env)")
+      ->option_text("DIR");
+  out.push_back({doctor, [flags](Context& context) { return run_doctor(context, *flags); }});
+}
+
+}  // namespace envkit::cli

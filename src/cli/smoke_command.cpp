@@ -1,0 +1,242 @@
+// `envkit smoke`: builds the GPU smoke-training program with the prefix's own
+// nvcc, cuDNN and cuBLAS, runs it in the prefix's environment and reports
+// (docs/smoke.md).
+#include <fmt/format.h>
+
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "command.hpp"
+#include "envkit/activation/activation.hpp"
+#include "envkit/core/text.hpp"
+#include "envkit/gpu/host_probe.hpp"
+#include "envkit/manifest/manifest.hpp"
+#include "envkit/smoke/build.hpp"
+#include "envkit/smoke/framework.hpp"
+#include "envkit/smoke/host_gpus.hpp"
+#include "envkit/smoke/program.hpp"
+#include "envkit/store/records.hpp"
+#include "prefix_option.hpp"
+#include "settings.hpp"
+
+namespace envkit::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+// The program's own bounds on --steps (smoke.cu).
+constexpr long kMaxSteps = 1000000;
+
+// The program's fields (share/envkit/smoke/README.md), in its order; all null
+// where envkit stopped before the program ran.
+constexpr std::string_view kProgramFields[] = {
+    "status",      "reason",       "gpu",      "compute_capability",
+    "driver",      "cuda_runtime", "cudnn",    "steps",
+    "loss_first",  "loss_last",    "accuracy", "max_reference_error",
+    "gpu_seconds", "cpu_seconds"};
+
+struct SmokeFlags {
+  std::optional<fs::path> prefix;
+  std::optional<long> steps;
+  std::optional<unsigned long long> seed;
+  bool cpu_only = false;
+  bool framework = false;
+};
+
+// `--json` output when the program did not run: its fields, null, with a status.
+Json empty_report(std::string_view status, std::string_view reason) {
+  Json out = Json::object();
+  for (auto field : kProgramFields)
+    out[std::string(field)] = nullptr;
+  out["status"] = status;
+  out["reason"] = reason;
+  out["binary_reused"] = nullptr;
+  out["speedup"] = nullptr;
+  return out;
+}
+
+// The GPU test cannot run here: exit 77, nothing built.
+int skipped(const Context& context, const std::string& why) {
+  context.console.info("skipped: " + why);
+  if (context.options.json) std::cout << empty_report("skip", why).dump() << '\n';
+  return smoke::kExitSkip;
+}
+
+// An error before or around the program. With --json an actionable failure
+// keeps the smoke shape (status fail), with the error's parts beside it.
+int failed(const Context& context, const Error& error) {
+  if (error.code() != ErrorCode::failed || !context.options.json) return report(context, error);
+  context.console.error(error);
+  auto out = empty_report("fail", error.headline());
+  out["error"] = error.headline();
+  if (!error.causes().empty()) out["causes"] = error.causes();
+  if (!error.hints().empty()) out["hints"] = error.hints();
+  std::cout << out.dump() << '\n';
+  return error.exit_code();
+}
+
+// The prefix's environment as changes to ours (what `envkit run` sets), with
+// the warnings `envkit run` gives about CUDA files taken from outside it.
+std::map<std::string, std::optional<std::string>> prefix_environment(const Context& context,
+                                                                     const fs::path& prefix) {
+  const auto inherited = activation::current_environment();
+  const auto changes = activation::assignments(prefix, activation::probe(prefix), inherited);
+  for (const auto& warning :
+       activation::shadowing_warnings(prefix, activation::with_changes(inherited, changes)))
+    context.console.warn(warning);
+  std::map<std::string, std::optional<std::string>> environment;
+  for (const auto& change : changes)
+    environment[change.name] = change.value;
+  return environment;
+}
+
+// Each artifact installed in the prefix by its sha256 (from the receipts), one
+// line each: the part of the smoke binary's cache key that the prefix decides.
+Result<std::string> installed_packages(const fs::path& prefix) {
+  auto state = store::read_state(prefix);
+  if (!state) return std::move(state).error();
+  std::string out;
+  if (!*state) return out;
+  for (const auto& package : (*state)->packages) {
+    for (const auto& artifact : package.artifacts) {
+      out += fmt::format("{} {} {} {} {}\n", package.name, package.version, package.build,
+                         artifact.component, artifact.sha256);
+    }
+  }
+  return out;
+}
+
+// --steps, else the manifest's `smoke: {steps: N}`, else the program's default.
+Result<std::optional<long>> steps_to_run(const Context& context, const SmokeFlags& flags) {
+  if (flags.steps) return flags.steps;
+  const auto path = context.options.directory / manifest::kFileName;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return std::optional<long>{};
+  auto manifest = manifest::load(path);
+  if (!manifest) return std::move(manifest).error();
+  if (manifest->smoke.steps > kMaxSteps) {
+    return Error::input(fmt::format("{}: `smoke.steps` is {}; the smoke program runs at most {}",
+                                    path.string(), manifest->smoke.steps, kMaxSteps));
+  }
+  return std::optional<long>{manifest->smoke.steps};
+}
+
+// The framework half (--framework), folded into the result.
+void add_framework(const Context& context, const fs::path& prefix, const SmokeFlags& flags,
+                   const std::map<std::string, std::optional<std::string>>& environment, Json& out,
+                   int& exit_code) {
+  if (exit_code == smoke::kExitSkip) {
+    out["framework"] = {{"status", "skip"}, {"reason", "the CUDA smoke test skipped"}};
+    return;
+  }
+  context.console.info("framework: training with the prefix's Python");
+  const auto result =
+      smoke::run_framework_smoke({.prefix = prefix,
+                                  .script = smoke::sources_dir() / "framework_smoke.py",
+                                  .cpu_only = flags.cpu_only,
+                                  .environment = environment});
+  out["framework"] = Json::parse(result.json);
+  if (result.status == "pass") {
+    const auto& f = out["framework"];
+    context.console.info(fmt::format("framework:     {} {} on {}: loss {:.4g} -> {:.4g}, PASS",
+                                     f.value("framework", "?"), f.value("version", "?"),
+                                     f.value("device", "?"), f.value("loss_first", 0.0),
+                                     f.value("loss_last", 0.0)));
+  } else if (result.status == "skip") {
+    context.console.info("framework:     skipped: " + result.reason);
+  } else {
+    context.console.info("framework:     FAIL: " + result.reason);
+    exit_code = smoke::kExitFail;
+    out["status"] = "fail";
+    const std::string reason = out["reason"].get<std::string>();
+    out["reason"] = (reason.empty() ? "" : reason + "; ") + "framework: " + result.reason;
+  }
+}
+
+int run_smoke(Context& context, const SmokeFlags& flags) {
+  // First, before anything is built: is there a GPU to test?
+  std::vector<std::string> gencode;
+  if (!flags.cpu_only) {
+    auto facts = gpu::probe_host();
+    if (!facts) return report(context, facts.error());
+    for (const auto& note : facts->notes)
+      context.console.detail(note);
+    if (auto why = smoke::skip_reason(*facts)) return skipped(context, *why);
+    gencode = smoke::gencode_flags(smoke::distinct_capabilities(*facts));
+  }
+  auto steps = steps_to_run(context, flags);
+  if (!steps) return report(context, steps.error());
+  auto installed = installed_prefix(context, flags.prefix);
+  if (!installed) return failed(context, installed.error());
+  // Absolute: nvcc and the program are given paths in it.
+  const fs::path prefix = fs::absolute(*installed);
+  auto toolchain = smoke::check_prefix(prefix);
+  if (!toolchain) return failed(context, toolchain.error());
+  auto settings = load_settings(context);
+  if (!settings) return report(context, settings.error());
+  auto packages = installed_packages(prefix);
+  if (!packages) return failed(context, packages.error());
+  const auto environment = prefix_environment(context, prefix);
+
+  auto built = smoke::build({.toolchain = *toolchain,
+                             .sources = smoke::sources_dir(),
+                             .gencode = gencode,
+                             .prefix_packages = *packages,
+                             .cache_dir = fs::absolute(cache_dir_of(*settings)),
+                             .environment = environment,
+                             .say = [&](std::string_view text) { context.console.info(text); }});
+  if (!built) return failed(context, built.error());
+  context.console.info(
+      fmt::format("{} {}", built->reused ? "reusing" : "built", built->binary.string()));
+  auto ran = smoke::run_program(built->binary, {.steps = *steps,
+                                                .seed = flags.seed,
+                                                .cpu_only = flags.cpu_only,
+                                                .environment = environment});
+  if (!ran) return failed(context, ran.error());
+  context.console.detail(text::trim(ran->progress));
+  for (const auto& line : smoke::summary_lines(ran->report))
+    context.console.info(line);
+
+  int exit_code = ran->exit_code;
+  Json out = Json::parse(ran->json);
+  out["binary_reused"] = built->reused;
+  out["binary"] = built->binary.string();
+  out["host_compiler"] = built->host_compiler;
+  if (const auto speedup = smoke::speedup(ran->report)) {
+    out["speedup"] = *speedup;
+  } else {
+    out["speedup"] = nullptr;
+  }
+  if (flags.framework) add_framework(context, prefix, flags, environment, out, exit_code);
+  if (context.options.json) std::cout << out.dump() << '\n';
+  return exit_code;
+}
+
+}  // namespace
+
+void register_smoke(CLI::App& root, Commands& out) {
+  auto flags = std::make_shared<SmokeFlags>();
+  auto* smoke = root.add_subcommand(
+      "smoke",
+      "GPU smoke test: train a small network with the prefix's CUDA, cuDNN and cuBLAS, "
+      "check it against a CPU reference (exit 0 pass, 1 fail, 77 no GPU)");
+  smoke->add_option("--prefix", flags->prefix, "The prefix (default: .envkit/env)")
+      ->option_text("DIR");
+  smoke
+      ->add_option("--steps", flags->steps,
+                   "Training steps (default: envkit.yaml's smoke.steps, else 200)")
+      ->check(CLI::Range(1L, kMaxSteps))
+      ->option_text("N");
+  smoke->add_option("--seed", flags->seed, "Seed of the data and initial weights (default 1)")
+      ->option_text("S");
+  smoke->add_flag("--cpu-only", flags->cpu_only,
+                  "Train with the CPU reference only (builds and links, no GPU needed)");
+  smoke->add_flag("--framework", flags->framework,
+                  "Also train with the prefix's PyTorch or TensorFlow (needs its bin/python3)");
+  out.push_back({smoke, [flags](Context& context) { return run_smoke(context, *flags); }});
+}
+
+}  // namespace envkit::cli

@@ -1,0 +1,145 @@
+// Check 6: the prefix against the lock and against its own receipts.
+#include <fmt/format.h>
+
+#include <map>
+
+#include "envkit/core/sha256.hpp"
+#include "envkit/core/text.hpp"
+#include "envkit/doctor/prefix_checks.hpp"
+
+namespace envkit::doctor {
+
+namespace {
+
+namespace fs = std::filesystem;
+using archive::EntryType;
+
+// How a file differs from its receipt; nullopt when it does not.
+std::optional<std::string_view> difference(const fs::path& root, const store::FileRecord& record) {
+  const auto path = root / record.path;
+  std::error_code ec;
+  const auto status = fs::symlink_status(path, ec);
+  if (!fs::exists(status)) return "missing";
+  switch (record.type) {
+    case EntryType::directory:
+      return fs::is_directory(status) ? std::nullopt : std::optional<std::string_view>("replaced");
+    case EntryType::symlink: {
+      if (!fs::is_symlink(status)) return "replaced";
+      return fs::read_symlink(path, ec).string() == record.link_target
+                 ? std::nullopt
+                 : std::optional<std::string_view>("repointed");
+    }
+    case EntryType::file: {
+      if (!fs::is_regular_file(status)) return "replaced";
+      if (fs::file_size(path, ec) != record.size) return "modified";
+      const auto sha = core::sha256_file(path);
+      if (!sha) return "unreadable";
+      return *sha == record.sha256 ? std::nullopt : std::optional<std::string_view>("modified");
+    }
+  }
+  return std::nullopt;
+}
+
+// Lock packages envkit does not install yet (Python packages, source builds):
+// their absence is expected, and said as such.
+bool installable(const lock::LockedPackage& package) {
+  for (const auto& artifact : package.artifacts) {
+    if (artifact.kind == recipes::ArtifactKind::archive ||
+        artifact.kind == recipes::ArtifactKind::wheel) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void compare_with_lock(const store::PrefixState& state, const lock::PlatformLock& locked,
+                       Findings& findings) {
+  std::map<std::string, const store::PackageReceipt*> receipts;
+  for (const auto& receipt : state.packages)
+    receipts[receipt.name] = &receipt;
+  for (const auto& package : locked.packages) {
+    if (package.external) continue;
+    const auto wanted = package.version.original();
+    const auto found = receipts.find(package.name);
+    if (found == receipts.end()) {
+      if (!installable(package)) {
+        findings.push_back(warn("prefix",
+                                fmt::format("the lock has {} {}, which envkit does not install "
+                                            "yet (a Python package or a source build)",
+                                            package.name, wanted),
+                                "install it yourself for now (pip, or the system's package)"));
+      } else {
+        findings.push_back(
+            error("prefix",
+                  fmt::format("the lock has {} {} but the prefix does not", package.name, wanted),
+                  "run `envkit install`"));
+      }
+      continue;
+    }
+    const auto& receipt = *found->second;
+    if (receipt.version != wanted || receipt.build != package.build) {
+      findings.push_back(error("prefix",
+                               fmt::format("the lock has {} {} but the prefix has {}", package.name,
+                                           wanted, receipt.version),
+                               "run `envkit install`"));
+    }
+    receipts.erase(found);
+  }
+  for (const auto& [name, receipt] : receipts) {
+    findings.push_back(warn(
+        "prefix",
+        fmt::format("the prefix has {} {}, which the lock no longer has", name, receipt->version),
+        "run `envkit install` to remove it"));
+  }
+}
+
+}  // namespace
+
+Findings check_prefix(const fs::path& prefix, const std::optional<store::PrefixState>& state,
+                      const std::optional<lock::PlatformLock>& locked) {
+  if (!state) {
+    return {error("prefix",
+                  fmt::format("nothing is installed in {}", text::quoted(prefix.string())),
+                  "run `envkit install`")};
+  }
+  Findings findings;
+  if (locked) {
+    compare_with_lock(*state, *locked, findings);
+  } else {
+    findings.push_back(warn("prefix", "the project has no envkit.lock to compare the prefix with",
+                            "run `envkit lock`"));
+  }
+  std::size_t files = 0;
+  for (const auto& receipt : state->packages) {
+    std::vector<std::string> changed;
+    for (const auto& record : receipt.files) {
+      ++files;
+      if (const auto how = difference(prefix, record)) {
+        changed.push_back(fmt::format("{} ({})", record.path, *how));
+      }
+    }
+    if (changed.empty()) continue;
+    constexpr std::size_t kShown = 5;
+    const auto more = changed.size() > kShown ? changed.size() - kShown : 0;
+    changed.resize(std::min(changed.size(), kShown));
+    findings.push_back(
+        error("prefix",
+              fmt::format("{} file{} of {} {} differ{} from what envkit installed: {}{}",
+                          changed.size() + more, changed.size() + more == 1 ? "" : "s",
+                          receipt.name, receipt.version, changed.size() + more == 1 ? "s" : "",
+                          fmt::join(changed, ", "), more ? fmt::format(" and {} more", more) : ""),
+              "run `envkit install --reinstall` to put them back from the cache (files changed in "
+              "place may have changed the cache's copy too: `envkit cache clean` first)"));
+  }
+  if (findings.empty() || std::all_of(findings.begin(), findings.end(), [](const Finding& f) {
+        return f.severity == Severity::ok;
+      })) {
+    findings.push_back(
+        ok("prefix", fmt::format("{} package{} and their {} files match {}", state->packages.size(),
+                                 state->packages.size() == 1 ? "" : "s", files,
+                                 locked ? "the lock and the receipts" : "the receipts")));
+  }
+  return findings;
+}
+
+}  // namespace envkit::doctor
