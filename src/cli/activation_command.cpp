@@ -30,28 +30,6 @@ struct ActivationFlags {
   std::optional<std::string> shell;  // activate
 };
 
-// The prefix's environment, with what the user should know said on stderr.
-struct Activated {
-  fs::path prefix;
-  std::vector<activation::Assignment> changes;
-  activation::Environment environment;  // inherited, with the changes applied
-};
-
-Result<Activated> activate_prefix(const Context& context, const std::optional<fs::path>& flag) {
-  auto prefix = installed_prefix(context, flag);
-  if (!prefix) return std::move(prefix).error();
-  const auto inherited = activation::current_environment();
-  auto changes = activation::assignments(*prefix, activation::probe(*prefix), inherited);
-  auto environment = activation::with_changes(inherited, changes);
-  for (const auto& note : activation::replaced_values(changes, inherited))
-    context.console.detail(note);
-  for (const auto& warning : activation::shadowing_warnings(*prefix, environment))
-    context.console.warn(warning);
-  return Activated{.prefix = *std::move(prefix),
-                   .changes = std::move(changes),
-                   .environment = std::move(environment)};
-}
-
 // Replaces envkit with `argv`; returns only the exit code of a failure to start.
 int exec_in(const Context& context, const std::vector<std::string>& argv,
             const activation::Environment& environment) {
@@ -96,11 +74,6 @@ int run_activate(Context& context, const ActivationFlags& flags) {
   return 0;
 }
 
-void add_prefix_option(CLI::App& command, ActivationFlags& flags) {
-  command.add_option("--prefix", flags.prefix, "The prefix (default: .envkit/env)")
-      ->option_text("DIR");
-}
-
 }  // namespace
 
 void register_activation(CLI::App& root, Commands& out) {
@@ -108,7 +81,7 @@ void register_activation(CLI::App& root, Commands& out) {
 
   auto* run = root.add_subcommand(
       "run", "Run a command in the prefix's environment (PATH, libraries, CUDA_HOME, ...)");
-  add_prefix_option(*run, *flags);
+  add_prefix_option(*run, flags->prefix);
   run->add_option("command", flags->command, "The command and its arguments (after `--`)")
       ->required()
       ->option_text("CMD ARGS...");
@@ -118,12 +91,12 @@ void register_activation(CLI::App& root, Commands& out) {
   out.push_back({run, [flags](Context& context) { return run_run(context, *flags); }});
 
   auto* shell = root.add_subcommand("shell", "Start $SHELL in the prefix's environment");
-  add_prefix_option(*shell, *flags);
+  add_prefix_option(*shell, flags->prefix);
   out.push_back({shell, [flags](Context& context) { return run_shell(context, *flags); }});
 
   auto* activate = root.add_subcommand(
       "activate", "Print a script that puts the prefix's environment into your shell");
-  add_prefix_option(*activate, *flags);
+  add_prefix_option(*activate, flags->prefix);
   activate
       ->add_option("--shell", flags->shell,
                    "bash, zsh or fish (default: $SHELL's); bash/zsh: eval \"$(envkit activate "

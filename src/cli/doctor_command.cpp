@@ -119,9 +119,9 @@ void append(Findings& to, Findings from) {
 
 Result<Findings> prefix_findings(const Context& context, const DoctorFlags& flags,
                                  const std::optional<lock::PlatformLock>& locked) {
-  const auto path = fs::absolute(prefix_path(context, flags.prefix)).lexically_normal();
-  auto prefix = store::Prefix::open(path);
+  auto prefix = store::Prefix::open(prefix_path(context, flags.prefix));
   if (!prefix) return std::move(prefix).error();
+  const auto& path = prefix->path();
   auto state = prefix->state();
   if (!state) return std::move(state).error();
   Findings findings = doctor::check_prefix(path, *state, locked);
@@ -186,8 +186,7 @@ void register_doctor(CLI::App& root, Commands& out) {
   auto flags = std::make_shared<DoctorFlags>();
   auto* doctor = root.add_subcommand(
       "doctor", "Check the host and the environment; print each finding with a fix");
-  doctor->add_option("--prefix", flags->prefix, "The prefix (default: .envkit/env)")
-      ->option_text("DIR");
+  add_prefix_option(*doctor, flags->prefix);
   out.push_back({doctor, [flags](Context& context) { return run_doctor(context, *flags); }});
 }
 

@@ -270,8 +270,7 @@ void register_install(CLI::App& root, Commands& out) {
       root.add_subcommand("install", "Make the prefix match envkit.lock (locking first if needed)");
   install->add_flag("--locked", flags->locked, "Fail if envkit.lock is missing or out of date");
   install->add_flag("--frozen", flags->frozen, "Install envkit.lock as it is, without solving");
-  install->add_option("--prefix", flags->prefix, "Where to install (default: .envkit/env)")
-      ->option_text("DIR");
+  add_prefix_option(*install, flags->prefix, "Where to install (default: .envkit/env)");
   install->add_flag("--offline", flags->offline, "Use the cache only; say what is missing");
   install->add_flag("--reinstall", flags->reinstall,
                     "Place every package afresh from the cache (repairs changed files)");
@@ -298,8 +297,7 @@ void register_install(CLI::App& root, Commands& out) {
 
   auto list_prefix = std::make_shared<std::optional<fs::path>>();
   auto* list = root.add_subcommand("list", "Show what is installed in the prefix");
-  list->add_option("--prefix", *list_prefix, "The prefix (default: .envkit/env)")
-      ->option_text("DIR");
+  add_prefix_option(*list, *list_prefix);
   out.push_back(
       {list, [list_prefix](Context& context) { return run_list(context, *list_prefix); }});
 

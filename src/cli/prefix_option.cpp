@@ -9,11 +9,12 @@ namespace envkit::cli {
 
 namespace fs = std::filesystem;
 
-fs::path prefix_path(const Context& context, const std::optional<fs::path>& flag) {
-  if (flag) return flag->is_absolute() ? *flag : context.options.directory / *flag;
-  return context.options.directory / ".envkit" / "env";
-}
+namespace {
 
+// The installed prefix's path: absolute, but still the symlink, never the
+// generation it points at, so a later install's switch reaches what was
+// activated. Fails when nothing is installed there, or when the path holds a
+// `:` (PATH and LD_LIBRARY_PATH would cut it in two).
 Result<fs::path> installed_prefix(const Context& context, const std::optional<fs::path>& flag) {
   auto prefix = store::Prefix::open(prefix_path(context, flag));
   if (!prefix) return std::move(prefix).error();
@@ -31,6 +32,33 @@ Result<fs::path> installed_prefix(const Context& context, const std::optional<fs
         .hint("install into a path without `:` (--prefix DIR)");
   }
   return path;
+}
+
+}  // namespace
+
+fs::path prefix_path(const Context& context, const std::optional<fs::path>& flag) {
+  if (flag) return flag->is_absolute() ? *flag : context.options.directory / *flag;
+  return context.options.directory / ".envkit" / "env";
+}
+
+Result<Activated> activate_prefix(const Context& context, const std::optional<fs::path>& flag) {
+  auto prefix = installed_prefix(context, flag);
+  if (!prefix) return std::move(prefix).error();
+  const auto inherited = activation::current_environment();
+  auto changes = activation::assignments(*prefix, activation::probe(*prefix), inherited);
+  auto environment = activation::with_changes(inherited, changes);
+  for (const auto& note : activation::replaced_values(changes, inherited))
+    context.console.detail(note);
+  for (const auto& warning : activation::shadowing_warnings(*prefix, environment))
+    context.console.warn(warning);
+  return Activated{.prefix = *std::move(prefix),
+                   .changes = std::move(changes),
+                   .environment = std::move(environment)};
+}
+
+void add_prefix_option(CLI::App& command, std::optional<fs::path>& prefix,
+                       const std::string& help) {
+  command.add_option("--prefix", prefix, help)->option_text("DIR");
 }
 
 }  // namespace envkit::cli

@@ -78,15 +78,10 @@ int failed(const Context& context, const Error& error) {
   return error.exit_code();
 }
 
-// The prefix's environment as changes to ours (what `envkit run` sets), with
-// the warnings `envkit run` gives about CUDA files taken from outside it.
-std::map<std::string, std::optional<std::string>> prefix_environment(const Context& context,
-                                                                     const fs::path& prefix) {
-  const auto inherited = activation::current_environment();
-  const auto changes = activation::assignments(prefix, activation::probe(prefix), inherited);
-  for (const auto& warning :
-       activation::shadowing_warnings(prefix, activation::with_changes(inherited, changes)))
-    context.console.warn(warning);
+// The prefix's environment (what `envkit run` sets) as changes to ours, for
+// the processes envkit starts.
+std::map<std::string, std::optional<std::string>> as_process_env(
+    const std::vector<activation::Assignment>& changes) {
   std::map<std::string, std::optional<std::string>> environment;
   for (const auto& change : changes)
     environment[change.name] = change.value;
@@ -169,17 +164,16 @@ int run_smoke(Context& context, const SmokeFlags& flags) {
   }
   auto steps = steps_to_run(context, flags);
   if (!steps) return report(context, steps.error());
-  auto installed = installed_prefix(context, flags.prefix);
-  if (!installed) return failed(context, installed.error());
-  // Absolute: nvcc and the program are given paths in it.
-  const fs::path prefix = fs::absolute(*installed);
+  auto activated = activate_prefix(context, flags.prefix);
+  if (!activated) return failed(context, activated.error());
+  const fs::path& prefix = activated->prefix;  // absolute: nvcc and the program get paths in it
   auto toolchain = smoke::check_prefix(prefix);
   if (!toolchain) return failed(context, toolchain.error());
   auto settings = load_settings(context);
   if (!settings) return report(context, settings.error());
   auto packages = installed_packages(prefix);
   if (!packages) return failed(context, packages.error());
-  const auto environment = prefix_environment(context, prefix);
+  const auto environment = as_process_env(activated->changes);
 
   auto built = smoke::build({.toolchain = *toolchain,
                              .sources = smoke::sources_dir(),
@@ -223,8 +217,7 @@ void register_smoke(CLI::App& root, Commands& out) {
       "smoke",
       "GPU smoke test: train a small network with the prefix's CUDA, cuDNN and cuBLAS, "
       "check it against a CPU reference (exit 0 pass, 1 fail, 77 no GPU)");
-  smoke->add_option("--prefix", flags->prefix, "The prefix (default: .envkit/env)")
-      ->option_text("DIR");
+  add_prefix_option(*smoke, flags->prefix);
   smoke
       ->add_option("--steps", flags->steps,
                    "Training steps (default: envkit.yaml's smoke.steps, else 200)")

@@ -16,7 +16,7 @@ std::string version_text(const Version& version) {
   return version.original();
 }
 
-// `550.54.15 (CUDA ≤ 12.4, from /proc/driver/nvidia/version)`
+// `550.54.15 (supports CUDA up to 12.4)`, the CUDA part when libcuda said it
 std::string describe_driver(const gpu::HostFacts& host) {
   std::string text = version_text(*host.driver);
   if (host.driver_cuda)

@@ -252,12 +252,7 @@ Result<void> write_facts_overlay(const fs::path& dir, const Recipe& recipe) {
 fs::path default_database_dir(const std::optional<fs::path>& flag) {
   if (flag) return *flag;
   if (auto from_env = env::get(env::kRecipes); from_env && !from_env->empty()) return *from_env;
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const fs::path installed = exe.parent_path().parent_path() / "share" / "envkit" / "recipes";
-    if (fs::is_directory(installed, ec)) return installed;
-  }
+  if (auto installed = sys::installed_data_dir("recipes")) return *installed;
   return fs::path(ENVKIT_SOURCE_RECIPES_DIR);
 }
 

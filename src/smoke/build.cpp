@@ -209,12 +209,7 @@ Result<Compiled> cached_or_compiled(const Attempt& attempt, const Inputs& inputs
 }  // namespace
 
 fs::path sources_dir() {
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const auto installed = exe.parent_path().parent_path() / "share" / "envkit" / "smoke";
-    if (fs::is_regular_file(installed / "smoke.cu", ec)) return installed;
-  }
+  if (auto installed = sys::installed_data_dir("smoke")) return *installed;
   return fs::path(ENVKIT_SOURCE_SMOKE_DIR);
 }
 

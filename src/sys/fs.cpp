@@ -55,4 +55,13 @@ Result<void> write_file_atomic(const fs::path& path, std::string_view content) {
   return {};
 }
 
+std::optional<std::filesystem::path> installed_data_dir(std::string_view name) {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return std::nullopt;
+  auto dir = exe.parent_path().parent_path() / "share" / "envkit" / name;
+  if (!std::filesystem::is_directory(dir, ec)) return std::nullopt;
+  return dir;
+}
+
 }  // namespace envkit::sys

@@ -95,10 +95,7 @@ TEST_CASE("install takes its mirrors from the configuration; --mirror replaces t
   const auto built = origin.add_archive(library_component("foo", "1.2.3"));
   // The lock's host serves nothing; the configured mirror has the file.
   const std::string original = "http://downloads.invalid/redist";
-  const auto mirrored =
-      project.dir.path() / "mirror" / "downloads.invalid" / "redist" / built.relative_path;
-  fs::create_directories(mirrored.parent_path());
-  fs::copy_file(origin.root() / built.relative_path, mirrored);
+  copy_to_mirror(origin, built, project.dir.path() / "mirror", original);
   const StaticHttpServer mirror(project.dir.path() / "mirror");
   const auto empty = project.dir.path() / "empty";
   fs::create_directories(empty);

@@ -78,6 +78,18 @@ inline FixtureComponent library_component(const std::string& name, const std::st
                      .executable = true}}};
 }
 
+// Copies `built` (served by `origin`) into a mirror folder at the place where
+// `--mirror` looks for it when the lock names it under `original_url`
+// (`http://HOST/PATH` -> MIRROR/HOST/PATH/<relative path>).
+inline void copy_to_mirror(const RedistMirror& origin, const BuiltArtifact& built,
+                           const std::filesystem::path& mirror_root,
+                           std::string_view original_url) {
+  auto rest = original_url.substr(original_url.find("://") + 3);
+  const auto mirrored = mirror_root / std::string(rest) / built.relative_path;
+  std::filesystem::create_directories(mirrored.parent_path());
+  std::filesystem::copy_file(origin.root() / built.relative_path, mirrored);
+}
+
 // A file's content, or "<unreadable>" (so a missing file fails a comparison, not the test).
 inline std::string read_text(const std::filesystem::path& path) {
   auto text = sys::read_file(path);

@@ -360,10 +360,7 @@ TEST_CASE("mirrors are tried first, and the original URL when they fail", "[cli]
   const auto built = origin.add_archive(library_component("foo", "1.2.3"));
   // The lock's URL is on a host nobody serves; the mirror has it at MIRROR/HOST/PATH.
   const std::string original = "http://downloads.invalid/redist";
-  const auto mirrored =
-      project.dir.path() / "mirror" / "downloads.invalid" / "redist" / built.relative_path;
-  fs::create_directories(mirrored.parent_path());
-  fs::copy_file(origin.root() / built.relative_path, mirrored);
+  copy_to_mirror(origin, built, project.dir.path() / "mirror", original);
   const StaticHttpServer server(project.dir.path() / "mirror");
   project.lock({{"cuda", "12.4.1", {lock_artifact(built, original)}}});
 

@@ -8,6 +8,7 @@
 
 #include "envkit/sys/fs.hpp"
 #include "install_support.hpp"
+#include "isolated_project.hpp"
 #include "support/http_server.hpp"
 #include "support/redist_fixture.hpp"
 #include "support/temp_dir.hpp"
@@ -18,21 +19,16 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// A project with its own cache; `ENVKIT_OVERRIDE_DRIVER=none` unless a test says otherwise.
-struct SmokeProject {
-  TempDir dir;
-  fs::path root = dir.path() / "project";
-  fs::path cache = dir.path() / "cache";
+// A project with its own home and cache (IsolatedProject); `ENVKIT_OVERRIDE_DRIVER=none`
+// unless a test says otherwise.
+struct SmokeProject : IsolatedProject {
+  fs::path cache = dir.path() / "xdg-cache" / "envkit";  // the default under XDG_CACHE_HOME
 
-  SmokeProject() { fs::create_directories(root); }
-  [[nodiscard]] fs::path prefix() const { return root / ".envkit" / "env"; }
   [[nodiscard]] sys::ProcessOutput envkit(
       std::vector<std::string> args,
       std::map<std::string, std::optional<std::string>> env = {}) const {
-    std::vector<std::string> all = {"-C", root.string(), "--cache-dir", cache.string()};
-    all.insert(all.end(), args.begin(), args.end());
     env.emplace("ENVKIT_OVERRIDE_DRIVER", "none");
-    return run_envkit({.args = all, .env = env});
+    return IsolatedProject::envkit(std::move(args), std::move(env));
   }
   // Installs `component` as the prefix's only package (a frozen lock), from nginx.
   void install(const FixtureComponent& component) const {
@@ -310,14 +306,7 @@ fs::path write_cudnn_redistrib(const RedistMirror& mirror, const BuiltArtifact& 
 // envkit with minutes to spare: unpacking cuBLAS and compiling with nvcc take a while.
 sys::ProcessOutput slow_envkit(const std::vector<std::string>& args,
                                std::map<std::string, std::optional<std::string>> env) {
-  std::vector<std::string> argv = {ENVKIT_BINARY};
-  argv.insert(argv.end(), args.begin(), args.end());
-  env.emplace("NO_COLOR", "1");
-  env.emplace("ENVKIT_OVERRIDE_CUDA_ARCH", std::nullopt);
-  env.emplace("XDG_CONFIG_HOME", "/nonexistent/envkit-tests-have-no-user-config");
-  auto result = sys::run_process(argv, {.env = env, .timeout = std::chrono::minutes(15)});
-  REQUIRE(result);
-  return *result;
+  return run_envkit({.args = args, .env = std::move(env), .timeout = std::chrono::minutes(15)});
 }
 
 TEST_CASE("smoke compiles the real program with /usr/local/cuda repacked into a prefix",

@@ -10,7 +10,7 @@ sys::ProcessOutput run_envkit(const EnvkitRun& run) {
   sys::ProcessOptions options;
   options.cwd = run.cwd;
   options.stdin_data = run.stdin_data;
-  options.timeout = std::chrono::seconds(60);
+  options.timeout = run.timeout;
   // Host facts must not leak into tests: each test states the machine it wants.
   // Nor the user's configuration (docs/config.md): no config file, no settings variables.
   options.env = {{"NO_COLOR", "1"},

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -17,6 +18,8 @@ struct EnvkitRun {
   std::optional<std::filesystem::path> cwd;
   std::map<std::string, std::optional<std::string>> env;
   std::string stdin_data;
+  // Long enough for any ordinary command; compiling with nvcc asks for more.
+  std::chrono::milliseconds timeout = std::chrono::seconds(60);
 };
 
 sys::ProcessOutput run_envkit(const EnvkitRun& run);

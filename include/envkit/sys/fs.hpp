@@ -1,6 +1,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -15,5 +16,10 @@ namespace envkit::sys {
 // reader sees the old content or the new, never half of it.
 [[nodiscard]] Result<void> write_file_atomic(const std::filesystem::path& path,
                                              std::string_view content);
+
+// `<prefix>/share/envkit/<name>` beside the running executable
+// (`<prefix>/bin/envkit`), when it exists: the data `cmake --install` puts there
+// (recipes, the smoke program's sources). nullopt in a development build.
+[[nodiscard]] std::optional<std::filesystem::path> installed_data_dir(std::string_view name);
 
 }  // namespace envkit::sys
