@@ -164,12 +164,14 @@ bool exists_no_follow(const fs::path& path) {
 // version of that major.
 using LibraryIndex = std::map<std::string, std::map<unsigned long, VersionedLibrary>>;
 
-Result<LibraryIndex> index_libraries(const fs::path& lib) {
+Result<LibraryIndex> index_libraries(const fs::path& lib, const std::set<std::string>* only) {
   LibraryIndex index;
   std::error_code error;
   for (fs::directory_iterator it(lib, error), end; !error && it != end; it.increment(error)) {
     if (!it->is_regular_file(error) || it->is_symlink(error)) continue;
-    auto library = parse_library(it->path().filename().string());
+    const auto name = it->path().filename().string();
+    if (only && !only->contains(name)) continue;
+    auto library = parse_library(name);
     if (!library) continue;
     auto& best = index[library->base][library->version.front()];
     if (best.version < library->version) best = std::move(*library);
@@ -222,12 +224,13 @@ ExtractOptions layout_options(const LayoutTarget& target, ExtractOptions base) {
   return base;
 }
 
-Result<std::vector<ExtractedEntry>> add_library_links(const fs::path& root) {
+Result<std::vector<ExtractedEntry>> add_library_links(const fs::path& root,
+                                                      const std::set<std::string>* only) {
   const fs::path lib = root / "lib";
   std::vector<ExtractedEntry> made;
   std::error_code error;
   if (!fs::is_directory(fs::symlink_status(lib, error))) return made;
-  auto index = index_libraries(lib);
+  auto index = index_libraries(lib, only);
   if (!index) return std::move(index).error();
   for (const auto& [base, majors] : *index) {
     // Every major gets its soname (they cannot conflict); the development
@@ -243,6 +246,25 @@ Result<std::vector<ExtractedEntry>> add_library_links(const fs::path& root) {
     if (exists_no_follow(lib / development)) continue;
     const auto newest = fmt::format("{}.so.{}", base, majors.rbegin()->first);
     if (auto linked = make_link(lib, development, newest, made); !linked) return linked.error();
+  }
+  return made;
+}
+
+Result<std::vector<ExtractedEntry>> add_python_links(const fs::path& root) {
+  const fs::path bin = root / "bin";
+  std::vector<ExtractedEntry> made;
+  for (const auto& [name, target] : {std::pair{"python", "python3"}, std::pair{"pip", "pip3"}}) {
+    std::error_code ignored;
+    if (exists_no_follow(bin / name) || !fs::exists(bin / target, ignored)) continue;
+    std::error_code error;
+    fs::create_symlink(target, bin / name, error);
+    if (error) {
+      return Error::failed(fmt::format("cannot create the symlink `bin/{}`", name))
+          .because(error.message());
+    }
+    made.push_back({.path = fmt::format("bin/{}", name),
+                    .type = EntryType::symlink,
+                    .link_target = target});
   }
   return made;
 }

@@ -89,10 +89,12 @@ std::variant<lock::Lockfile, int> lock_for_install(Context& context, const Insta
   }
   for (const auto& warning : inputs.warnings)
     context.console.warn(warning);
-  auto attempt = solve_lock(database, inputs);
+  auto attempt = solve_lock(database, inputs, existing ? &*existing : nullptr);
   if (!attempt) return report(context, attempt.error());
   if (attempt->failure)
     return report_unsolvable(context, attempt->failure->first, attempt->failure->second);
+  for (const auto& warning : attempt->warnings)
+    context.console.warn(warning);
   if (auto written = write_lock_text(lock_path, lock::write(*attempt->lockfile)); !written)
     return report(context, written.error());
   context.console.info(fmt::format("{} {}", existing ? "updated" : "wrote", lock_path.string()));
@@ -130,6 +132,10 @@ void print_summary(const Context& context, const store::InstallReport& report) {
   if (!report.unchanged.empty()) parts.push_back("kept " + text::join(report.unchanged, ", "));
   context.console.info(fmt::format("installed into {} (generation {}): {}", where,
                                    report.generation, text::join(parts, "; ")));
+  if (report.link_mode.empty()) {
+    context.console.info(fmt::format("{} downloaded", human_bytes(report.downloaded_bytes)));
+    return;
+  }
   context.console.info(fmt::format("{} files {} from the cache, {} downloaded", report.files,
                                    report.link_mode == "copy" ? "copied" : report.link_mode + "ed",
                                    human_bytes(report.downloaded_bytes)));
@@ -171,6 +177,7 @@ int run_install(Context& context, const InstallFlags& flags) {
                                       .preferred = packaging_from(settings->packaging.value),
                                       .link_mode = link_mode,
                                       .reinstall = flags.reinstall,
+                                      .project_dir = context.options.directory,
                                       .note = note};
   const store::Cache cache(cache_dir_of(*settings));
   auto installed = store::install(std::get<lock::Lockfile>(lockfile), cache, options);

@@ -125,11 +125,20 @@ int run_lock(Context& context, const LockOptions& options) {
     }
   }
 
-  auto attempt = solve_lock(database, inputs);
+  if (!existing) {
+    // Its Python closures are kept where their inputs did not change.
+    std::error_code ignored;
+    if (fs::exists(lock_path, ignored)) {
+      if (auto loaded = lock::load(lock_path)) existing = *std::move(loaded);
+    }
+  }
+  auto attempt = solve_lock(database, inputs, existing ? &*existing : nullptr);
   if (!attempt) return report(context, attempt.error());
   if (attempt->failure) {
     return report_unsolvable(context, attempt->failure->first, attempt->failure->second);
   }
+  for (const auto& warning : attempt->warnings)
+    context.console.warn(warning);
   const auto& lockfile = attempt->lockfile;
   const auto text = lock::write(*lockfile);
 

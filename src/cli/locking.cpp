@@ -13,6 +13,8 @@
 #include "envkit/project/external.hpp"
 #include "envkit/sys/fs.hpp"
 
+#include "prefix_option.hpp"
+#include "python_lock.hpp"
 namespace envkit::cli {
 
 namespace fs = std::filesystem;
@@ -137,6 +139,8 @@ Result<Solved> solve_platforms(const recipes::Database& database, const LockInpu
   for (const auto& [package, spec] : manifest.requires_) {
     request.requirements.push_back({package, spec, "requires"});
   }
+  for (const auto& requirement : inputs.extra_requirements)
+    request.requirements.push_back(requirement);
   Solved solved;
   for (const auto platform : inputs.platforms) {
     request.platform = platform;
@@ -307,6 +311,12 @@ Result<lock::Staleness> lock_staleness(const recipes::Database& database, const 
                                             describe(lockfile.system),
                                             describe(inputs.assumptions)));
   }
+  auto python = python_request(inputs, inputs.python_interpreters);
+  if (!python) return std::move(python).error();
+  if (*python) {
+    for (auto& reason : python_staleness(**python, lockfile))
+      staleness.reasons.push_back(std::move(reason));
+  }
   return staleness;
 }
 
@@ -339,13 +349,54 @@ int report_unsolvable(const Context& context, specs::Platform platform,
   return 1;
 }
 
-Result<LockAttempt> solve_lock(const recipes::Database& database, const LockInputs& inputs) {
+namespace {
+
+Result<LockAttempt> solve_and_make(const recipes::Database& database, const LockInputs& inputs) {
   auto solved = solve_platforms(database, inputs);
   if (!solved) return std::move(solved).error();
   if (solved->failure) return LockAttempt{.failure = std::move(solved->failure)};
   auto lockfile = make_lockfile(database, inputs, *solved);
   if (!lockfile) return std::move(lockfile).error();
   return LockAttempt{.lockfile = *std::move(lockfile)};
+}
+
+}  // namespace
+
+Result<LockAttempt> solve_lock(const recipes::Database& database, const LockInputs& inputs,
+                               const lock::Lockfile* previous) {
+  auto python = python_request(inputs, inputs.python_interpreters);
+  if (!python) return std::move(python).error();
+  LockInputs effective = inputs;
+  // pip evaluates markers for the Python it runs on: the prefix gets that series.
+  if (*python && (*python)->resolver && !inputs.manifest.external.contains("python") &&
+      !inputs.manifest.requires_.contains("python")) {
+    const auto& version = (*python)->resolver->version;
+    auto series = specs::VersionSpec::parse(
+        fmt::format("=={}.{}.*", version.release().at(0), version.release().at(1)));
+    if (series) effective.extra_requirements.push_back({"python", *series, "requires"});
+  }
+  auto attempt = solve_and_make(database, effective);
+  if (!attempt || !attempt->lockfile || !*python) return attempt;
+  std::vector<std::string> warnings;
+  auto pins = add_python_closures(**python, *attempt->lockfile, previous, warnings);
+  if (!pins) return std::move(pins).error();
+  if (!pins->constraints.empty()) {
+    // The framework's wheels pin another cuDNN: solve again with their pin.
+    const auto resolved = *attempt->lockfile;
+    for (const auto& [package, spec, why] : pins->constraints) {
+      auto parsed = specs::VersionSpec::parse(spec);
+      if (!parsed) return std::move(parsed).error();
+      effective.extra_requirements.push_back({package, *parsed, "requires"});
+      warnings.push_back(fmt::format("{} {}: {}", package, spec, why));
+    }
+    attempt = solve_and_make(database, effective);
+    if (!attempt || !attempt->lockfile) return attempt;
+    warnings.clear();
+    pins = add_python_closures(**python, *attempt->lockfile, &resolved, warnings);
+    if (!pins) return std::move(pins).error();
+  }
+  attempt->warnings = std::move(warnings);
+  return attempt;
 }
 
 Result<void> write_lock_text(const std::filesystem::path& path, const std::string& text) {
@@ -360,6 +411,20 @@ Result<Project> open_project(const Context& context,
   if (!database) return std::move(database).error();
   auto inputs = gather_lock_inputs(context.options.directory, platforms, gpu::host_sources());
   if (!inputs) return std::move(inputs).error();
+  // pip resolves with the prefix's Python first, then the one the manifest names.
+  inputs->python_interpreters.push_back(fs::absolute(prefix_path(context, std::nullopt)) / "bin" /
+                                        "python3");
+  if (const auto external = inputs->manifest.external.find("python");
+      external != inputs->manifest.external.end()) {
+    if (const auto* path = std::get_if<manifest::ExternalPath>(&external->second)) {
+      fs::path interpreter = path->path;
+      if (interpreter.is_relative())
+        interpreter = fs::absolute(context.options.directory / interpreter);
+      std::error_code ignored;
+      if (fs::is_directory(interpreter, ignored)) interpreter /= fs::path("bin") / "python3";
+      inputs->python_interpreters.push_back(interpreter);
+    }
+  }
   return Project{.database = *std::move(database), .inputs = *std::move(inputs)};
 }
 

@@ -28,6 +28,12 @@ struct LockInputs {
   lock::SystemAssumptions assumptions;     // the same, as the lock records it
   std::map<std::string, solve::External> external;
   std::vector<std::string> warnings;  // e.g. no driver known: locked without a constraint
+  // Requirements that do not come from envkit.yaml: the Python series pip
+  // resolves for, the cuDNN the framework's wheels pin.
+  std::vector<solve::Requirement> extra_requirements;
+  // Interpreters to resolve Python requirements with, before those on PATH:
+  // the prefix's, the manifest's external one.
+  std::vector<std::filesystem::path> python_interpreters;
 };
 
 // Reads envkit.yaml in `directory` and settles the machines' facts: the
@@ -64,9 +70,14 @@ struct Solved {
 struct LockAttempt {
   std::optional<lock::Lockfile> lockfile;
   std::optional<std::pair<specs::Platform, solve::Unsolvable>> failure;
+  // What the user should know: platforms without a Python closure, pins added.
+  std::vector<std::string> warnings;
 };
+// With a Python closure when the project has one; `previous` (the lock being
+// replaced) lends its closures where their inputs did not change.
 [[nodiscard]] Result<LockAttempt> solve_lock(const recipes::Database& database,
-                                             const LockInputs& inputs);
+                                             const LockInputs& inputs,
+                                             const lock::Lockfile* previous = nullptr);
 
 // Writes `text` to `path` unless the file holds exactly it already.
 [[nodiscard]] Result<void> write_lock_text(const std::filesystem::path& path,

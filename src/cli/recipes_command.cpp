@@ -69,6 +69,7 @@ json build_json(const recipes::RecipeVersion& version, const recipes::Build& bui
                      {"sha256", a.sha256},
                      {"size", a.size ? json(*a.size) : json()}};
     if (!a.wheel_root.empty()) artifact["wheel_root"] = a.wheel_root;
+    if (a.build_system) artifact["build_system"] = recipes::to_string(*a.build_system);
     artifacts.push_back(artifact);
   }
   json out = {{"version", version.version.original()},

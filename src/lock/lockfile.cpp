@@ -79,6 +79,8 @@ void write_artifact(std::string& out, const Artifact& a) {
   out += fmt::format("{}layout: {}\n", in, recipes::to_string(a.layout));
   if (!a.wheel_root.empty())
     out += fmt::format("{}wheel-root: {}\n", in, yaml::scalar(a.wheel_root));
+  if (a.build_system)
+    out += fmt::format("{}build-system: {}\n", in, recipes::to_string(*a.build_system));
   // Credentials never reach a lock file: it is committed and shared.
   out += fmt::format("{}url: {}\n", in, yaml::scalar(url::without_credentials(a.url)));
   out += fmt::format("{}sha256: {}\n", in, hash_scalar(a.sha256));
@@ -103,15 +105,38 @@ void write_package(std::string& out, const LockedPackage& package) {
   }
 }
 
+void write_python(std::string& out, const PythonClosure& python) {
+  constexpr std::string_view in = "          ";
+  out += "    python:\n";
+  out += fmt::format("      inputs: {}\n", hash_scalar(python.inputs));
+  out += fmt::format("      resolver: {}\n", yaml::scalar(python.resolver));
+  out += fmt::format("      python: {}\n", yaml::scalar(python.python));
+  if (python.packages.empty()) {
+    out += "      packages: []\n";
+    return;
+  }
+  out += "      packages:\n";
+  for (const auto& wheel : python.packages) {
+    out += fmt::format("        - name: {}\n", yaml::scalar(wheel.name));
+    out += fmt::format("{}version: {}\n", in, yaml::scalar(wheel.version));
+    out += fmt::format("{}url: {}\n", in, yaml::scalar(url::without_credentials(wheel.url)));
+    out += fmt::format("{}sha256: {}\n", in, hash_scalar(wheel.sha256));
+    if (wheel.size) out += fmt::format("{}size: {}\n", in, *wheel.size);
+    if (!wheel.provides.empty())
+      out += fmt::format("{}provides: {}\n", in, yaml::scalar(wheel.provides));
+  }
+}
+
 void write_platform(std::string& out, const PlatformLock& platform) {
   out += fmt::format("  - platform: {}\n", specs::to_string(platform.platform));
   if (platform.packages.empty()) {
     out += "    packages: []\n";
-    return;
+  } else {
+    out += "    packages:\n";
+    for (const auto& package : platform.packages)
+      write_package(out, package);
   }
-  out += "    packages:\n";
-  for (const auto& package : platform.packages)
-    write_package(out, package);
+  if (platform.python) write_python(out, *platform.python);
 }
 
 // ------------------------------------------------------------------ reading
@@ -311,6 +336,48 @@ Result<void> read_system(const Source& source, const Entry& entry, SystemAssumpt
         }}});
 }
 
+Result<std::string> read_url(const Source& source, const Entry& e) {
+  auto value = read_text(source, e, "url", "a URL");
+  if (!value) return value.error();
+  if (has_credentials(*value)) {
+    return Error::input(fmt::format("`url`: {} holds credentials, which a lock file never does",
+                                    text::quoted(url::redacted(*value))))
+        .at(source.at(e.value))
+        .hint(
+            "remove the `user:password@` part: the lock is committed and shared, and "
+            "`envkit lock` writes URLs without credentials");
+  }
+  return value;
+}
+
+Result<std::string> read_sha256(const Source& source, const Entry& e) {
+  if (!e.value.IsScalar() || !is_sha256(e.value.Scalar())) {
+    return wrong(source, e, "sha256", "64 lowercase hex digits");
+  }
+  return e.value.Scalar();
+}
+
+Result<std::uint64_t> read_size(const Source& source, const Entry& e) {
+  std::uint64_t size = 0;
+  const std::string& s = e.value.IsScalar() ? e.value.Scalar() : std::string();
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), size);
+  if (s.empty() || ec != std::errc() || ptr != s.data() + s.size()) {
+    return wrong(source, e, "size", "a number of bytes");
+  }
+  return size;
+}
+
+// Binds a key to a string field through one of the readers above.
+template <typename Reader>
+std::function<Result<void>(const Entry&)> into(std::string& field, Reader reader) {
+  return [&field, reader](const Entry& e) -> Result<void> {
+    auto value = reader(e);
+    if (!value) return value.error();
+    field = *std::move(value);
+    return {};
+  };
+}
+
 Result<Artifact> read_artifact(const Source& source, const YAML::Node& node) {
   Artifact a;
   const auto text_field = [&](std::string& field) {
@@ -344,38 +411,20 @@ Result<Artifact> read_artifact(const Source& source, const YAML::Node& node) {
           return {};
         }},
        {"wheel-root", false, text_field(a.wheel_root)},
-       {"url", true,
+       {"build-system", false,
         [&](const Entry& e) -> Result<void> {
-          auto value = read_text(source, e, "url", "a URL");
-          if (!value) return value.error();
-          if (has_credentials(*value)) {
-            return Error::input(fmt::format("`url`: {} holds credentials, which a lock file never "
-                                            "does",
-                                            text::quoted(url::redacted(*value))))
-                .at(source.at(e.value))
-                .hint(
-                    "remove the `user:password@` part: the lock is committed and shared, and "
-                    "`envkit lock` writes URLs without credentials");
-          }
-          a.url = *std::move(value);
+          auto build_system =
+              recipes::parse_build_system(e.value.IsScalar() ? e.value.Scalar() : "");
+          if (!build_system) return wrong(source, e, "build-system", "configure or cmake");
+          a.build_system = *build_system;
           return {};
         }},
-       {"sha256", true,
-        [&](const Entry& e) -> Result<void> {
-          if (!e.value.IsScalar() || !is_sha256(e.value.Scalar())) {
-            return wrong(source, e, "sha256", "64 lowercase hex digits");
-          }
-          a.sha256 = e.value.Scalar();
-          return {};
-        }},
+       {"url", true, into(a.url, [&](const Entry& e) { return read_url(source, e); })},
+       {"sha256", true, into(a.sha256, [&](const Entry& e) { return read_sha256(source, e); })},
        {"size", false, [&](const Entry& e) -> Result<void> {
-          std::uint64_t size = 0;
-          const std::string& s = e.value.IsScalar() ? e.value.Scalar() : std::string();
-          const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), size);
-          if (s.empty() || ec != std::errc() || ptr != s.data() + s.size()) {
-            return wrong(source, e, "size", "a number of bytes");
-          }
-          a.size = size;
+          auto size = read_size(source, e);
+          if (!size) return size.error();
+          a.size = *size;
           return {};
         }}});
   if (!read) return read.error();
@@ -456,6 +505,63 @@ Result<LockedPackage> read_package(const Source& source, const YAML::Node& node,
   return package;
 }
 
+Result<PythonWheel> read_python_wheel(const Source& source, const YAML::Node& node) {
+  PythonWheel wheel;
+  const auto text = [&](std::string_view what) {
+    return [&source, what](const Entry& e) { return read_text(source, e, what); };
+  };
+  auto read = read_mapping(
+      source, node, source.at(node), "python.packages", "a Python package", source.at(node),
+      {{"name", true, into(wheel.name, text("name"))},
+       {"version", true, into(wheel.version, text("version"))},
+       {"url", true, into(wheel.url, [&](const Entry& e) { return read_url(source, e); })},
+       {"sha256", true, into(wheel.sha256, [&](const Entry& e) { return read_sha256(source, e); })},
+       {"size", false,
+        [&](const Entry& e) -> Result<void> {
+          auto size = read_size(source, e);
+          if (!size) return size.error();
+          wheel.size = *size;
+          return {};
+        }},
+       {"provides", false, into(wheel.provides, text("provides"))}});
+  if (!read) return read.error();
+  return wheel;
+}
+
+Result<PythonClosure> read_python(const Source& source, const Entry& entry) {
+  PythonClosure python;
+  const auto text = [&](std::string_view what) {
+    return [&source, what](const Entry& e) { return read_text(source, e, what); };
+  };
+  std::map<std::string, int> first_line;
+  auto read = read_mapping(
+      source, entry.value, where(source, entry), "python", "`python`", where(source, entry),
+      {{"inputs", true,
+        into(python.inputs,
+             [&](const Entry& e) { return read_prefixed_hash(source, e, "python.inputs"); })},
+       {"resolver", true, into(python.resolver, text("python.resolver"))},
+       {"python", true, into(python.python, text("python.python"))},
+       {"packages", true, [&](const Entry& e) {
+          return read_list(
+              source, e, "python.packages", [&](const YAML::Node& item) -> Result<void> {
+                auto wheel = read_python_wheel(source, item);
+                if (!wheel) return wheel.error();
+                const SourceLocation at = source.at(item);
+                const auto [previous, inserted] = first_line.emplace(wheel->name, at.line);
+                if (!inserted) {
+                  return Error::input(fmt::format("duplicate Python package {} (first on line {})",
+                                                  text::quoted(wheel->name), previous->second))
+                      .at(at)
+                      .hint("a closure holds one version of each package");
+                }
+                python.packages.push_back(*std::move(wheel));
+                return {};
+              });
+        }}});
+  if (!read) return read.error();
+  return python;
+}
+
 Result<PlatformLock> read_platform(const Source& source, const YAML::Node& node,
                                    YAML::Mark& platform_mark) {
   PlatformLock platform;
@@ -475,7 +581,8 @@ Result<PlatformLock> read_platform(const Source& source, const YAML::Node& node,
           platform_mark = e.value.Mark();
           return {};
         }},
-       {"packages", true, [&](const Entry& e) {
+       {"packages", true,
+        [&](const Entry& e) {
           return read_list(source, e, "packages", [&](const YAML::Node& item) -> Result<void> {
             YAML::Mark name_mark;
             auto package = read_package(source, item, name_mark);
@@ -484,6 +591,12 @@ Result<PlatformLock> read_platform(const Source& source, const YAML::Node& node,
             name_marks.push_back(name_mark);
             return {};
           });
+        }},
+       {"python", false, [&](const Entry& e) -> Result<void> {
+          auto python = read_python(source, e);
+          if (!python) return python.error();
+          platform.python = *std::move(python);
+          return {};
         }}});
   if (!read) return read.error();
   // Checked once the platform is known, whatever order the keys came in.
@@ -586,6 +699,11 @@ void canonicalize(Lockfile& lockfile) {
                      return specs::to_string(a.platform) < specs::to_string(b.platform);
                    });
   for (auto& platform : lockfile.platforms) {
+    if (platform.python) {
+      auto& wheels = platform.python->packages;
+      std::stable_sort(wheels.begin(), wheels.end(),
+                       [](const PythonWheel& a, const PythonWheel& b) { return a.name < b.name; });
+    }
     std::stable_sort(
         platform.packages.begin(), platform.packages.end(),
         [](const LockedPackage& a, const LockedPackage& b) { return a.name < b.name; });

@@ -79,6 +79,8 @@ std::string content_hash(const Manifest& manifest) {
   if (manifest.system.glibc) out.line("system.glibc", {manifest.system.glibc->to_string()});
   for (const auto& file : manifest.python_requirements)
     out.line("python-requirements", {file});
+  for (const auto& index : manifest.indexes)
+    out.line("indexes", {index});
   out.line("smoke.steps", {std::to_string(manifest.smoke.steps)});
   return "sha256:" + core::sha256_hex(out.text());
 }

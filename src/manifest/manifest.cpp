@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "envkit/core/text.hpp"
+#include "envkit/core/url.hpp"
 #include "envkit/specs/package_name.hpp"
 #include "envkit/sys/fs.hpp"
 #include "yaml_source.hpp"
@@ -467,6 +468,35 @@ Result<void> read_python_requirements(const Entry& entry, const Source& source,
                           });
 }
 
+// ------------------------------------------------------------------ indexes
+
+Result<void> read_indexes(const Entry& entry, const Source& source, Manifest& manifest) {
+  constexpr std::string_view path = "indexes";
+  return read_one_or_list(
+      entry, source, path, "an index URL or a list of them", "an index URL",
+      [&](const YAML::Node& item) -> Result<void> {
+        const std::string written(text::trim(item.Scalar()));
+        if (!written.starts_with("http://") && !written.starts_with("https://") &&
+            !written.starts_with("file://")) {
+          return wrong_value(path, "an index URL such as `https://pypi.org/simple`", item,
+                             source.at(item));
+        }
+        if (url::without_credentials(written) != written) {
+          return Error::input(fmt::format("`indexes`: {} holds credentials",
+                                          text::quoted(url::redacted(written))))
+              .at(source.at(item))
+              .hint(
+                  "envkit.yaml is committed and shared: keep the password in ~/.netrc (pip and "
+                  "envkit read it) and write the URL without `user:password@`");
+        }
+        auto& indexes = manifest.indexes;
+        if (std::find(indexes.begin(), indexes.end(), written) == indexes.end()) {
+          indexes.push_back(written);
+        }
+        return {};
+      });
+}
+
 // ------------------------------------------------------------------ document
 
 constexpr Field<Manifest> kManifestFields[] = {
@@ -474,6 +504,7 @@ constexpr Field<Manifest> kManifestFields[] = {
     {"requires", read_requires},   {"external", read_external},
     {"platforms", read_platforms}, {"system", read_system},
     {"smoke", read_smoke},         {"python-requirements", read_python_requirements},
+    {"indexes", read_indexes},
 };
 
 Result<Manifest> read_manifest(const Source& source) {

@@ -12,32 +12,6 @@ namespace envkit::net {
 
 namespace {
 
-std::optional<int> hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return std::nullopt;
-}
-
-// `%2B` -> `+`; nullopt for a malformed escape.
-std::optional<std::string> percent_decoded(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '%') {
-      out += text[i];
-      continue;
-    }
-    if (i + 2 >= text.size()) return std::nullopt;
-    const auto high = hex_digit(text[i + 1]);
-    const auto low = hex_digit(text[i + 2]);
-    if (!high || !low) return std::nullopt;
-    out += static_cast<char>(*high * 16 + *low);
-    i += 2;
-  }
-  return out;
-}
-
 Error unusable(std::string_view url, std::string_view why) {
   return Error::failed(
       fmt::format("cannot keep {} in a mirror folder: {}", url::redacted(url), why));
@@ -76,7 +50,7 @@ Result<std::filesystem::path> mirror_file(std::string_view url) {
   std::filesystem::path file;
   for (const auto segment : text::split(relative, '/')) {
     if (segment.empty()) continue;  // `a//b` is `a/b`, for servers and file systems alike
-    const auto decoded = percent_decoded(segment);
+    const auto decoded = url::percent_decoded(segment);
     if (!decoded) return unusable(url, fmt::format("`{}` has a malformed %-escape", segment));
     if (*decoded == "." || *decoded == ".." ||
         decoded->find_first_of(std::string_view("/\0", 2)) != std::string::npos) {

@@ -48,7 +48,13 @@ Result<Build> source_build(const csv::Table& table, const csv::Row& row) {
                                        .size = std::nullopt,
                                        .format = "tar.gz",
                                        .layout = Layout::source_tree,
-                                       .wheel_root = {}});
+                                       .wheel_root = {},
+                                       // zlib's own ./configure, not its CMakeLists.txt: the
+                                       // README's way (configure; make; make install), it needs
+                                       // only build-essential (no cmake), and every release
+                                       // 1.2.11 ... 1.3.1 gets libz.so.1 from it the same way
+                                       // (the CMake build renames zconf.h in the source tree).
+                                       .build_system = BuildSystem::configure});
   }
   return build;
 }

@@ -24,6 +24,11 @@ constexpr std::array<std::pair<Layout, std::string_view>, 6> kLayouts = {{
     {Layout::none, "none"},
 }};
 
+constexpr std::array<std::pair<BuildSystem, std::string_view>, 2> kBuildSystems = {{
+    {BuildSystem::configure, "configure"},
+    {BuildSystem::cmake, "cmake"},
+}};
+
 template <class Enum, std::size_t N>
 std::string_view name_of(const std::array<std::pair<Enum, std::string_view>, N>& table, Enum e) {
   for (const auto& [value, name] : table) {
@@ -115,6 +120,12 @@ std::optional<ArtifactKind> parse_artifact_kind(std::string_view text) {
 }
 std::optional<Layout> parse_layout(std::string_view text) {
   return value_of(kLayouts, text);
+}
+std::string_view to_string(BuildSystem build_system) {
+  return name_of(kBuildSystems, build_system);
+}
+std::optional<BuildSystem> parse_build_system(std::string_view text) {
+  return value_of(kBuildSystems, text);
 }
 
 const RecipeVersion* Recipe::find(const specs::Version& version) const {

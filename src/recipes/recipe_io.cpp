@@ -89,6 +89,7 @@ void write_artifact(std::string& out, const std::string& build_id, const Artifac
   out += fmt::format("    format: {}\n", yaml::scalar(a.format));
   out += fmt::format("    layout: {}\n", to_string(a.layout));
   if (!a.wheel_root.empty()) out += fmt::format("    wheel-root: {}\n", yaml::scalar(a.wheel_root));
+  if (a.build_system) out += fmt::format("    build-system: {}\n", to_string(*a.build_system));
   out += fmt::format("    url: {}\n", yaml::scalar(a.url));
   out += fmt::format("    sha256: {}\n", yaml::scalar(a.sha256));
   if (a.size) out += fmt::format("    size: {}\n", *a.size);
@@ -381,6 +382,13 @@ Result<Artifact> read_artifact(const Source& source, const YAML::Node& node,
           return {};
         }},
        {"wheel-root", text_field(a.wheel_root)},
+       {"build-system",
+        [&](const Entry& e) -> Result<void> {
+          auto build_system = parse_build_system(e.value.IsScalar() ? e.value.Scalar() : "");
+          if (!build_system) return wrong(source, e.value, "build-system", "configure or cmake");
+          a.build_system = *build_system;
+          return {};
+        }},
        {"url", text_field(a.url, &has_url)},
        {"sha256", text_field(a.sha256, &has_sha)},
        {"size", [&](const Entry& e) -> Result<void> {

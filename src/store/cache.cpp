@@ -29,6 +29,13 @@ std::uint64_t remove_tree(const fs::path& path) {
   return count == static_cast<std::uintmax_t>(-1) ? 0 : count;
 }
 
+// How an artifact is unpacked: the same bytes unpacked for another layout are another entry.
+std::string layout_key(const ArtifactTarget& target) {
+  const auto& artifact = target.artifact;
+  return fmt::format("{}\n{}\n{}\n{}", recipes::to_string(artifact.layout), target.package,
+                     artifact.component, artifact.wheel_root);
+}
+
 std::uint64_t unpacked_bytes(const EntryRecord& record) {
   std::uint64_t bytes = 0;
   for (const auto& file : record.files)
@@ -48,10 +55,20 @@ std::string ArtifactTarget::label() const {
 Cache::Cache(fs::path root) : store_(std::move(root) / "store" / "v1") {}
 
 std::string Cache::entry_id(const ArtifactTarget& target) {
-  const auto& artifact = target.artifact;
-  const auto layout_key = fmt::format("{}\n{}\n{}\n{}", recipes::to_string(artifact.layout),
-                                      target.package, artifact.component, artifact.wheel_root);
-  return artifact.sha256 + "-" + core::sha256_hex(layout_key).substr(0, 8);
+  return target.artifact.sha256 + "-" + core::sha256_hex(layout_key(target)).substr(0, 8);
+}
+
+std::string Cache::source_entry_id(const ArtifactTarget& target,
+                                   std::string_view toolchain_identity) {
+  const auto& build_system = target.artifact.build_system;
+  const auto key =
+      fmt::format("{}\n{}\n{}", layout_key(target),
+                  build_system ? recipes::to_string(*build_system) : "detect", toolchain_identity);
+  return target.artifact.sha256 + "-source-" + core::sha256_hex(key).substr(0, 8);
+}
+
+fs::path Cache::build_log(const std::string& id) const {
+  return store_ / "logs" / (id + ".log");
 }
 
 fs::path Cache::entry_dir(const std::string& id) const {
@@ -159,6 +176,7 @@ Result<CleanReport> Cache::remove_entries(
     std::error_code ignored;
     fs::remove(store_ / "entries" / (id + ".json"), ignored);
     remove_tree(entry_dir(id));
+    fs::remove(build_log(id), ignored);
     ++report.removed;
   }
   return report;

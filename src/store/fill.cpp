@@ -12,6 +12,7 @@
 #include "envkit/core/sha256.hpp"
 #include "envkit/core/text.hpp"
 #include "envkit/core/url.hpp"
+#include "envkit/store/source_build.hpp"
 #include "spool.hpp"
 
 namespace envkit::store {
@@ -182,32 +183,125 @@ Result<archive::ExtractResult> spool_unpack(const ArtifactTarget& target, net::B
   return archive::extract_file(file.path(), staging, options_for(target));
 }
 
-FillOutcome download_and_unpack(const Cache& cache, const ArtifactTarget& target,
-                                const std::string& id, const FillContext& context) {
+// Python wheels pip installs are kept whole: the entry holds the wheel file,
+// named as on the index (pip reads the name for its tags).
+Result<archive::ExtractResult> spool_keep(const ArtifactTarget& target, net::ByteStream& stream,
+                                          const fs::path& staging, std::string& digest,
+                                          std::uint64_t& bytes, bool& unreachable) {
+  const auto name = url::file_name(target.artifact.url);
+  if (!name.ends_with(".whl") || name.starts_with('.') ||
+      name.find_first_of(std::string_view("/\0", 2)) != std::string::npos) {
+    return Error::failed(fmt::format("{}: {} does not name a wheel file", target.label(),
+                                     url::redacted(target.artifact.url)))
+        .hint("a Python package's URL ends in its wheel's file name, `NAME-VERSION-TAGS.whl`");
+  }
+  std::error_code error;
+  fs::create_directories(staging, error);
+  if (error) {
+    return Error::failed(fmt::format("cannot create {}", text::quoted(staging.string())))
+        .because(error.message());
+  }
+  auto spooled = spool(stream, staging / name, unreachable);
+  if (!spooled) return std::move(spooled).error();
+  digest = spooled->sha256;
+  bytes = spooled->bytes;
+  if (digest != target.artifact.sha256) return mismatch(target, stream.url(), digest);
+  archive::ExtractResult kept;
+  kept.entries.push_back(
+      {.path = name, .type = archive::EntryType::file, .size = bytes, .sha256 = digest});
+  kept.bytes_written = bytes;
+  return kept;
+}
+
+bool kept_whole(const recipes::Artifact& artifact) {
+  return artifact.kind == recipes::ArtifactKind::wheel && artifact.layout == recipes::Layout::none;
+}
+
+// An artifact downloaded, verified and unpacked: what was unpacked, and the download.
+struct Unpacked {
+  std::vector<FileRecord> files;
+  std::string digest;
+  std::uint64_t bytes = 0;
+};
+
+// Downloads `target`, checks its sha256 and unpacks it under `destination`.
+Result<Unpacked> fetch_unpacked(const ArtifactTarget& target, const fs::path& destination,
+                                const FillContext& context, bool& unreachable) {
   const auto& artifact = target.artifact;
-  auto staging = cache.fresh_staging(id);
-  if (!staging) return failure(std::move(staging).error());
   const SlotGuard slot(is_xz(artifact) ? context.xz_slots : nullptr);
   auto stream = context.transport->open({.urls = candidate_urls(context.mirrors, artifact.url),
                                          .expected_size = artifact.size,
                                          .label = target.label()});
-  std::string digest;
-  std::uint64_t bytes = 0;
-  bool unreachable = false;
-  auto extracted = is_zip(artifact)
-                       ? spool_unpack(target, *stream, *staging, digest, bytes, unreachable)
-                       : stream_unpack(target, *stream, *staging, digest, bytes, unreachable);
+  Unpacked unpacked;
+  auto extracted =
+      kept_whole(artifact)
+          ? spool_keep(target, *stream, destination, unpacked.digest, unpacked.bytes, unreachable)
+      : is_zip(artifact)
+          ? spool_unpack(target, *stream, destination, unpacked.digest, unpacked.bytes, unreachable)
+          : stream_unpack(target, *stream, destination, unpacked.digest, unpacked.bytes,
+                          unreachable);
+  if (!extracted) return std::move(extracted).error();
+  unpacked.files = records_of(extracted->entries);
+  return unpacked;
+}
+
+// Removes a folder of the cache's tmp/ when it goes out of scope.
+class ScratchDir {
+ public:
+  explicit ScratchDir(fs::path path) : path_(std::move(path)) { remove(); }
+  ~ScratchDir() { remove(); }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  [[nodiscard]] const fs::path& path() const { return path_; }
+
+ private:
+  void remove() const {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  fs::path path_;
+};
+
+// Makes `staging` (holding `files`) cache entry `id`, its record written last.
+FillOutcome commit_entry(const Cache& cache, const ArtifactTarget& target, const std::string& id,
+                         const fs::path& staging, std::vector<FileRecord> files,
+                         const Unpacked& download) {
+  make_read_only(staging, files);
+  EntryRecord record{.id = id,
+                     .sha256 = download.digest,
+                     .url = url::without_credentials(target.artifact.url),
+                     .package = target.package,
+                     .component = target.artifact.component,
+                     .layout = std::string(recipes::to_string(target.artifact.layout)),
+                     .files = std::move(files)};
+  if (auto committed = cache.commit(staging, record); !committed) {
+    std::error_code ignored;
+    fs::remove_all(staging, ignored);
+    return failure(std::move(committed).error());
+  }
+  return FillOutcome{.record = std::move(record), .downloaded_bytes = download.bytes};
+}
+
+FillOutcome download_and_unpack(const Cache& cache, const ArtifactTarget& target,
+                                const std::string& id, const FillContext& context) {
+  auto staging = cache.fresh_staging(id);
+  if (!staging) return failure(std::move(staging).error());
   const auto discard = [&] {
     std::error_code ignored;
     fs::remove_all(*staging, ignored);
   };
-  if (!extracted) {
+  bool unreachable = false;
+  auto unpacked = fetch_unpacked(target, *staging, context, unreachable);
+  if (!unpacked) {
     discard();
-    return failure(std::move(extracted).error(), unreachable);
+    return failure(std::move(unpacked).error(), unreachable);
   }
-  auto files = records_of(extracted->entries);
-  if (artifact.layout == recipes::Layout::nvidia_wheel) {
-    auto links = archive::add_library_links(*staging);
+  auto files = std::move(unpacked->files);
+  // Links the packaging cannot hold (wheels) or leaves out (python, pip).
+  const auto layout = target.artifact.layout;
+  if (layout == recipes::Layout::nvidia_wheel || layout == recipes::Layout::python_standalone) {
+    auto links = layout == recipes::Layout::nvidia_wheel ? archive::add_library_links(*staging)
+                                                         : archive::add_python_links(*staging);
     if (!links) {
       discard();
       return failure(std::move(links).error());
@@ -217,19 +311,53 @@ FillOutcome download_and_unpack(const Cache& cache, const ArtifactTarget& target
     std::sort(files.begin(), files.end(),
               [](const FileRecord& a, const FileRecord& b) { return a.path < b.path; });
   }
-  make_read_only(*staging, files);
-  EntryRecord record{.id = id,
-                     .sha256 = digest,
-                     .url = url::without_credentials(artifact.url),
-                     .package = target.package,
-                     .component = artifact.component,
-                     .layout = std::string(recipes::to_string(artifact.layout)),
-                     .files = std::move(files)};
-  if (auto committed = cache.commit(*staging, record); !committed) {
-    discard();
-    return failure(std::move(committed).error());
+  return commit_entry(cache, target, id, *staging, std::move(files), *unpacked);
+}
+
+// A source artifact: downloaded and unpacked into a private scratch folder,
+// built there, and what its install step installs becomes the entry. The
+// build is configured for the entry's own path, so files that name their
+// prefix (pkg-config's `prefix=`) name the entry.
+FillOutcome build_from_source_entry(const Cache& cache, const ArtifactTarget& target,
+                                    const std::string& id, const FillContext& context,
+                                    const Toolchain& toolchain) {
+  const auto label = fmt::format("{} {}", target.package, target.version);
+  if (const auto& declared = target.artifact.build_system) {
+    // Say what is missing before downloading anything.
+    if (auto tools = require_build_tools(toolchain, *declared, label); !tools)
+      return failure(std::move(tools).error());
   }
-  return FillOutcome{.record = std::move(record), .downloaded_bytes = bytes};
+  auto staging = cache.fresh_staging(id);
+  if (!staging) return failure(std::move(staging).error());
+  const ScratchDir work(staging->string() + ".build");
+  bool unreachable = false;
+  auto unpacked = fetch_unpacked(target, work.path() / "src", context, unreachable);
+  const auto discard = [&] {
+    std::error_code ignored;
+    fs::remove_all(*staging, ignored);
+  };
+  if (!unpacked) {
+    discard();
+    return failure(std::move(unpacked).error(), unreachable);
+  }
+  auto built = build_from_source({.label = label,
+                                  .source = work.path() / "src",
+                                  .work = work.path(),
+                                  .prefix = cache.entry_dir(id),
+                                  .install_root = *staging,
+                                  .log = cache.build_log(id),
+                                  .build_system = target.artifact.build_system,
+                                  .toolchain = toolchain});
+  if (!built) {
+    discard();
+    return failure(std::move(built).error());
+  }
+  auto files = record_tree(*staging);
+  if (!files) {
+    discard();
+    return failure(std::move(files).error());
+  }
+  return commit_entry(cache, target, id, *staging, *std::move(files), *unpacked);
 }
 
 }  // namespace
@@ -245,7 +373,16 @@ std::vector<std::string> candidate_urls(const std::vector<std::string>& mirrors,
 
 FillOutcome fill_entry(const Cache& cache, const ArtifactTarget& target,
                        const FillContext& context) {
-  const auto id = Cache::entry_id(target);
+  // A source artifact's entry is its build with this machine's compiler.
+  std::optional<Toolchain> toolchain;
+  if (target.artifact.kind == recipes::ArtifactKind::source) {
+    auto found = find_toolchain(
+        {.cc = std::nullopt, .label = fmt::format("{} {}", target.package, target.version)});
+    if (!found) return failure(std::move(found).error());
+    toolchain = *std::move(found);
+  }
+  const auto id =
+      toolchain ? Cache::source_entry_id(target, toolchain->identity()) : Cache::entry_id(target);
   auto found = cache.find(id);
   if (!found) return failure(std::move(found).error());
   if (*found) return FillOutcome{.record = std::move(**found)};
@@ -259,6 +396,7 @@ FillOutcome fill_entry(const Cache& cache, const ArtifactTarget& target,
   found = cache.find(id);
   if (!found) return failure(std::move(found).error());
   if (*found) return FillOutcome{.record = std::move(**found)};
+  if (toolchain) return build_from_source_entry(cache, target, id, context, *toolchain);
   return download_and_unpack(cache, target, id, context);
 }
 

@@ -133,6 +133,9 @@ Result<void> GenerationBuilder::carry_untracked(const fs::path& old_root,
     if (tracked.contains(relative) || owners_.contains(relative)) continue;
     const auto status = it->symlink_status();
     const auto to = root_ / relative;
+    std::error_code absent;
+    // Made in the new generation already (pip compiled the same module).
+    if (fs::exists(fs::symlink_status(to, absent)) && !fs::is_directory(status)) continue;
     if (fs::is_symlink(status)) {
       if (auto made = make_symlink(fs::read_symlink(it->path()).string(), to); !made) return made;
     } else if (fs::is_regular_file(status)) {

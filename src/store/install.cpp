@@ -15,6 +15,7 @@
 #include "envkit/store/prefix.hpp"
 #include "generation_builder.hpp"
 #include "parallel.hpp"
+#include "python_step.hpp"
 
 namespace envkit::store {
 
@@ -219,12 +220,16 @@ Result<PackageReceipt> place_unchanged(GenerationBuilder& builder, const Cache& 
                                [&](const PackageReceipt& r) { return r.name == package.name; });
   const PackageReceipt& receipt = *it;
   std::vector<EntryRecord> entries;
+  // What pip installed (and the links to it) is in the generation, not the cache.
+  const bool from_cache = package.provided.empty() && package.packaging != Packaging::pip &&
+                          package.packaging != Packaging::venv;
   for (const auto& artifact : receipt.artifacts) {
+    if (!from_cache) break;
     auto found = cache.find(artifact.entry);
     if (!found || !*found) break;
     entries.push_back(std::move(**found));
   }
-  if (entries.size() == receipt.artifacts.size()) {
+  if (from_cache && entries.size() == receipt.artifacts.size()) {
     for (const auto& entry : entries) {
       if (auto placed = builder.place(package.name, cache.entry_dir(entry.id), entry.files);
           !placed)
@@ -314,11 +319,30 @@ Result<InstallReport> install(const lock::Lockfile& lockfile, const Cache& cache
   GenerationBuilder builder(*root, options.link_mode);
   PrefixState next{.generation = generation,
                    .platform = std::string(specs::to_string(options.platform))};
+  std::map<std::string, PackageReceipt> receipts;
   for (const auto& package : plan->packages) {
+    const bool pip_makes_it =
+        package.packaging == Packaging::pip || package.packaging == Packaging::venv;
+    if (pip_makes_it && !package.unchanged) continue;  // the Python step does
     auto receipt = package.unchanged ? place_unchanged(builder, cache, *prefix, **state, package)
                                      : place_new(builder, cache, package, (*entries)[package.name]);
     if (!receipt) return std::move(receipt).error();
-    next.packages.push_back(*std::move(receipt));
+    receipts[package.name] = *std::move(receipt);
+  }
+  if (needs_python_step(*plan)) {
+    auto python = run_python_step({.root = *root,
+                                   .prefix = prefix->path(),
+                                   .project_dir = options.project_dir,
+                                   .plan = &*plan,
+                                   .cache = &cache,
+                                   .entries = &*entries,
+                                   .receipts = &receipts});
+    if (!python) return std::move(python).error();
+    report.warnings.insert(report.warnings.end(), python->warnings.begin(),
+                           python->warnings.end());
+  }
+  for (const auto& package : plan->packages) {
+    next.packages.push_back(std::move(receipts.at(package.name)));
     (package.unchanged ? report.unchanged : report.added)
         .push_back(describe(package) + " (" + std::string(to_string(package.packaging)) + ")");
   }

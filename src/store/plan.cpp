@@ -18,6 +18,7 @@ using recipes::ArtifactKind;
 std::optional<Packaging> packaging_of(ArtifactKind kind) {
   if (kind == ArtifactKind::archive) return Packaging::archive;
   if (kind == ArtifactKind::wheel) return Packaging::wheel;
+  if (kind == ArtifactKind::source) return Packaging::source;
   return std::nullopt;
 }
 
@@ -87,10 +88,130 @@ std::optional<Packaging> choose(const std::vector<Artifact>& archives,
   return std::nullopt;
 }
 
+using Receipts = std::map<std::string, const PackageReceipt*>;
+
+const PackageReceipt* receipt_of(const Receipts& receipts, const std::string& name) {
+  const auto it = receipts.find(name);
+  return it == receipts.end() ? nullptr : it->second;
+}
+
+// The closure's wheels by name; empty without a closure.
+std::map<std::string, const lock::PythonWheel*> python_closure(const lock::PlatformLock& lock) {
+  std::map<std::string, const lock::PythonWheel*> wheels;
+  if (!lock.python) return wheels;
+  for (const auto& wheel : lock.python->packages)
+    wheels.emplace(wheel.name, &wheel);
+  return wheels;
+}
+
+// `external: {python: system}` or a path: the prefix is made a venv of it.
+// A bare version (`3.6.9`) names no interpreter: nothing to do.
+std::optional<PlannedPackage> plan_venv(const lock::LockedPackage& package,
+                                        const PackageReceipt* receipt) {
+  const auto& external = *package.external;
+  const bool names_interpreter =
+      external == "system" || external.find('/') != std::string::npos;
+  if (package.name != "python" || !names_interpreter) return std::nullopt;
+  PlannedPackage venv{.name = package.name,
+                      .version = package.version.original(),
+                      .build = {},
+                      .packaging = Packaging::venv,
+                      .artifacts = {},
+                      .external = external};
+  venv.unchanged = receipt && receipt->packaging == "venv" &&
+                   receipt->version == venv.version && receipt->build == external;
+  venv.build = external;
+  return venv;
+}
+
+// Moves the artifacts that are wheels of the closure to `provided`: pip
+// installs them once and the package links to what pip installed.
+void split_provided(PlannedPackage& planned,
+                    const std::map<std::string, const lock::PythonWheel*>& closure) {
+  std::map<std::string, std::string> wheel_by_hash;
+  for (const auto& [name, wheel] : closure) {
+    if (wheel->provides == planned.name) wheel_by_hash.emplace(wheel->sha256, name);
+  }
+  if (wheel_by_hash.empty()) return;
+  std::vector<Artifact> kept;
+  for (auto& artifact : planned.artifacts) {
+    const auto it = wheel_by_hash.find(artifact.sha256);
+    if (it == wheel_by_hash.end()) {
+      kept.push_back(std::move(artifact));
+    } else {
+      planned.provided.push_back({.artifact = std::move(artifact), .wheel = it->second});
+    }
+  }
+  planned.artifacts = std::move(kept);
+  planned.fallback.reset();  // the other packaging would be a second copy
+}
+
+// The closure's wheels, for the prefix's pip. They change with the interpreter:
+// a new Python needs every wheel installed again.
+Result<void> plan_wheels(const lock::PlatformLock& lock, const Receipts& receipts,
+                         InstallPlan& plan, std::set<std::string>& wanted) {
+  if (!lock.python) return {};
+  const auto interpreter =
+      std::find_if(plan.packages.begin(), plan.packages.end(),
+                   [](const PlannedPackage& p) { return p.name == "python"; });
+  if (interpreter == plan.packages.end()) {
+    return Error::failed(fmt::format("the lock has Python packages for {} but no Python to "
+                                     "install them with",
+                                     specs::to_string(lock.platform)))
+        .hint(
+            "declare the machine's Python (`external: {python: system}`) or let envkit install "
+            "one, then run `envkit lock` again");
+  }
+  const bool same_interpreter = interpreter->unchanged;
+  std::set<std::string> changed;
+  for (const auto& wheel : lock.python->packages) {
+    PlannedPackage planned{
+        .name = wheel.name,
+        .version = wheel.version,
+        .build = {},
+        .packaging = Packaging::pip,
+        .artifacts = {Artifact{.platform = lock.platform,
+                               .component = wheel.name,
+                               .kind = ArtifactKind::wheel,
+                               .url = wheel.url,
+                               .sha256 = wheel.sha256,
+                               .size = wheel.size,
+                               .format = "whl",
+                               .layout = recipes::Layout::none,
+                               .wheel_root = {}}}};
+    const auto* receipt = receipt_of(receipts, wheel.name);
+    planned.unchanged = same_interpreter && receipt && receipt->packaging == "pip" &&
+                        receipt->version == wheel.version &&
+                        receipt_hashes(*receipt) == hashes_of(planned.artifacts);
+    if (!planned.unchanged) changed.insert(wheel.name);
+    wanted.insert(wheel.name);
+    plan.packages.push_back(std::move(planned));
+  }
+  // A package linked to a wheel pip installs again must be linked again.
+  for (auto& package : plan.packages) {
+    for (const auto& provided : package.provided) {
+      if (changed.contains(provided.wheel)) package.unchanged = false;
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 std::string_view to_string(Packaging packaging) {
-  return packaging == Packaging::archive ? "archive" : "wheel";
+  switch (packaging) {
+    case Packaging::archive:
+      return "archive";
+    case Packaging::wheel:
+      return "wheel";
+    case Packaging::source:
+      return "source";
+    case Packaging::pip:
+      return "pip";
+    case Packaging::venv:
+      return "venv";
+  }
+  return "archive";
 }
 
 std::optional<Packaging> packaging_for(const lock::LockedPackage& package, Packaging preferred) {
@@ -112,13 +233,25 @@ Result<InstallPlan> plan_install(const lock::PlatformLock& lock,
   }
   InstallPlan plan;
   std::set<std::string> wanted;
+  const auto closure = python_closure(lock);
   for (const auto& package : lock.packages) {
     const auto version = package.version.original();
-    if (package.external) continue;  // the machine provides it
+    if (package.external) {
+      // The machine's Python becomes a venv in the prefix; anything else
+      // external is the machine's business.
+      if (auto venv = plan_venv(package, receipt_of(receipts, package.name))) {
+        wanted.insert(package.name);
+        plan.packages.push_back(*std::move(venv));
+      }
+      continue;
+    }
     if (package.artifacts.empty()) {
-      plan.skipped.push_back(
-          fmt::format("{} {} is a Python package; envkit does not install Python packages yet",
-                      package.name, version));
+      if (!closure.contains(package.name)) {
+        plan.skipped.push_back(fmt::format(
+            "{} {} is a Python package and the lock has no Python closure for this platform; "
+            "run `envkit lock` on a machine of this platform",
+            package.name, version));
+      }
       continue;
     }
     const auto archives = of_packaging(package, Packaging::archive);
@@ -126,27 +259,28 @@ Result<InstallPlan> plan_install(const lock::PlatformLock& lock,
     if (archives.empty() && wheels.empty()) {
       if (const auto* runfile = find_kind(package, ArtifactKind::runfile))
         return runfile_only(package, *runfile);
-      plan.skipped.push_back(fmt::format(
-          "{} {} is built from source, which envkit does not do yet; the prefix has no {}",
-          package.name, version, package.name));
-      continue;
+      // Only sources (zlib): built at install with the host's compiler.
     }
     const auto it = receipts.find(package.name);
     const PackageReceipt* receipt = it == receipts.end() ? nullptr : it->second;
-    const auto packaging = choose(archives, wheels, preferred, receipt);
+    const auto packaging = archives.empty() && wheels.empty()
+                               ? std::optional(Packaging::source)
+                               : choose(archives, wheels, preferred, receipt);
     PlannedPackage planned{.name = package.name,
                            .version = version,
                            .build = package.build,
                            .packaging = *packaging,
-                           .artifacts = *packaging == Packaging::archive ? archives : wheels};
+                           .artifacts = of_packaging(package, *packaging)};
     const auto& other = *packaging == Packaging::archive ? wheels : archives;
     if (!other.empty() && components_of(other) == components_of(planned.artifacts))
       planned.fallback = other;
     planned.unchanged = receipt && receipt->version == version && receipt->build == package.build &&
                         receipt_hashes(*receipt) == hashes_of(planned.artifacts);
+    split_provided(planned, closure);
     wanted.insert(package.name);
     plan.packages.push_back(std::move(planned));
   }
+  if (auto added = plan_wheels(lock, receipts, plan, wanted); !added) return added.error();
   for (const auto& [name, receipt] : receipts) {
     if (!wanted.contains(name)) plan.removed.push_back(name);
   }

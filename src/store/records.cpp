@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "envkit/core/sha256.hpp"
 #include "envkit/core/text.hpp"
 #include "envkit/sys/fs.hpp"
 
@@ -184,6 +185,42 @@ Result<std::optional<PrefixState>> read_state(const fs::path& root) {
     }
   }
   return std::optional<PrefixState>(std::move(state));
+}
+
+Result<std::vector<FileRecord>> record_tree(const fs::path& root) {
+  std::vector<FileRecord> files;
+  std::error_code error;
+  fs::recursive_directory_iterator it(root, error);
+  for (const fs::recursive_directory_iterator end; !error && it != end; it.increment(error)) {
+    const auto path = it->path();
+    FileRecord file{.path = path.lexically_relative(root).generic_string()};
+    const auto status = it->symlink_status(error);
+    if (error) break;
+    if (fs::is_symlink(status)) {
+      file.type = archive::EntryType::symlink;
+      file.link_target = fs::read_symlink(path, error).string();
+    } else if (fs::is_directory(status)) {
+      file.type = archive::EntryType::directory;
+    } else if (fs::is_regular_file(status)) {
+      auto sha256 = core::sha256_file(path);
+      if (!sha256) return Error::failed(fmt::format("cannot read {}", text::quoted(path.string())));
+      file.sha256 = *std::move(sha256);
+      file.size = fs::file_size(path, error);
+      file.executable = (status.permissions() & fs::perms::owner_exec) != fs::perms::none;
+    } else {
+      return Error::failed(
+          fmt::format("{} is neither a file, a folder nor a symlink", text::quoted(path.string())));
+    }
+    if (error) break;
+    files.push_back(std::move(file));
+  }
+  if (error) {
+    return Error::failed(fmt::format("cannot read {}", text::quoted(root.string())))
+        .because(error.message());
+  }
+  std::sort(files.begin(), files.end(),
+            [](const FileRecord& a, const FileRecord& b) { return a.path < b.path; });
+  return files;
 }
 
 }  // namespace envkit::store

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -27,7 +28,15 @@ struct LayoutTarget {
 // library (libcudart.so.12, libcudnn.so.9.1.0) without its links, makes the
 // usual soname and development links (libcudart.so -> libcudart.so.12).
 // Returns the links it made, relative to `root`.
+// `only`, when given, limits this to the libraries of those names (a prefix's
+// lib/ also holds other packages' libraries, which are not to be touched).
 [[nodiscard]] Result<std::vector<ExtractedEntry>> add_library_links(
+    const std::filesystem::path& root, const std::set<std::string>* only = nullptr);
+
+// python-build-standalone has bin/python3 and bin/pip3; users also type
+// `python` and `pip`: under `root`/bin, makes python -> python3 and
+// pip -> pip3 where they are missing. Returns the links it made.
+[[nodiscard]] Result<std::vector<ExtractedEntry>> add_python_links(
     const std::filesystem::path& root);
 
 }  // namespace envkit::archive

@@ -88,6 +88,10 @@ inline constexpr Variable kEnvkitPrefix{
 inline constexpr Variable kShell{"SHELL",
                                  "the shell `envkit shell` starts and `activate` writes for"};
 
+// Read by `install` for packages built from source (zlib; docs/install.md). Not
+// a setting of envkit's own, so not in kAll.
+inline constexpr Variable kCc{"CC", "the C compiler source packages are built with (default: cc)"};
+
 inline constexpr Variable kAll[] = {kRecipes,          kCacheDir,       kOverrideDriver,
                                     kOverrideCudaArch, kOverrideGlibc,  kProcDriverVersion,
                                     kSysDriverVersion, kLiveTests,      kNoColor,

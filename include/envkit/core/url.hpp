@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -15,5 +16,10 @@ namespace envkit::url {
 [[nodiscard]] std::string redacted(std::string_view url);
 // `url` without its user info: for what is written to disk.
 [[nodiscard]] std::string without_credentials(std::string_view url);
+
+// `%2B` -> `+`; nullopt for a malformed escape.
+[[nodiscard]] std::optional<std::string> percent_decoded(std::string_view text);
+// The last path segment, decoded: `.../torch-2.4.0%2Bcu121-cp311-...whl` -> `torch-2.4.0+cu121-...`.
+[[nodiscard]] std::string file_name(std::string_view url);
 
 }  // namespace envkit::url

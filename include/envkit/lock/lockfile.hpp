@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -47,9 +48,37 @@ struct LockedPackage {
   friend bool operator==(const LockedPackage&, const LockedPackage&) = default;
 };
 
+// One wheel of the project's Python closure (the framework, its dependencies
+// and the project's `python-requirements`), as the resolver chose it.
+struct PythonWheel {
+  std::string name;     // PEP 503 normalized: `nvidia-cudnn-cu12`, `numpy`
+  std::string version;  // as the wheel's metadata spells it
+  std::string url;      // never with credentials
+  std::string sha256;   // 64 lowercase hex digits
+  std::optional<std::uint64_t> size;
+  // The lock package this NVIDIA wheel also is (`cudnn`, `cuda`): install puts
+  // its libraries in the prefix's lib/ and include/ as links to the very files
+  // in site-packages, so the framework and the prefix share one copy.
+  std::string provides;
+  friend bool operator==(const PythonWheel&, const PythonWheel&) = default;
+};
+
+struct PythonClosure {
+  // "sha256:<hex>" of what decided the closure (requirements, their files'
+  // text, indexes, the Python series): the same inputs reuse the closure.
+  std::string inputs;
+  std::string resolver;  // "pip 23.2.1 (CPython 3.11.7)": who resolved it
+  std::string python;    // the Python version markers were evaluated for
+  std::vector<PythonWheel> packages;  // sorted by name
+  friend bool operator==(const PythonClosure&, const PythonClosure&) = default;
+};
+
 struct PlatformLock {
   specs::Platform platform = specs::Platform::linux_x86_64;
   std::vector<LockedPackage> packages;  // sorted by name
+  // The Python closure; nullopt when the project has none or no resolver could
+  // make one for this platform.
+  std::optional<PythonClosure> python;
   friend bool operator==(const PlatformLock&, const PlatformLock&) = default;
 };
 

@@ -51,6 +51,10 @@ struct Manifest {
   // `python-requirements:` files with the project's other Python requirements,
   // relative to the manifest (requirements.txt, pyproject.toml, environment.yml).
   std::vector<std::string> python_requirements;
+  // `indexes:` Python package indexes (PEP 503 simple URLs) to resolve from, in
+  // order: the first replaces pip's default index, the others are extra.
+  // Empty: what pip is configured with (PIP_INDEX_URL, pip.conf), else PyPI.
+  std::vector<std::string> indexes;
 };
 
 // The `framework:` syntax, shared by the manifest and `envkit init --framework`:

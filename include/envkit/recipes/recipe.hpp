@@ -36,10 +36,19 @@ enum class Layout : std::uint8_t {
   none,               // not unpacked (runfile)
 };
 
+// How a source artifact is built (docs/recipes.md). Absent on an artifact:
+// detected from the unpacked tree (a `configure` script first, else CMakeLists.txt).
+enum class BuildSystem : std::uint8_t {
+  configure,  // ./configure --prefix=P; make; make install
+  cmake,      // cmake -S . -B build; cmake --build build; cmake --install build
+};
+
 [[nodiscard]] std::string_view to_string(ArtifactKind kind);
 [[nodiscard]] std::string_view to_string(Layout layout);
 [[nodiscard]] std::optional<ArtifactKind> parse_artifact_kind(std::string_view text);
 [[nodiscard]] std::optional<Layout> parse_layout(std::string_view text);
+[[nodiscard]] std::string_view to_string(BuildSystem build_system);
+[[nodiscard]] std::optional<BuildSystem> parse_build_system(std::string_view text);
 
 struct Artifact {
   specs::Platform platform = specs::Platform::linux_x86_64;
@@ -53,6 +62,8 @@ struct Artifact {
   // For wheels: the folder inside the wheel that maps to the prefix
   // (`nvidia/cuda_runtime`, `nvidia/cu13`).
   std::string wheel_root;
+  // For sources: how to build them; nullopt = detect from the unpacked tree.
+  std::optional<BuildSystem> build_system;
 
   friend bool operator==(const Artifact&, const Artifact&) = default;
 };

@@ -18,6 +18,7 @@
 //   unfinished <cache>/store/v1/locks/<id>.lock     held while an entry is made or removed
 //   <cache>/store/v1/tmp/                entries being unpacked, wheels being downloaded
 //   <cache>/store/v1/prefixes/<hash>     the prefixes that use the cache (for `cache prune`)
+//   <cache>/store/v1/logs/<id>.log       how an entry built from source was built
 // Several envkit processes share it safely: an entry is made under its lock
 // and appears by a rename.
 namespace envkit::store {
@@ -55,6 +56,14 @@ class Cache {
   // The artifact's sha256 and a tag of how it is laid out (the same bytes
   // unpacked for another layout are another entry).
   [[nodiscard]] static std::string entry_id(const ArtifactTarget& target);
+  // A source artifact built on this machine (`<sha256>-source-<tag>`): the tag
+  // covers the layout key, the build system (declared or detected) and the
+  // toolchain's identity (Toolchain::identity), so another compiler builds another entry.
+  [[nodiscard]] static std::string source_entry_id(const ArtifactTarget& target,
+                                                   std::string_view toolchain_identity);
+  // The log of building entry `id` from source, kept after the build:
+  // <cache>/store/v1/logs/<id>.log.
+  [[nodiscard]] std::filesystem::path build_log(const std::string& id) const;
   [[nodiscard]] std::filesystem::path entry_dir(const std::string& id) const;
 
   // The finished entry, or nullopt.

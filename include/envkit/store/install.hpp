@@ -31,6 +31,8 @@ struct InstallOptions {
   // Place every package afresh from the cache, even those already installed:
   // puts back files deleted or changed in the prefix (`envkit doctor` finds them).
   bool reinstall = false;
+  // Where the project is: `external: {python: ./tools/python}` starts here.
+  std::filesystem::path project_dir;
   // Human progress lines ("waiting for ...", "unpacked ...").
   std::function<void(const std::string&)> note;
 };

@@ -13,8 +13,11 @@
 namespace envkit::store {
 
 // NVIDIA ships CUDA and cuDNN twice: redist archives and PyPI wheels. One
-// install uses one packaging for all of a package's components.
-enum class Packaging : std::uint8_t { archive, wheel };
+// install uses one packaging for all of a package's components. A package
+// with neither, only sources (zlib), is built from them at install.
+// Python: `pip` is a wheel of the lock's Python closure, installed by the
+// prefix's own pip; `venv` is the prefix made a venv of the machine's Python.
+enum class Packaging : std::uint8_t { archive, wheel, source, pip, venv };
 [[nodiscard]] std::string_view to_string(Packaging packaging);
 
 struct PlannedPackage {
@@ -27,6 +30,15 @@ struct PlannedPackage {
   std::optional<std::vector<recipes::Artifact>> fallback;
   // Installed already from the same artifacts: nothing to fetch.
   bool unchanged = false;
+  // Artifacts that are wheels of the Python closure (`provides:` in the lock):
+  // not fetched for the package, but linked from what pip installed.
+  struct Provided {
+    recipes::Artifact artifact;
+    std::string wheel;  // the closure's name for it: `nvidia-cudnn-cu12`
+  };
+  std::vector<Provided> provided;
+  // venv: the machine's Python, as the lock says it (`system`, a path).
+  std::string external;
 };
 
 struct InstallPlan {
@@ -39,9 +51,9 @@ struct InstallPlan {
   [[nodiscard]] bool nothing_to_do() const;
 };
 
-// The packaging `install` takes for `package` into an empty prefix: the
-// preferred one if it covers every component, else the other; nullopt when
-// the package has neither archives nor wheels (runfiles, sources).
+// The NVIDIA packaging `install` takes for `package` into an empty prefix:
+// the preferred one if it covers every component, else the other; nullopt
+// when the package has neither archives nor wheels (runfiles, sources).
 [[nodiscard]] std::optional<Packaging> packaging_for(const lock::LockedPackage& package,
                                                      Packaging preferred);
 

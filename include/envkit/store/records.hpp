@@ -68,6 +68,11 @@ struct PrefixState {
 [[nodiscard]] Result<EntryRecord> parse_entry_record(std::string_view text,
                                                      const std::filesystem::path& file);
 
+// Every file, folder and symlink under `root`, sorted by path, files hashed:
+// the record of a tree envkit made itself (a source build's install).
+// Anything else (a fifo, a socket) is an error naming it.
+[[nodiscard]] Result<std::vector<FileRecord>> record_tree(const std::filesystem::path& root);
+
 // <root>/.envkit/state.json and <root>/.envkit/receipts/<name>.json.
 [[nodiscard]] Result<void> write_state(const std::filesystem::path& root, const PrefixState& state);
 // nullopt when `root` has no state (not made by envkit).

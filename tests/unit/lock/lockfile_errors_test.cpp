@@ -167,6 +167,11 @@ TEST_CASE("bad platforms, versions and values are located", "[lock][errors]") {
 
   const Error size = error_for(with("size: 1512791", "size: big"));
   CHECK(size.headline() == "envkit.lock:22:19: `size`: expected a number of bytes, found `big`");
+
+  const Error build_system = error_for(
+      with("layout: source-tree\n", "layout: source-tree\n            build-system: make\n"));
+  CHECK(build_system.headline() ==
+        "envkit.lock:20:27: `build-system`: expected configure or cmake, found `make`");
 }
 
 TEST_CASE("an empty or non-mapping lock is refused", "[lock][errors]") {

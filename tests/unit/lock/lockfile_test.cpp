@@ -114,7 +114,8 @@ Lockfile realistic() {
                                           .size = 1512791,
                                           .format = "tar.gz",
                                           .layout = Layout::source_tree,
-                                          .wheel_root = ""}}};
+                                          .wheel_root = "",
+                                          .build_system = recipes::BuildSystem::cmake}}};
   Lockfile lock{.version = kFormatVersion,
                 .manifest_hash = hash('1'),
                 .recipes = {{"cuda", hash('2')},
@@ -181,6 +182,7 @@ platforms:
             kind: source
             format: tar.gz
             layout: source-tree
+            build-system: configure
             url: http://zlib.net/fossils/zlib-1.3.1.tar.gz
             sha256: "9a93b2b7dfdac77ceba5a558a580e74667dd6fede4585b91eefb60f03b72df23"
             size: 1512791
@@ -204,7 +206,8 @@ Lockfile small() {
                                                    "91eefb60f03b72df23",
                                          .size = 1512791,
                                          .format = "tar.gz",
-                                         .layout = Layout::source_tree}}},
+                                         .layout = Layout::source_tree,
+                                         .build_system = recipes::BuildSystem::configure}}},
                          {.name = "python", .version = v("3.6.9"), .external = "3.6.9"},
                          {.name = "cudnn",
                           .version = v("8.9.7.29"),

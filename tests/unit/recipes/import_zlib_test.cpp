@@ -9,6 +9,7 @@
 
 namespace fs = std::filesystem;
 using envkit::recipes::ArtifactKind;
+using envkit::recipes::BuildSystem;
 using envkit::recipes::import_zlib;
 using envkit::recipes::Layout;
 using envkit::specs::Platform;
@@ -40,6 +41,7 @@ TEST_CASE("zlib: 1.2.11 to 1.3.1 source tarballs pinned by sha256", "[other][zli
     CHECK(artifact.sha256 == std::string(64, 'a'));
     CHECK(artifact.kind == ArtifactKind::source);
     CHECK(artifact.layout == Layout::source_tree);
+    CHECK(artifact.build_system == BuildSystem::configure);  // zlib's ./configure
     CHECK(artifact.format == "tar.gz");
     CHECK(artifact.component == "zlib");
   }

@@ -79,6 +79,40 @@ TEST_CASE("facts and artifacts round-trip through YAML", "[recipes][io]") {
   CHECK(read->versions[0].version.original() == "9.1.0.70");
 }
 
+TEST_CASE("a source artifact's build system round-trips; an unknown one is located",
+          "[recipes][io]") {
+  Artifact source{.platform = specs::Platform::linux_x86_64,
+                  .component = "zlib",
+                  .kind = ArtifactKind::source,
+                  .url = "http://zlib.net/fossils/zlib-1.3.1.tar.gz",
+                  .sha256 = std::string(64, 'b'),
+                  .size = std::nullopt,
+                  .format = "tar.gz",
+                  .layout = Layout::source_tree,
+                  .wheel_root = "",
+                  .build_system = BuildSystem::configure};
+  Build build{.platforms = {specs::Platform::linux_x86_64}, .artifacts = {source}};
+  Recipe zlib{.name = "zlib",
+              .sources = {},
+              .default_components = {},
+              .versions = {{.version = v("1.3.1"), .builds = {build}}}};
+  const auto text = write_artifacts(zlib.versions[0], ArtifactSet::offline);
+  CHECK_THAT(text, Catch::Contains("    layout: source-tree\n    build-system: configure\n"));
+  auto read = read_facts(write_facts(zlib), "zlib.yaml");
+  REQUIRE(read);
+  REQUIRE(read_artifacts(text, "zlib/1.3.1.yaml", *read));
+  CHECK(read->versions[0].builds[0].artifacts.at(0).build_system == BuildSystem::configure);
+
+  auto reread = read_facts(write_facts(zlib), "zlib.yaml");
+  REQUIRE(reread);
+  std::string bad = text;
+  bad.replace(bad.find("build-system: configure"), 23, "build-system: meson");
+  auto refused = read_artifacts(bad, "zlib/1.3.1.yaml", *reread);
+  REQUIRE_FALSE(refused);
+  CHECK_THAT(refused.error().headline(),
+             Catch::EndsWith("`build-system`: expected configure or cmake, found `meson`"));
+}
+
 TEST_CASE("drivers keep upstream spelling", "[recipes][io]") {
   Recipe cuda{.name = "cuda", .sources = {}, .default_components = {"cuda_cudart"}, .versions = {}};
   Build build;

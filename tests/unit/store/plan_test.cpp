@@ -105,21 +105,17 @@ TEST_CASE("a new artifact for the same version is a change", "[store][plan]") {
   CHECK_FALSE(plan->packages[0].unchanged);
 }
 
-TEST_CASE("external, Python and source packages are left out with a reason; runfiles refused",
+TEST_CASE("external and Python packages are left out with a reason; runfiles refused",
           "[store][plan]") {
   auto external = package("python", "3.11.2", {});
   external.external = "system";
-  recipes::Artifact source = artifact("zlib", Kind::source, "5");
-  source.layout = recipes::Layout::source_tree;
-  const lock::PlatformLock locked{
-      .platform = specs::Platform::linux_x86_64,
-      .packages = {external, package("torch", "2.4.1", {}), package("zlib", "1.3.1", {source})}};
+  const lock::PlatformLock locked{.platform = specs::Platform::linux_x86_64,
+                                  .packages = {external, package("torch", "2.4.1", {})}};
   auto plan = plan_install(locked, std::nullopt, Packaging::archive);
   REQUIRE(plan);
   CHECK(plan->packages.empty());
-  REQUIRE(plan->skipped.size() == 2);
+  REQUIRE(plan->skipped.size() == 1);
   CHECK_THAT(plan->skipped[0], Catch::Contains("torch 2.4.1 is a Python package"));
-  CHECK_THAT(plan->skipped[1], Catch::Contains("zlib 1.3.1 is built from source"));
 
   recipes::Artifact runfile = artifact("cuda", Kind::runfile, "6");
   const lock::PlatformLock old{.platform = specs::Platform::linux_x86_64,
@@ -129,6 +125,40 @@ TEST_CASE("external, Python and source packages are left out with a reason; runf
   CHECK(refused.error().code() == ErrorCode::failed);
   CHECK_THAT(refused.error().to_string(), Catch::Contains("cuda 11.2.2"));
   CHECK_THAT(refused.error().to_string(), Catch::Contains("11.4.2"));
+}
+
+TEST_CASE("a package of sources only is planned to be built from them", "[store][plan]") {
+  recipes::Artifact source = artifact("zlib", Kind::source, "5");
+  source.format = "tar.gz";
+  source.layout = recipes::Layout::source_tree;
+  source.build_system = recipes::BuildSystem::configure;
+  const lock::PlatformLock locked{.platform = specs::Platform::linux_x86_64,
+                                  .packages = {package("zlib", "1.3.1", {source})}};
+  for (const auto preferred : {Packaging::archive, Packaging::wheel}) {
+    auto plan = plan_install(locked, std::nullopt, preferred);
+    REQUIRE(plan);
+    CHECK(plan->skipped.empty());
+    REQUIRE(plan->packages.size() == 1);
+    const auto& zlib = plan->packages[0];
+    CHECK(zlib.packaging == Packaging::source);
+    CHECK(to_string(zlib.packaging) == "source");
+    CHECK(zlib.artifacts == std::vector<recipes::Artifact>{source});
+    CHECK_FALSE(zlib.fallback);
+    CHECK_FALSE(zlib.unchanged);
+  }
+  CHECK_FALSE(packaging_for(locked.packages[0], Packaging::archive));  // not an NVIDIA packaging
+
+  // Built once, the same sources are unchanged.
+  const PrefixState installed{
+      .generation = 1,
+      .platform = "linux-x86_64",
+      .packages = {{.name = "zlib",
+                    .version = "1.3.1",
+                    .packaging = "source",
+                    .artifacts = {{.component = "zlib", .sha256 = source.sha256}}}}};
+  auto again = plan_install(locked, installed, Packaging::archive);
+  REQUIRE(again);
+  CHECK(again->nothing_to_do());
 }
 
 }  // namespace

@@ -1,0 +1,82 @@
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "envkit/core/result.hpp"
+#include "envkit/recipes/recipe.hpp"
+
+// Packages built from source at install (zlib; docs/install.md): the host's
+// tools, and one build of an unpacked source tree into a prefix layout
+// (bin/, include/, lib/, share/ ...). The store makes a cache entry of the
+// result (fill.cpp); nothing here knows the cache.
+namespace envkit::store {
+
+// The tools a source build runs, found on this machine.
+struct Toolchain {
+  // The C compiler as given: $CC split into words (a program and its
+  // arguments, `ccache gcc`), or `cc`.
+  std::vector<std::string> cc;
+  std::filesystem::path cc_path;  // its program, resolved (symlinks followed)
+  std::string cc_version;         // first line of `<cc> --version`
+  std::filesystem::path make;
+  std::optional<std::filesystem::path> cmake;  // where it is installed
+
+  // What decides the built bytes besides the sources: the compiler's path
+  // and version line. Part of the cache key.
+  [[nodiscard]] std::string identity() const;
+};
+
+struct ToolchainOptions {
+  // The C compiler; nullopt: $CC, else `cc`.
+  std::optional<std::string> cc;
+  // How errors name what is being built ("zlib 1.3.1").
+  std::string label;
+};
+
+// The C compiler and make, and cmake where it is installed; a missing
+// compiler or make is an error naming the Debian package that has them
+// (build-essential).
+[[nodiscard]] Result<Toolchain> find_toolchain(const ToolchainOptions& options);
+
+// Whether `toolchain` can build with `build_system`: CMake builds need cmake
+// (an error naming the Debian package `cmake`).
+[[nodiscard]] Result<void> require_build_tools(const Toolchain& toolchain,
+                                               recipes::BuildSystem build_system,
+                                               const std::string& label);
+
+// How the tree at `source` is built: a `configure` script first, else
+// CMakeLists.txt; an error when it has neither.
+[[nodiscard]] Result<recipes::BuildSystem> detect_build_system(const std::filesystem::path& source,
+                                                               const std::string& label);
+
+struct SourceBuild {
+  std::string label;                   // "zlib 1.3.1": names the package in errors
+  std::filesystem::path source;        // the unpacked tree (its top folder stripped)
+  std::filesystem::path work;          // private scratch (build folder, DESTDIR): made, not removed
+  std::filesystem::path prefix;        // where the installed files will live (--prefix)
+  std::filesystem::path install_root;  // where they are put now (must not exist yet)
+  std::filesystem::path log;           // the build log, written as the build goes
+  std::optional<recipes::BuildSystem> build_system;  // nullopt: detect_build_system
+  Toolchain toolchain;
+  unsigned jobs = 0;  // make -jN; 0: one per core
+  // Per step (configure, make, install): generous, a slow machine builds zlib in a minute.
+  std::chrono::milliseconds timeout = std::chrono::hours(1);
+};
+
+struct SourceBuildResult {
+  recipes::BuildSystem build_system = recipes::BuildSystem::configure;  // as used
+};
+
+// Configures, builds and installs `build.source`: the tree `make install`
+// (or `cmake --install`) writes for prefix `build.prefix` lands in
+// `build.install_root` (installed with DESTDIR, then moved), so files that
+// name their prefix (pkg-config's `prefix=`) name `build.prefix`. Every
+// step's output goes to `build.log`. A failing step is an error naming the
+// package, the step, the log's last lines and the log's path.
+[[nodiscard]] Result<SourceBuildResult> build_from_source(const SourceBuild& build);
+
+}  // namespace envkit::store

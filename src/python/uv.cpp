@@ -1,0 +1,427 @@
+// Resolving for other platforms with `uv pip compile --python-platform`, read
+// from the PEP 751 lock file it writes.
+#include "envkit/python/uv.hpp"
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include "envkit/core/env_vars.hpp"
+#include "envkit/core/text.hpp"
+#include "envkit/core/url.hpp"
+#include "envkit/python/wheel_filename.hpp"
+#include "envkit/specs/package_name.hpp"
+#include "envkit/sys/fs.hpp"
+#include "envkit/sys/process.hpp"
+#include "tool_output.hpp"
+
+namespace envkit::python {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// TODO(core): move to include/envkit/core/env_vars.hpp (kAll, docs/config.md).
+constexpr env::Variable kUvVariable{"ENVKIT_UV",
+                                    "the uv executable that resolves for other platforms"};
+
+Error bad_lock(std::string_view source, std::string what) {
+  return Error::input(fmt::format("{}: {}", text::quoted(source), std::move(what)));
+}
+
+bool is_sha256(std::string_view hex) {
+  return hex.size() == 64 && std::all_of(hex.begin(), hex.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+         });
+}
+
+// How well a wheel fits `platform`: a higher manylinux is better, `any` is last;
+// nullopt when it does not fit. `linux_<arch>` (indexes such as PyTorch's) fits,
+// below every manylinux tag; musllinux does not.
+std::optional<int> platform_rank(std::string_view tag, UvPlatform platform) {
+  if (tag == "any") return 0;
+  if (platform == UvPlatform::windows_x86_64)
+    return tag == "win_amd64" ? std::optional(1) : std::nullopt;
+  const std::string arch = platform == UvPlatform::linux_x86_64 ? "x86_64" : "aarch64";
+  constexpr int kGlibcMinor = 28;  // manylinux_2_28
+  if (tag == "linux_" + arch) return 1;
+  const std::pair<std::string_view, int> legacy[] = {
+      {"manylinux1_", 5}, {"manylinux2010_", 12}, {"manylinux2014_", 17}};
+  for (const auto& [prefix, minor] : legacy) {
+    if (tag == std::string(prefix) + arch) return 10 + minor;
+  }
+  // manylinux_2_<minor>_<arch>
+  constexpr std::string_view kPerennial = "manylinux_2_";
+  const std::string suffix = "_" + arch;
+  if (!tag.starts_with(kPerennial) || !tag.ends_with(suffix)) return std::nullopt;
+  const auto digits = tag.substr(kPerennial.size(), tag.size() - kPerennial.size() - suffix.size());
+  int minor = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return std::nullopt;
+    minor = minor * 10 + (c - '0');
+  }
+  if (digits.empty() || minor > kGlibcMinor) return std::nullopt;
+  return 10 + minor;
+}
+
+// How well one python-abi pair fits CPython `python`: its own ABI (cp312-cp312) 3,
+// the stable ABI (cp39-abi3 on 3.12) 2, pure Python (py3-none, cp312-none) 1.
+std::optional<int> abi_rank(std::string_view python_tag, std::string_view abi_tag,
+                            const specs::Version& python) {
+  const std::string major = std::to_string(python.major());
+  const std::string own = "cp" + major + std::to_string(python.minor());
+  // cpXN / pyXN for N <= minor; `exact` means N == minor.
+  auto older_or_same = [&](std::string_view tag, std::string_view prefix) {
+    const std::string head = std::string(prefix) + major;
+    if (!tag.starts_with(head)) return false;
+    const auto rest = tag.substr(head.size());
+    if (rest.empty()) return prefix == "py";  // py3
+    std::uint64_t minor = 0;
+    for (char c : rest) {
+      if (c < '0' || c > '9') return false;
+      minor = minor * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+    return minor <= python.minor();
+  };
+  if (abi_tag == own && python_tag == own) return 3;
+  if (abi_tag == "abi3" && older_or_same(python_tag, "cp")) return 2;
+  if (abi_tag == "none" && (python_tag == own || older_or_same(python_tag, "py"))) return 1;
+  return std::nullopt;
+}
+
+// How well a wheel fits; its best tag of a compressed set counts. nullopt: it does not.
+std::optional<int> wheel_rank(const WheelFilename& wheel, UvPlatform platform,
+                              const specs::Version& python) {
+  std::optional<int> best;
+  for (auto py : text::split(wheel.python_tag, '.')) {
+    for (auto abi : text::split(wheel.abi_tag, '.')) {
+      const auto a = abi_rank(py, abi, python);
+      if (!a) continue;
+      for (auto plat : text::split(wheel.platform_tag, '.')) {
+        const auto p = platform_rank(plat, platform);
+        if (p && (!best || *a * 1000 + *p > *best)) best = *a * 1000 + *p;
+      }
+    }
+  }
+  return best;
+}
+
+// The wheel to take of a package's `wheels`: the only one (uv 0.13.9 lists only the
+// wheel that fits), else the best fit for the target (uv 0.6.15 lists them all).
+Result<const toml::table*> pick_wheel(const toml::array& wheels, UvPlatform platform,
+                                      const specs::Version& python) {
+  if (wheels.size() == 1) {
+    if (const auto* only = wheels.front().as_table()) return only;
+    return Error::input("`wheels` holds something other than tables");
+  }
+  const toml::table* chosen = nullptr;
+  std::optional<int> chosen_rank;
+  for (const auto& node : wheels) {
+    const auto* wheel = node.as_table();
+    if (!wheel) return Error::input("`wheels` holds something other than tables");
+    std::string file = (*wheel)["name"].value<std::string>().value_or("");
+    if (file.empty())
+      file = detail::url_filename((*wheel)["url"].value<std::string>().value_or(""));
+    auto parsed = parse_wheel_filename(file);
+    if (!parsed) continue;
+    const auto rank = wheel_rank(*parsed, platform, python);
+    if (rank && (!chosen_rank || *rank > *chosen_rank)) {
+      chosen = wheel;
+      chosen_rank = rank;
+    }
+  }
+  if (!chosen) {
+    return Error::input(fmt::format("none of its {} wheels is for {} and Python {}", wheels.size(),
+                                    to_string(platform), python.original()));
+  }
+  return chosen;
+}
+
+Result<ResolvedWheel> read_package(const toml::table& package, std::size_t index,
+                                   std::string_view source, UvPlatform platform,
+                                   const specs::Version& python) {
+  std::string where = fmt::format("packages[{}]", index);
+  auto bad = [&](std::string what) { return bad_lock(source, fmt::format("{}: {}", where, what)); };
+  const auto name = package["name"].value<std::string>();
+  if (!name || name->empty()) return bad("no `name`");
+  const auto version = package["version"].value<std::string>();
+  where += fmt::format(" ({}{})", text::quoted(*name), version ? " " + *version : std::string());
+
+  const auto* wheels = package["wheels"].as_array();
+  if (!wheels || wheels->empty()) {
+    const char* kind = package.contains("sdist")       ? "a source distribution"
+                       : package.contains("vcs")       ? "a VCS checkout"
+                       : package.contains("directory") ? "a local folder"
+                       : package.contains("archive")   ? "an archive"
+                                                       : "nothing";
+    return bad(fmt::format("no wheel: it comes from {}", kind))
+        .hint("envkit installs wheels only (uv runs with --only-binary :all:)");
+  }
+  auto picked = pick_wheel(*wheels, platform, python);
+  if (!picked) return bad(picked.error().message());
+  const toml::table* wheel = *picked;
+  const auto link = (*wheel)["url"].value<std::string>();
+  if (!link || link->empty()) return bad("its wheel has no `url`");
+  const std::string shown_url = url::redacted(*link);
+  const std::string file = detail::url_filename(*link);
+  if (!file.ends_with(".whl"))
+    return bad(fmt::format("{} is not a wheel (.whl)", text::quoted(shown_url)));
+  const auto sha256 = (*wheel)["hashes"]["sha256"].value<std::string>();
+  if (!sha256) return bad(fmt::format("{} has no sha256", text::quoted(shown_url)));
+  if (!is_sha256(*sha256)) {
+    return bad(fmt::format("the sha256 of {} is {}, not 64 hex digits", text::quoted(shown_url),
+                           text::quoted(*sha256)));
+  }
+  ResolvedWheel out;
+  out.name = specs::canonical_package_name(*name);
+  if (version) {
+    out.version = *version;
+  } else if (auto parsed = parse_wheel_filename(file)) {
+    out.version = parsed->version;
+  } else {
+    return bad("no `version`");
+  }
+  out.url = url::without_credentials(*link);
+  out.sha256 = text::to_lower(*sha256);
+  if (const auto size = (*wheel)["size"].value<std::int64_t>(); size && *size >= 0)
+    out.size = static_cast<std::uint64_t>(*size);
+  return out;
+}
+
+// The package a requirement line names, normalized; "" for options and comments.
+std::string requirement_name(std::string_view line) {
+  line = text::trim(line);
+  if (line.empty() || line.starts_with('#') || line.starts_with('-')) return {};
+  std::size_t end = 0;
+  while (end < line.size() && (std::isalnum(static_cast<unsigned char>(line[end])) ||
+                               line[end] == '-' || line[end] == '_' || line[end] == '.'))
+    ++end;
+  return specs::canonical_package_name(line.substr(0, end));
+}
+
+// The packages a request names: its requirements and its requirement files' lines.
+std::set<std::string> requested_names(const ResolveRequest& request) {
+  std::set<std::string> names;
+  auto add = [&](std::string_view line) {
+    if (auto name = requirement_name(line); !name.empty()) names.insert(std::move(name));
+  };
+  for (const auto& requirement : request.requirements)
+    add(requirement);
+  for (const auto& file : request.requirement_files) {
+    const fs::path path = file.is_relative() && request.cwd ? *request.cwd / file : file;
+    auto text = sys::read_file(path);
+    if (!text) continue;  // uv says so
+    for (auto line : text::split(*text, '\n'))
+      add(line);
+  }
+  return names;
+}
+
+bool has(std::string_view haystack, std::string_view needle) {
+  return haystack.find(needle) != std::string_view::npos;
+}
+
+// uv refused: its `error:` and `cause:` lines as causes, its `hint:` lines as hints.
+Error uv_refused(const sys::ProcessOutput& run) {
+  Error error = Error::failed("uv could not resolve the Python requirements");
+  bool quoted_any = false;
+  for (auto raw : text::split(run.err, '\n')) {
+    const std::string_view line = text::trim(raw);
+    for (const std::string_view label : {"error:", "cause:", "Caused by:"}) {
+      if (line.starts_with(label)) {
+        error.because(
+            detail::redact_urls(fmt::format("uv: {}", text::trim(line.substr(label.size())))));
+        quoted_any = true;
+      }
+    }
+    if (line.starts_with("hint:"))
+      error.hint(detail::redact_urls(fmt::format("uv: {}", text::trim(line.substr(5)))));
+  }
+  if (!quoted_any) {
+    const std::string_view output = text::trim(run.err).empty() ? run.out : run.err;
+    error.because(fmt::format("uv exited with code {} and printed {}", run.exit_code,
+                              detail::quoted_tail(output, 5)));
+  }
+  if (has(run.err, "--format") || has(run.err, "pylock")) {
+    error.hint(
+        "envkit reads uv's pylock.toml output, which needs uv 0.6.15 or newer: "
+        "`uv self update` or `pip install -U uv`");
+  }
+  return error;
+}
+
+}  // namespace
+
+std::string_view to_string(UvPlatform platform) {
+  switch (platform) {
+    case UvPlatform::linux_x86_64:
+      return "x86_64-manylinux_2_28";
+    case UvPlatform::linux_aarch64:
+      return "aarch64-manylinux_2_28";
+    case UvPlatform::windows_x86_64:
+      return "x86_64-pc-windows-msvc";
+  }
+  return "?";
+}
+
+Result<Uv> find_uv() {
+  std::optional<fs::path> path;
+  if (auto given = env::get(kUvVariable); given && !given->empty()) {
+    path = fs::path(*given);
+    std::error_code ec;
+    if (!fs::exists(*path, ec)) {
+      return Error::failed(fmt::format("{} does not exist", text::quoted(path->string())))
+          .because(fmt::format("{} names it", kUvVariable.name));
+    }
+  } else {
+    path = sys::find_on_path("uv");
+  }
+  if (!path) {
+    return Error::failed("uv is not installed")
+        .because("resolving for another platform runs `uv pip compile --python-platform`")
+        .hint(fmt::format("install it (`pip install uv`, https://docs.astral.sh/uv/), or set {} "
+                          "to its path",
+                          kUvVariable.name));
+  }
+  const std::string program =
+      path->has_parent_path() ? path->string() : (fs::path(".") / *path).string();
+  auto run = sys::run_process({program, "--version"});
+  if (!run || run->timed_out || run->exit_code != 0) {
+    Error error = Error::failed(fmt::format("{} does not run", text::quoted(path->string())));
+    if (!run) {
+      error.because(run.error().message());
+    } else {
+      error.because(
+          fmt::format("`uv --version` printed {}", detail::quoted_tail(run->err + run->out)));
+    }
+    return error;
+  }
+  // "uv 0.13.9 (x86_64-unknown-linux-gnu)" or "uv 0.4.0"
+  const auto words = text::split(text::trim(run->out), ' ');
+  if (words.size() < 2 || words[0] != "uv") {
+    return Error::failed(fmt::format("{} does not look like uv", text::quoted(path->string())))
+        .because(fmt::format("`uv --version` printed {}", detail::quoted_tail(run->out)));
+  }
+  return Uv{.path = *path, .version = std::string(words[1])};
+}
+
+Result<Closure> parse_pylock(std::string_view toml_text, std::string_view source,
+                             UvPlatform platform, const specs::Version& python_version) {
+  toml::table document;
+  try {
+    document = toml::parse(toml_text, source);
+  } catch (const toml::parse_error& e) {
+    return bad_lock(source, "not a pylock.toml file (not TOML)")
+        .because(fmt::format("line {}: {}", e.source().begin.line, e.description()));
+  }
+  const auto lock_version = document["lock-version"].value<std::string>();
+  if (!lock_version) return bad_lock(source, "not a pylock.toml file (no `lock-version`)");
+  if (text::split(*lock_version, '.').front() != "1") {
+    return bad_lock(source, fmt::format("a pylock.toml of lock-version {}; envkit reads 1.x",
+                                        text::quoted(*lock_version)));
+  }
+  Closure closure;
+  closure.resolver = document["created-by"].value<std::string>().value_or("?");
+  if (const auto* packages = document["packages"].as_array()) {
+    for (std::size_t i = 0; i < packages->size(); ++i) {
+      const auto* package = (*packages)[i].as_table();
+      if (!package) return bad_lock(source, fmt::format("packages[{}] is not a table", i));
+      auto wheel = read_package(*package, i, source, platform, python_version);
+      if (!wheel) return std::move(wheel).error();
+      closure.wheels.push_back(*std::move(wheel));
+    }
+  }
+  std::stable_sort(closure.wheels.begin(), closure.wheels.end(),
+                   [](const ResolvedWheel& a, const ResolvedWheel& b) { return a.name < b.name; });
+  return closure;
+}
+
+Result<Closure> resolve_with_uv(const Uv& uv, const ResolveRequest& request, UvPlatform platform,
+                                const specs::Version& python_version) {
+  for (const auto& requirement : request.requirements) {
+    const auto line = text::trim(requirement);
+    if (line.empty() || line.starts_with('-')) {
+      return Error::input(fmt::format("{} is not a requirement", text::quoted(requirement)))
+          .because("a requirement is one PEP 508 line, such as `numpy>=1.24`");
+    }
+  }
+  const std::string resolver = fmt::format("uv {} (for {}, Python {})", uv.version,
+                                           to_string(platform), python_version.original());
+  if (request.requirements.empty() && request.requirement_files.empty())
+    return Closure{.wheels = {}, .resolver = resolver};
+
+  auto scratch = detail::ScratchDir::make("envkit-uv");
+  if (!scratch) return std::move(scratch).error();
+  const fs::path input = scratch->path() / "requirements.in";
+  const fs::path lock = scratch->path() / "pylock.toml";
+  std::string lines;
+  for (const auto& requirement : request.requirements)
+    lines += std::string(text::trim(requirement)) + "\n";
+  if (auto written = sys::write_file_atomic(input, lines); !written) return written.error();
+
+  std::vector<std::string> argv = {
+      uv.path.has_parent_path() ? uv.path.string() : (fs::path(".") / uv.path).string(),
+      "pip",
+      "compile",
+      "--quiet",
+      "--no-header",
+      "--only-binary",
+      ":all:",
+      "--python-platform",
+      std::string(to_string(platform)),
+      "--python-version",
+      python_version.original(),
+      "--format",
+      "pylock.toml",
+      "-o",
+      lock.string()};
+  for (std::size_t i = 0; i < request.index_urls.size(); ++i) {
+    argv.emplace_back(i == 0 ? "--index-url" : "--extra-index-url");
+    argv.push_back(request.index_urls[i]);
+  }
+  if (!request.requirements.empty()) argv.push_back(input.string());
+  for (const auto& file : request.requirement_files)
+    argv.push_back(file.string());
+
+  sys::ProcessOptions options;
+  options.cwd = request.cwd;
+  options.timeout = request.timeout;
+  auto run = sys::run_process(argv, options);
+  if (!run) {
+    Error error = Error::failed(fmt::format("cannot run {}", text::quoted(uv.path.string())));
+    error.because(run.error().message());
+    return error;
+  }
+  if (run->timed_out) {
+    return Error::failed(
+               fmt::format("uv did not finish resolving within {} s", request.timeout.count()))
+        .because(fmt::format("envkit ran {}", detail::quoted_command(argv)));
+  }
+  if (run->exit_code != 0) return uv_refused(*run);
+
+  auto text = sys::read_file(lock);
+  if (!text) {
+    return Error::failed("uv finished but wrote no pylock.toml")
+        .because(text.error().message())
+        .hint(fmt::format("envkit ran {}", detail::quoted_command(argv)));
+  }
+  auto closure = parse_pylock(*text, "uv pip compile -o pylock.toml", platform, python_version);
+  if (!closure) {
+    Error error = Error::failed(closure.error().message());
+    for (const auto& cause : closure.error().causes())
+      error.because(cause);
+    for (const auto& hint : closure.error().hints())
+      error.hint(hint);
+    return error;
+  }
+  const auto names = requested_names(request);
+  for (auto& wheel : closure->wheels)
+    wheel.requested = names.contains(wheel.name);
+  closure->resolver = resolver;
+  return closure;
+}
+
+}  // namespace envkit::python
