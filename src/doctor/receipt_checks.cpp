@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <set>
 
 #include "envkit/core/sha256.hpp"
 #include "envkit/core/text.hpp"
@@ -40,14 +41,11 @@ std::optional<std::string_view> difference(const fs::path& root, const store::Fi
   return std::nullopt;
 }
 
-// Lock packages envkit does not install yet (Python packages, source builds):
-// their absence is expected, and said as such.
+// Lock packages envkit cannot install: a framework without a Python closure
+// for this platform, a CUDA that is only a runfile. Their absence is expected.
 bool installable(const lock::LockedPackage& package) {
   for (const auto& artifact : package.artifacts) {
-    if (artifact.kind == recipes::ArtifactKind::archive ||
-        artifact.kind == recipes::ArtifactKind::wheel) {
-      return true;
-    }
+    if (artifact.kind != recipes::ArtifactKind::runfile) return true;
   }
   return false;
 }
@@ -57,17 +55,44 @@ void compare_with_lock(const store::PrefixState& state, const lock::PlatformLock
   std::map<std::string, const store::PackageReceipt*> receipts;
   for (const auto& receipt : state.packages)
     receipts[receipt.name] = &receipt;
+  std::set<std::string> in_closure;
+  if (locked.python) {
+    for (const auto& wheel : locked.python->packages) {
+      in_closure.insert(wheel.name);
+      const auto found = receipts.find(wheel.name);
+      if (found == receipts.end()) {
+        findings.push_back(error(
+            "prefix",
+            fmt::format("the lock has the Python package {} {} but the prefix does not",
+                        wheel.name, wheel.version),
+            "run `envkit install`"));
+        continue;
+      }
+      if (found->second->version != wheel.version) {
+        findings.push_back(error("prefix",
+                                 fmt::format("the lock has {} {} but the prefix has {}",
+                                             wheel.name, wheel.version, found->second->version),
+                                 "run `envkit install`"));
+      }
+      receipts.erase(found);
+    }
+  }
   for (const auto& package : locked.packages) {
-    if (package.external) continue;
     const auto wanted = package.version.original();
     const auto found = receipts.find(package.name);
+    // The machine's Python made into a venv has a receipt; other externals do not.
+    if (package.external && found == receipts.end()) continue;
+    // A framework is its closure's wheel, checked above.
+    if (in_closure.contains(package.name)) continue;
     if (found == receipts.end()) {
       if (!installable(package)) {
         findings.push_back(warn("prefix",
-                                fmt::format("the lock has {} {}, which envkit does not install "
-                                            "yet (a Python package or a source build)",
+                                fmt::format("the lock has {} {}, which envkit cannot install "
+                                            "here (no Python closure for this platform, or "
+                                            "a runfile-only CUDA)",
                                             package.name, wanted),
-                                "install it yourself for now (pip, or the system's package)"));
+                                "run `envkit lock` on a machine of this platform, or install it "
+                                "yourself"));
       } else {
         findings.push_back(
             error("prefix",
@@ -77,7 +102,8 @@ void compare_with_lock(const store::PrefixState& state, const lock::PlatformLock
       continue;
     }
     const auto& receipt = *found->second;
-    if (receipt.version != wanted || receipt.build != package.build) {
+    const auto build = receipt.packaging == "venv" ? std::string() : receipt.build;
+    if (receipt.version != wanted || build != (package.external ? "" : package.build)) {
       findings.push_back(error("prefix",
                                fmt::format("the lock has {} {} but the prefix has {}", package.name,
                                            wanted, receipt.version),

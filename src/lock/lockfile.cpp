@@ -690,6 +690,18 @@ Result<Lockfile> read_lock(const Source& source) {
 
 }  // namespace
 
+recipes::Artifact wheel_artifact(const PythonWheel& wheel, specs::Platform platform) {
+  return recipes::Artifact{.platform = platform,
+                           .component = wheel.name,
+                           .kind = recipes::ArtifactKind::wheel,
+                           .url = wheel.url,
+                           .sha256 = wheel.sha256,
+                           .size = wheel.size,
+                           .format = "whl",
+                           .layout = recipes::Layout::none,
+                           .wheel_root = {}};
+}
+
 void canonicalize(Lockfile& lockfile) {
   auto& arch = lockfile.system.cuda_arch;
   std::sort(arch.begin(), arch.end());

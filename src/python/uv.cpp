@@ -24,9 +24,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// TODO(core): move to include/envkit/core/env_vars.hpp (kAll, docs/config.md).
-constexpr env::Variable kUvVariable{"ENVKIT_UV",
-                                    "the uv executable that resolves for other platforms"};
+constexpr const env::Variable& kUvVariable = env::kUv;
 
 Error bad_lock(std::string_view source, std::string what) {
   return Error::input(fmt::format("{}: {}", text::quoted(source), std::move(what)));

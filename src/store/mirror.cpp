@@ -222,6 +222,16 @@ Result<std::vector<MirrorFile>> mirror_files(const lock::Lockfile& lockfile,
         if (auto added = add_file(files, std::move(file)); !added) return added.error();
       }
     }
+    if (!platform->python) continue;
+    // The Python closure's wheels: `install --mirror` fetches them like the rest.
+    for (const auto& wheel : platform->python->packages) {
+      const auto artifact = lock::wheel_artifact(wheel, platform->platform);
+      auto path = net::mirror_file(artifact.url);
+      if (!path) return std::move(path).error();
+      MirrorFile file{.target = {.package = wheel.name, .version = wheel.version, .artifact = artifact},
+                      .path = std::move(*path)};
+      if (auto added = add_file(files, std::move(file)); !added) return added.error();
+    }
   }
   std::vector<MirrorFile> out;
   out.reserve(files.size());

@@ -170,15 +170,7 @@ Result<void> plan_wheels(const lock::PlatformLock& lock, const Receipts& receipt
         .version = wheel.version,
         .build = {},
         .packaging = Packaging::pip,
-        .artifacts = {Artifact{.platform = lock.platform,
-                               .component = wheel.name,
-                               .kind = ArtifactKind::wheel,
-                               .url = wheel.url,
-                               .sha256 = wheel.sha256,
-                               .size = wheel.size,
-                               .format = "whl",
-                               .layout = recipes::Layout::none,
-                               .wheel_root = {}}}};
+        .artifacts = {lock::wheel_artifact(wheel, lock.platform)}};
     const auto* receipt = receipt_of(receipts, wheel.name);
     planned.unchanged = same_interpreter && receipt && receipt->packaging == "pip" &&
                         receipt->version == wheel.version &&

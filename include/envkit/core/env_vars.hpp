@@ -41,6 +41,9 @@ inline constexpr Variable kSslCertDir{"SSL_CERT_DIR", "directory of CA certifica
 inline constexpr Variable kPipIndexUrl{"PIP_INDEX_URL",
                                        "package index pip (and envkit's wheel importers) query"};
 inline constexpr Variable kPipConfigFile{"PIP_CONFIG_FILE", "pip configuration file to read"};
+inline constexpr Variable kUv{"ENVKIT_UV",
+                              "the uv that resolves Python requirements for other platforms "
+                              "(default: uv on PATH)"};
 
 // Download tuning (`envkit install`); tests set them to milliseconds.
 inline constexpr Variable kRetries{"ENVKIT_RETRIES", "tries per URL before the next (default 5)"};
@@ -98,7 +101,8 @@ inline constexpr Variable kAll[] = {kRecipes,          kCacheDir,       kOverrid
                                     kXdgCacheHome,     kRetries,        kRetryDelayMs,
                                     kMaxRetryDelayMs,  kStallTimeoutMs, kConnectTimeoutMs,
                                     kMirrors,          kJobs,           kIndexUrl,
-                                    kLinkMode,         kPackaging,      kXdgConfigHome};
+                                    kLinkMode,         kPackaging,      kXdgConfigHome,
+                                    kUv};
 
 // The variable's value, or nullopt when unset. Empty counts as set.
 [[nodiscard]] std::optional<std::string> get(const Variable& variable);

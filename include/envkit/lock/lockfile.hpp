@@ -73,6 +73,9 @@ struct PythonClosure {
   friend bool operator==(const PythonClosure&, const PythonClosure&) = default;
 };
 
+// A closure wheel as an artifact envkit downloads (kept whole: pip installs it).
+[[nodiscard]] recipes::Artifact wheel_artifact(const PythonWheel& wheel, specs::Platform platform);
+
 struct PlatformLock {
   specs::Platform platform = specs::Platform::linux_x86_64;
   std::vector<LockedPackage> packages;  // sorted by name
