@@ -262,9 +262,8 @@ Result<std::vector<ExtractedEntry>> add_python_links(const fs::path& root) {
       return Error::failed(fmt::format("cannot create the symlink `bin/{}`", name))
           .because(error.message());
     }
-    made.push_back({.path = fmt::format("bin/{}", name),
-                    .type = EntryType::symlink,
-                    .link_target = target});
+    made.push_back(
+        {.path = fmt::format("bin/{}", name), .type = EntryType::symlink, .link_target = target});
   }
   return made;
 }

@@ -12,7 +12,6 @@
 #include "envkit/core/text.hpp"
 #include "envkit/project/external.hpp"
 #include "envkit/sys/fs.hpp"
-
 #include "prefix_option.hpp"
 #include "python_lock.hpp"
 namespace envkit::cli {

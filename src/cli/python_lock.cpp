@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 
+#include "envkit/core/env_vars.hpp"
 #include "envkit/core/sha256.hpp"
 #include "envkit/core/text.hpp"
 #include "envkit/core/url.hpp"
@@ -182,10 +183,10 @@ std::optional<std::string> framework_pin(const lock::PlatformLock& locked) {
 
 std::string closure_inputs_hash(const PythonRequest& request, const lock::PlatformLock& locked) {
   const auto* python = find_package(locked, "python");
-  return "sha256:" + core::sha256_hex(fmt::format(
-                         "{}\nframework {}\npython {}", request.inputs_hash,
-                         framework_pin(locked).value_or(""),
-                         python ? python->version.original() : ""));
+  return "sha256:" +
+         core::sha256_hex(fmt::format("{}\nframework {}\npython {}", request.inputs_hash,
+                                      framework_pin(locked).value_or(""),
+                                      python ? python->version.original() : ""));
 }
 
 std::vector<std::string> python_staleness(const PythonRequest& request,
@@ -206,6 +207,7 @@ Result<std::optional<PythonRequest>> python_request(const LockInputs& inputs,
   const auto& manifest = inputs.manifest;
   if (!manifest.framework && manifest.python_requirements.empty())
     return std::optional<PythonRequest>();
+  if (env::get(env::kNoPython) == "1") return std::optional<PythonRequest>();
   PythonRequest request;
   std::string digest;
   if (auto added = add_requirement_files(inputs, request.resolve, digest); !added)
@@ -248,19 +250,19 @@ Result<PythonPins> add_python_closures(const PythonRequest& base, lock::Lockfile
       }
       locked.python = closure_of(*resolved, request, base.resolver->version.original());
     } else if (auto uv = python::find_uv(); uv && python && uv_platform(locked.platform)) {
-      auto resolved =
-          python::resolve_with_uv(*uv, request.resolve, *uv_platform(locked.platform),
-                                  python->version);
+      auto resolved = python::resolve_with_uv(*uv, request.resolve, *uv_platform(locked.platform),
+                                              python->version);
       if (!resolved) return std::move(resolved).error();
       locked.python = closure_of(*resolved, request, python_version);
     } else {
       const auto why = base.no_resolver
                            ? base.no_resolver->message()
-                           : fmt::format("pip resolves only for the machine it runs on ({}), and "
-                                         "no `uv` was found to resolve for another",
-                                         base.resolver->platform_tag);
-      warnings.push_back(fmt::format("{} has no Python closure: {}",
-                                     specs::to_string(locked.platform), why));
+                           : fmt::format(
+                                 "pip resolves only for the machine it runs on ({}), and "
+                                 "no `uv` was found to resolve for another",
+                                 base.resolver->platform_tag);
+      warnings.push_back(
+          fmt::format("{} has no Python closure: {}", specs::to_string(locked.platform), why));
       continue;
     }
     link_nvidia_wheels(locked);

@@ -61,17 +61,17 @@ void compare_with_lock(const store::PrefixState& state, const lock::PlatformLock
       in_closure.insert(wheel.name);
       const auto found = receipts.find(wheel.name);
       if (found == receipts.end()) {
-        findings.push_back(error(
-            "prefix",
-            fmt::format("the lock has the Python package {} {} but the prefix does not",
-                        wheel.name, wheel.version),
-            "run `envkit install`"));
+        findings.push_back(
+            error("prefix",
+                  fmt::format("the lock has the Python package {} {} but the prefix does not",
+                              wheel.name, wheel.version),
+                  "run `envkit install`"));
         continue;
       }
       if (found->second->version != wheel.version) {
         findings.push_back(error("prefix",
-                                 fmt::format("the lock has {} {} but the prefix has {}",
-                                             wheel.name, wheel.version, found->second->version),
+                                 fmt::format("the lock has {} {} but the prefix has {}", wheel.name,
+                                             wheel.version, found->second->version),
                                  "run `envkit install`"));
       }
       receipts.erase(found);

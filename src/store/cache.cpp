@@ -194,6 +194,16 @@ Result<CleanReport> Cache::clean() const {
                                    sys::FileLock::Mode::exclusive))
       remove_tree(it->path());
   }
+  // Logs of source builds that failed (a finished entry's went with it).
+  for (fs::directory_iterator it(store_ / "logs", error), end; !error && it != end;
+       it.increment(error)) {
+    const auto id = it->path().stem().string();
+    std::error_code ignored;
+    if (!fs::exists(entry_dir(id), ignored) &&
+        sys::FileLock::try_acquire(store_ / "locks" / (id + ".lock"),
+                                   sys::FileLock::Mode::exclusive))
+      fs::remove(it->path(), ignored);
+  }
   return report;
 }
 

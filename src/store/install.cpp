@@ -338,8 +338,7 @@ Result<InstallReport> install(const lock::Lockfile& lockfile, const Cache& cache
                                    .entries = &*entries,
                                    .receipts = &receipts});
     if (!python) return std::move(python).error();
-    report.warnings.insert(report.warnings.end(), python->warnings.begin(),
-                           python->warnings.end());
+    report.warnings.insert(report.warnings.end(), python->warnings.begin(), python->warnings.end());
   }
   for (const auto& package : plan->packages) {
     next.packages.push_back(std::move(receipts.at(package.name)));

@@ -228,8 +228,9 @@ Result<std::vector<MirrorFile>> mirror_files(const lock::Lockfile& lockfile,
       const auto artifact = lock::wheel_artifact(wheel, platform->platform);
       auto path = net::mirror_file(artifact.url);
       if (!path) return std::move(path).error();
-      MirrorFile file{.target = {.package = wheel.name, .version = wheel.version, .artifact = artifact},
-                      .path = std::move(*path)};
+      MirrorFile file{
+          .target = {.package = wheel.name, .version = wheel.version, .artifact = artifact},
+          .path = std::move(*path)};
       if (auto added = add_file(files, std::move(file)); !added) return added.error();
     }
   }

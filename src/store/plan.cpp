@@ -109,8 +109,7 @@ std::map<std::string, const lock::PythonWheel*> python_closure(const lock::Platf
 std::optional<PlannedPackage> plan_venv(const lock::LockedPackage& package,
                                         const PackageReceipt* receipt) {
   const auto& external = *package.external;
-  const bool names_interpreter =
-      external == "system" || external.find('/') != std::string::npos;
+  const bool names_interpreter = external == "system" || external.find('/') != std::string::npos;
   if (package.name != "python" || !names_interpreter) return std::nullopt;
   PlannedPackage venv{.name = package.name,
                       .version = package.version.original(),
@@ -118,8 +117,8 @@ std::optional<PlannedPackage> plan_venv(const lock::LockedPackage& package,
                       .packaging = Packaging::venv,
                       .artifacts = {},
                       .external = external};
-  venv.unchanged = receipt && receipt->packaging == "venv" &&
-                   receipt->version == venv.version && receipt->build == external;
+  venv.unchanged = receipt && receipt->packaging == "venv" && receipt->version == venv.version &&
+                   receipt->build == external;
   venv.build = external;
   return venv;
 }
@@ -151,9 +150,8 @@ void split_provided(PlannedPackage& planned,
 Result<void> plan_wheels(const lock::PlatformLock& lock, const Receipts& receipts,
                          InstallPlan& plan, std::set<std::string>& wanted) {
   if (!lock.python) return {};
-  const auto interpreter =
-      std::find_if(plan.packages.begin(), plan.packages.end(),
-                   [](const PlannedPackage& p) { return p.name == "python"; });
+  const auto interpreter = std::find_if(plan.packages.begin(), plan.packages.end(),
+                                        [](const PlannedPackage& p) { return p.name == "python"; });
   if (interpreter == plan.packages.end()) {
     return Error::failed(fmt::format("the lock has Python packages for {} but no Python to "
                                      "install them with",
@@ -165,12 +163,11 @@ Result<void> plan_wheels(const lock::PlatformLock& lock, const Receipts& receipt
   const bool same_interpreter = interpreter->unchanged;
   std::set<std::string> changed;
   for (const auto& wheel : lock.python->packages) {
-    PlannedPackage planned{
-        .name = wheel.name,
-        .version = wheel.version,
-        .build = {},
-        .packaging = Packaging::pip,
-        .artifacts = {lock::wheel_artifact(wheel, lock.platform)}};
+    PlannedPackage planned{.name = wheel.name,
+                           .version = wheel.version,
+                           .build = {},
+                           .packaging = Packaging::pip,
+                           .artifacts = {lock::wheel_artifact(wheel, lock.platform)}};
     const auto* receipt = receipt_of(receipts, wheel.name);
     planned.unchanged = same_interpreter && receipt && receipt->packaging == "pip" &&
                         receipt->version == wheel.version &&

@@ -192,8 +192,8 @@ Result<FileRecord> record_of(const fs::path& root, const std::string& relative,
   std::error_code error;
   const auto status = fs::symlink_status(path, error);
   if (error) {
-    return Error::failed(fmt::format("pip's RECORD lists {}, which is not there",
-                                     text::quoted(path.string())));
+    return Error::failed(
+        fmt::format("pip's RECORD lists {}, which is not there", text::quoted(path.string())));
   }
   FileRecord record{.path = relative};
   if (fs::is_symlink(status)) {
@@ -215,15 +215,17 @@ Result<FileRecord> record_of(const fs::path& root, const std::string& relative,
 
 }  // namespace
 
-fs::path interpreter(const fs::path& root) { return root / "bin" / "python3"; }
+fs::path interpreter(const fs::path& root) {
+  return root / "bin" / "python3";
+}
 
 Result<InterpreterCheck> check_interpreter(const fs::path& root) {
   const auto python = interpreter(root);
-  auto output = sys::run_process(isolated(python, {"-c", std::string(kCheckScript)}),
+  auto output = sys::run_process(isolated(python, {"-B", "-c", std::string(kCheckScript)}),
                                  {.timeout = kCheckTimeout});
   const auto cannot_start = [&](const std::string& detail) {
-    return Error::failed(fmt::format("the prefix's Python {} does not start",
-                                     text::quoted(python.string())))
+    return Error::failed(
+               fmt::format("the prefix's Python {} does not start", text::quoted(python.string())))
         .because(detail)
         .hint(
             "the interpreter is broken or built for another machine; nothing was changed in the "
@@ -355,8 +357,9 @@ Result<void> pip_install(const fs::path& root, const std::vector<WheelFile>& whe
       if (line.starts_with("ERROR:") || line.find("Error") != std::string::npos)
         failure.because(line);
     }
-    return failure.hint("the previous environment is untouched; `envkit lock` again if the lock "
-                        "and the index disagree");
+    return failure.hint(
+        "the previous environment is untouched; `envkit lock` again if the lock "
+        "and the index disagree");
   }
   return {};
 }
@@ -380,8 +383,7 @@ Result<std::vector<FileRecord>> installed_files(const fs::path& root,
   for (std::string line; std::getline(record, line);) {
     const auto fields = csv_fields(line);
     if (fields.empty() || fields[0].empty()) continue;
-    const auto relative =
-        (fs::path(site_packages) / fields[0]).lexically_normal().generic_string();
+    const auto relative = (fs::path(site_packages) / fields[0]).lexically_normal().generic_string();
     if (relative.starts_with("..") || fs::path(relative).is_absolute()) continue;
     std::optional<std::string> sha256 =
         fields.size() > 1 ? record_hash_hex(fields[1]) : std::nullopt;

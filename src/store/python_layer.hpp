@@ -20,9 +20,10 @@ namespace envkit::store::python {
 
 // What a generation's interpreter is, read by starting it.
 struct InterpreterCheck {
-  std::string version;                    // 3.11.7
-  std::string site_packages;              // lib/python3.11/site-packages, relative to the root
-  std::vector<std::string> failed_imports;  // of ssl, zlib, sqlite3, venv: "sqlite3 (No module ...)"
+  std::string version;        // 3.11.7
+  std::string site_packages;  // lib/python3.11/site-packages, relative to the root
+  std::vector<std::string>
+      failed_imports;  // of ssl, zlib, sqlite3, venv: "sqlite3 (No module ...)"
 };
 
 // The interpreter of a generation: `root`/bin/python3.

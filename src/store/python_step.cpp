@@ -84,10 +84,8 @@ Result<void> install_wheels(const PythonStepInput& input, const std::string& sit
     if (!files) return std::move(files).error();
     const auto& entry = input.entries->at(package->name).front();
     auto receipt = receipt_of(*package);
-    receipt.artifacts.push_back({.component = package->name,
-                                 .sha256 = entry.sha256,
-                                 .url = entry.url,
-                                 .entry = entry.id});
+    receipt.artifacts.push_back(
+        {.component = package->name, .sha256 = entry.sha256, .url = entry.url, .entry = entry.id});
     receipt.files = *std::move(files);
     (*input.receipts)[package->name] = std::move(receipt);
   }

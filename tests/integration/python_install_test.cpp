@@ -111,7 +111,7 @@ struct PythonProject {
 
   [[nodiscard]] sys::ProcessOutput envkit(std::vector<std::string> args) const {
     args.insert(args.begin(), {"--recipes", recipes.string()});
-    return project.envkit(std::move(args));
+    return project.envkit(std::move(args), {{"ENVKIT_NO_PYTHON", std::nullopt}});
   }
   [[nodiscard]] fs::path prefix() const { return project.prefix(); }
   [[nodiscard]] fs::path site() const {
@@ -232,8 +232,8 @@ TEST_CASE("envkit install puts the closure in the prefix, with one copy of cuDNN
     fixture.project.write(fixture.project.root / "requirements.txt", "fakedep\nextra\n");
     REQUIRE(fixture.envkit({"lock"}).exit_code == 0);
     // The server's copy changes after the lock was written.
-    const auto wheel = fixture.served / "files" / PythonIndex::filename_of({.name = "extra",
-                                                                            .version = "1.0"});
+    const auto wheel =
+        fixture.served / "files" / PythonIndex::filename_of({.name = "extra", .version = "1.0"});
     std::ofstream(wheel, std::ios::app) << "tampered";
     const auto failed = fixture.envkit({"install", "--locked"});
     CHECK(failed.exit_code == 1);

@@ -187,6 +187,13 @@ TEST_CASE("a failing source build names the step, shows the log's tail, and chan
   // Nothing half-made stays in the cache.
   CHECK(fs::is_empty(project.store() / "tmp"));
   CHECK_FALSE(fs::exists(project.store() / "entries" / (log.stem().string() + ".json")));
+
+  // `cache clean` takes the failed build's log too.
+  const auto clean = run_envkit({.args = {"-C", project.root.string(), "--cache-dir",
+                                          project.cache.string(), "cache", "clean"}});
+  INFO(clean.err);
+  CHECK(clean.exit_code == 0);
+  CHECK_FALSE(fs::exists(log));
 }
 
 TEST_CASE("a source build without a compiler says to install build-essential",

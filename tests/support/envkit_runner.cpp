@@ -22,7 +22,10 @@ sys::ProcessOutput run_envkit(const EnvkitRun& run) {
                  {"ENVKIT_JOBS", std::nullopt},
                  {"ENVKIT_INDEX_URL", std::nullopt},
                  {"ENVKIT_LINK_MODE", std::nullopt},
-                 {"ENVKIT_PACKAGING", std::nullopt}};
+                 {"ENVKIT_PACKAGING", std::nullopt},
+                 // Tests never reach PyPI: no Python closure unless a test asks for one
+                 // (and brings its own index).
+                 {"ENVKIT_NO_PYTHON", "1"}};
   for (const auto& [name, value] : run.env)
     options.env[name] = value;
   auto result = sys::run_process(argv, options);

@@ -41,6 +41,9 @@ inline constexpr Variable kSslCertDir{"SSL_CERT_DIR", "directory of CA certifica
 inline constexpr Variable kPipIndexUrl{"PIP_INDEX_URL",
                                        "package index pip (and envkit's wheel importers) query"};
 inline constexpr Variable kPipConfigFile{"PIP_CONFIG_FILE", "pip configuration file to read"};
+inline constexpr Variable kNoPython{"ENVKIT_NO_PYTHON",
+                                    "1: lock without a Python closure (the CUDA stack only; "
+                                    "no pip, no network)"};
 inline constexpr Variable kUv{"ENVKIT_UV",
                               "the uv that resolves Python requirements for other platforms "
                               "(default: uv on PATH)"};
@@ -95,14 +98,29 @@ inline constexpr Variable kShell{"SHELL",
 // a setting of envkit's own, so not in kAll.
 inline constexpr Variable kCc{"CC", "the C compiler source packages are built with (default: cc)"};
 
-inline constexpr Variable kAll[] = {kRecipes,          kCacheDir,       kOverrideDriver,
-                                    kOverrideCudaArch, kOverrideGlibc,  kProcDriverVersion,
-                                    kSysDriverVersion, kLiveTests,      kNoColor,
-                                    kXdgCacheHome,     kRetries,        kRetryDelayMs,
-                                    kMaxRetryDelayMs,  kStallTimeoutMs, kConnectTimeoutMs,
-                                    kMirrors,          kJobs,           kIndexUrl,
-                                    kLinkMode,         kPackaging,      kXdgConfigHome,
-                                    kUv};
+inline constexpr Variable kAll[] = {kRecipes,
+                                    kCacheDir,
+                                    kOverrideDriver,
+                                    kOverrideCudaArch,
+                                    kOverrideGlibc,
+                                    kProcDriverVersion,
+                                    kSysDriverVersion,
+                                    kLiveTests,
+                                    kNoColor,
+                                    kXdgCacheHome,
+                                    kRetries,
+                                    kRetryDelayMs,
+                                    kMaxRetryDelayMs,
+                                    kStallTimeoutMs,
+                                    kConnectTimeoutMs,
+                                    kMirrors,
+                                    kJobs,
+                                    kIndexUrl,
+                                    kLinkMode,
+                                    kPackaging,
+                                    kXdgConfigHome,
+                                    kUv,
+                                    kNoPython};
 
 // The variable's value, or nullopt when unset. Empty counts as set.
 [[nodiscard]] std::optional<std::string> get(const Variable& variable);

@@ -19,7 +19,8 @@ namespace envkit::url {
 
 // `%2B` -> `+`; nullopt for a malformed escape.
 [[nodiscard]] std::optional<std::string> percent_decoded(std::string_view text);
-// The last path segment, decoded: `.../torch-2.4.0%2Bcu121-cp311-...whl` -> `torch-2.4.0+cu121-...`.
+// The last path segment, decoded: `.../torch-2.4.0%2Bcu121-cp311-...whl` ->
+// `torch-2.4.0+cu121-...`.
 [[nodiscard]] std::string file_name(std::string_view url);
 
 }  // namespace envkit::url

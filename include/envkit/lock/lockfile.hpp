@@ -67,8 +67,8 @@ struct PythonClosure {
   // "sha256:<hex>" of what decided the closure (requirements, their files'
   // text, indexes, the Python series): the same inputs reuse the closure.
   std::string inputs;
-  std::string resolver;  // "pip 23.2.1 (CPython 3.11.7)": who resolved it
-  std::string python;    // the Python version markers were evaluated for
+  std::string resolver;               // "pip 23.2.1 (CPython 3.11.7)": who resolved it
+  std::string python;                 // the Python version markers were evaluated for
   std::vector<PythonWheel> packages;  // sorted by name
   friend bool operator==(const PythonClosure&, const PythonClosure&) = default;
 };

@@ -58,7 +58,7 @@ struct SourceBuild {
   std::filesystem::path source;        // the unpacked tree (its top folder stripped)
   std::filesystem::path work;          // private scratch (build folder, DESTDIR): made, not removed
   std::filesystem::path prefix;        // where the installed files will live (--prefix)
-  std::filesystem::path install_root;  // where they are put now (must not exist yet)
+  std::filesystem::path install_root;  // where they are put now: absent, or an empty folder
   std::filesystem::path log;           // the build log, written as the build goes
   std::optional<recipes::BuildSystem> build_system;  // nullopt: detect_build_system
   Toolchain toolchain;

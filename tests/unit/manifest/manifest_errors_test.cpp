@@ -167,7 +167,7 @@ TEST_CASE("an unknown key with nothing close lists the keys", "[manifest][errors
   CHECK(error.headline() == "envkit.yaml:2:1: unknown key `channels`");
   CHECK(error.hints() ==
         Strings{"the keys are `name`, `framework`, `requires`, `external`, `platforms`, "
-                "`system`, `smoke` and `python-requirements`"});
+                "`system`, `smoke`, `python-requirements` and `indexes`"});
 }
 
 TEST_CASE("a package at the top level belongs under `requires:`", "[manifest][errors][keys]") {
