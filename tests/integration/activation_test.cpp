@@ -38,12 +38,16 @@ std::vector<FixtureComponent> fake_cuda(const std::string& release) {
 
 // A Python the prefix holds (python-build-standalone puts it in bin/).
 FixtureComponent fake_python() {
-  return {
-      .name = "python",
-      .version = "3.12.3",
-      .files = {{.path = "bin/python3",
-                 .content = "#!/bin/sh\necho \"prefix python, PYTHONHOME=${PYTHONHOME-unset}\"\n",
-                 .executable = true}}};
+  return {.name = "python",
+          .version = "3.12.3",
+          .files = {{.path = "bin/python3",
+                     // Answers install's interpreter check (`python3 -I -B -c ...`) like a Python.
+                     .content = "#!/bin/sh\n"
+                                "if [ \"$1\" = -I ]; then echo '{\"version\": \"3.11.9\", "
+                                "\"site\": \"lib/python3.11/site-packages\", \"failed\": []}'; "
+                                "exit 0; fi\n"
+                                "echo \"prefix python, PYTHONHOME=${PYTHONHOME-unset}\"\n",
+                     .executable = true}}};
 }
 
 // A project (whose folder name may hold spaces and quotes) with its own cache.

@@ -79,7 +79,7 @@ TEST_CASE("facts and artifacts round-trip through YAML", "[recipes][io]") {
   CHECK(read->versions[0].version.original() == "9.1.0.70");
 }
 
-TEST_CASE("a source artifact's build system round-trips; an unknown one is located",
+TEST_CASE("a source artifact's build system round-trips, and an unknown one is located",
           "[recipes][io]") {
   Artifact source{.platform = specs::Platform::linux_x86_64,
                   .component = "zlib",
