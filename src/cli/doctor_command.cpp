@@ -136,6 +136,7 @@ Result<Findings> prefix_findings(const Context& context, const DoctorFlags& flag
   append(findings, doctor::check_libraries(path, *report, expected));
   append(findings, doctor::check_shadowing(path, inherited));
   append(findings, doctor::check_toolkit(path, inherited, nvcc_version));
+  append(findings, doctor::check_duplicate_libraries(path));
   return findings;
 }
 

@@ -89,7 +89,8 @@ std::variant<lock::Lockfile, int> lock_for_install(Context& context, const Insta
   }
   for (const auto& warning : inputs.warnings)
     context.console.warn(warning);
-  auto attempt = solve_lock(database, inputs, existing ? &*existing : nullptr);
+  auto attempt = solve_lock(database, inputs, existing ? &*existing : nullptr,
+                            closure_resolver(context, inputs));
   if (!attempt) return report(context, attempt.error());
   if (attempt->failure)
     return report_unsolvable(context, attempt->failure->first, attempt->failure->second);
@@ -152,6 +153,8 @@ int run_install(Context& context, const InstallFlags& flags) {
   const auto link_mode = store::parse_link_mode(settings->link_mode.value);
   auto lockfile = lock_for_install(context, flags);
   if (const int* code = std::get_if<int>(&lockfile)) return *code;
+  if (auto fits = check_machine(std::get<lock::Lockfile>(lockfile), gpu::host_sources()); !fits)
+    return report(context, fits.error());
 
   std::unique_ptr<net::Transport> transport;
   if (!flags.offline) {

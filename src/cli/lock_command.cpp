@@ -132,7 +132,8 @@ int run_lock(Context& context, const LockOptions& options) {
       if (auto loaded = lock::load(lock_path)) existing = *std::move(loaded);
     }
   }
-  auto attempt = solve_lock(database, inputs, existing ? &*existing : nullptr);
+  auto attempt = solve_lock(database, inputs, existing ? &*existing : nullptr,
+                            closure_resolver(context, inputs));
   if (!attempt) return report(context, attempt.error());
   if (attempt->failure) {
     return report_unsolvable(context, attempt->failure->first, attempt->failure->second);

@@ -10,10 +10,13 @@
 
 #include "envkit/core/env_vars.hpp"
 #include "envkit/core/text.hpp"
+#include "envkit/core/url.hpp"
+#include "envkit/python/uv.hpp"
 #include "envkit/project/external.hpp"
 #include "envkit/sys/fs.hpp"
 #include "prefix_option.hpp"
 #include "python_lock.hpp"
+#include "settings.hpp"
 namespace envkit::cli {
 
 namespace fs = std::filesystem;
@@ -129,7 +132,8 @@ Result<LockInputs> gather_lock_inputs(const fs::path& directory,
 }
 
 Result<Solved> solve_platforms(const recipes::Database& database, const LockInputs& inputs) {
-  solve::Request request{.external = inputs.external, .system = inputs.facts};
+  solve::Request request{
+      .external = inputs.external, .system = inputs.facts, .unavailable = inputs.unavailable};
   const auto& manifest = inputs.manifest;
   if (manifest.framework) {
     request.requirements.push_back(
@@ -241,6 +245,40 @@ Result<std::map<std::string, std::string>> recipe_hashes(const recipes::Database
   return hashes;
 }
 
+// The driver the locked CUDA needs on `platform`: the family minimum where
+// minor-version compatibility applies, else the release's own.
+std::optional<specs::Version> driver_needed(const VersionFiles& files, const solve::Choice& cuda,
+                                            specs::Platform platform) {
+  const auto file = files.find({cuda.name, cuda.version.original()});
+  if (file == files.end()) return std::nullopt;
+  const auto* version = file->second.find(cuda.version);
+  if (version == nullptr) return std::nullopt;
+  for (const auto& build : version->builds) {
+    if (build.id != cuda.build) continue;
+    if (const auto it = build.min_driver_compat.find(platform); it != build.min_driver_compat.end())
+      return it->second;
+    if (const auto it = build.min_driver.find(platform); it != build.min_driver.end())
+      return it->second;
+  }
+  return std::nullopt;
+}
+
+// What a lock solved with one machine's facts needs of every machine: the
+// driver its CUDA runs on (`>=525.60.13`), not the writer's driver or GPUs.
+lock::SystemAssumptions machine_requirements(const VersionFiles& files, const Solved& solved,
+                                             std::string source) {
+  lock::SystemAssumptions needed{.source = std::move(source)};
+  std::optional<specs::Version> driver;
+  for (const auto& [platform, solution] : solved.solutions) {
+    const auto* cuda = solution.find("cuda");
+    if (cuda == nullptr || cuda->external) continue;
+    const auto minimum = driver_needed(files, *cuda, platform);
+    if (minimum && (!driver || *minimum > *driver)) driver = minimum;
+  }
+  if (driver) needed.driver = ">=" + driver->original();
+  return needed;
+}
+
 }  // namespace
 
 Result<lock::Lockfile> make_lockfile(const recipes::Database& database, const LockInputs& inputs,
@@ -249,7 +287,9 @@ Result<lock::Lockfile> make_lockfile(const recipes::Database& database, const Lo
   if (!files) return files.error();
   lock::Lockfile lockfile;
   lockfile.manifest_hash = inputs.manifest_hash;
-  lockfile.system = inputs.assumptions;
+  lockfile.system = inputs.assumptions.source == "manifest"
+                        ? inputs.assumptions
+                        : machine_requirements(*files, solved, inputs.assumptions.source);
   for (const auto& [platform, solution] : solved.solutions) {
     lock::PlatformLock locked{.platform = platform};
     for (const auto& choice : solution.packages) {
@@ -299,24 +339,35 @@ Result<lock::Staleness> lock_staleness(const recipes::Database& database, const 
     staleness.reasons.push_back(fmt::format("the lock is for {}, not {}", text::join(locked, ", "),
                                             text::join(wanted, ", ")));
   }
-  if (lockfile.system.source != "manifest" && lockfile.system != inputs.assumptions) {
-    const auto describe = [](const lock::SystemAssumptions& s) {
-      std::vector<std::string> arch;
-      for (const auto& cc : s.cuda_arch)
-        arch.push_back(cc.to_string());
-      return fmt::format("driver {}, GPUs [{}]", s.driver.value_or("none"), text::join(arch, ", "));
-    };
-    staleness.reasons.push_back(fmt::format("the lock assumed {}; this machine has {}",
-                                            describe(lockfile.system),
-                                            describe(inputs.assumptions)));
+  // A lock solved with a machine's facts stays current on other machines: it
+  // states what it needs of one (`machine:`), which install checks.
+  if (lockfile.system.source == "manifest" && lockfile.system != inputs.assumptions) {
+    staleness.reasons.push_back("envkit.yaml's `system:` section changed");
   }
-  auto python = python_request(inputs, inputs.python_interpreters);
+  auto python = python_request(inputs);
   if (!python) return std::move(python).error();
   if (*python) {
     for (auto& reason : python_staleness(**python, lockfile))
       staleness.reasons.push_back(std::move(reason));
   }
   return staleness;
+}
+
+Result<void> check_machine(const lock::Lockfile& lockfile, const gpu::ProbeSources& sources) {
+  const auto& needed = lockfile.system.driver;
+  if (lockfile.system.source == "manifest" || !needed) return {};
+  auto spec = specs::VersionSpec::parse(*needed);
+  if (!spec) return {};  // a lock of an older envkit: its driver was the writer's
+  auto host = gpu::probe_host(sources);
+  if (!host) return std::move(host).error();
+  if (!host->driver || spec->contains(*host->driver)) return {};
+  return Error::failed(fmt::format("this machine's NVIDIA driver {} is older than envkit.lock needs",
+                                   host->driver->original()))
+      .because(fmt::format("the locked CUDA needs a driver {} (envkit.lock `system.driver`)",
+                           *needed))
+      .hint(fmt::format("upgrade the driver to {} or newer, or run `envkit lock` on this machine "
+                        "to solve for its driver (that rewrites envkit.lock)",
+                        needed->substr(2)));
 }
 
 Result<std::vector<specs::Platform>> parse_platform_flags(const std::vector<std::string>& flags) {
@@ -361,41 +412,68 @@ Result<LockAttempt> solve_and_make(const recipes::Database& database, const Lock
 
 }  // namespace
 
+namespace {
+
+// A project with Python requirements and no Python among the solver's
+// requirements gets one: the newest the database allows.
+bool needs_python_requirement(const LockInputs& inputs) {
+  const auto& manifest = inputs.manifest;
+  return !manifest.requires_.contains("python") && !manifest.external.contains("python");
+}
+
+void add_findings(LockInputs& effective, const ClosureFindings& findings,
+                  std::vector<std::string>& notes) {
+  for (const auto& constraint : findings.constraints)
+    effective.extra_requirements.push_back(constraint);
+  for (const auto& build : findings.unavailable)
+    effective.unavailable.push_back(build);
+  notes.insert(notes.end(), findings.notes.begin(), findings.notes.end());
+}
+
+}  // namespace
+
 Result<LockAttempt> solve_lock(const recipes::Database& database, const LockInputs& inputs,
-                               const lock::Lockfile* previous) {
-  auto python = python_request(inputs, inputs.python_interpreters);
+                               const lock::Lockfile* previous, const ResolverFactory& factory) {
+  auto python = python_request(inputs);
   if (!python) return std::move(python).error();
   LockInputs effective = inputs;
-  // pip evaluates markers for the Python it runs on: the prefix gets that series.
-  if (*python && (*python)->resolver && !inputs.manifest.external.contains("python") &&
-      !inputs.manifest.requires_.contains("python")) {
-    const auto& version = (*python)->resolver->version;
-    auto series = specs::VersionSpec::parse(
-        fmt::format("=={}.{}.*", version.release().at(0), version.release().at(1)));
-    if (series) effective.extra_requirements.push_back({"python", *series, "requires"});
-  }
+  auto unavailable = unavailable_builds(database, inputs);
+  if (!unavailable) return std::move(unavailable).error();
+  effective.unavailable.insert(effective.unavailable.end(), unavailable->begin(),
+                               unavailable->end());
+  if (*python && needs_python_requirement(inputs))
+    effective.extra_requirements.push_back({"python", specs::VersionSpec{}, "requires"});
   auto attempt = solve_and_make(database, effective);
   if (!attempt || !attempt->lockfile || !*python) return attempt;
-  std::vector<std::string> warnings;
-  auto pins = add_python_closures(**python, *attempt->lockfile, previous, warnings);
-  if (!pins) return std::move(pins).error();
-  if (!pins->constraints.empty()) {
-    // The framework's wheels pin another cuDNN: solve again with their pin.
-    const auto resolved = *attempt->lockfile;
-    for (const auto& [package, spec, why] : pins->constraints) {
-      auto parsed = specs::VersionSpec::parse(spec);
-      if (!parsed) return std::move(parsed).error();
-      effective.extra_requirements.push_back({package, *parsed, "requires"});
-      warnings.push_back(fmt::format("{} {}: {}", package, spec, why));
+  auto resolver = factory();
+  if (!resolver) return std::move(resolver).error();
+  // Each round agrees or rules something out for good (a pin, a build), so a
+  // few rounds settle it; the bound guards against a self-contradicting database.
+  constexpr int kRounds = 6;
+  std::vector<std::string> notes;
+  const lock::Lockfile* lend = previous;
+  std::optional<lock::Lockfile> last;
+  for (int round = 0; round < kRounds; ++round) {
+    auto findings = add_python_closures(effective, **python, *attempt->lockfile, lend, *resolver);
+    if (!findings) return std::move(findings).error();
+    if (findings->empty()) {
+      attempt->warnings = std::move(notes);
+      return attempt;
     }
+    add_findings(effective, *findings, notes);
+    last = *attempt->lockfile;
+    lend = &*last;
     attempt = solve_and_make(database, effective);
-    if (!attempt || !attempt->lockfile) return attempt;
-    warnings.clear();
-    pins = add_python_closures(**python, *attempt->lockfile, &resolved, warnings);
-    if (!pins) return std::move(pins).error();
+    if (!attempt || !attempt->lockfile) {
+      if (attempt) attempt->warnings = std::move(notes);
+      return attempt;
+    }
   }
-  attempt->warnings = std::move(warnings);
-  return attempt;
+  Error error = Error::failed(fmt::format(
+      "the solver and the Python closure did not agree after {} rounds", kRounds));
+  for (const auto& note : notes)
+    error.because(note);
+  return error.hint("pin the framework's build or CUDA in envkit.yaml (`requires:`)");
 }
 
 Result<void> write_lock_text(const std::filesystem::path& path, const std::string& text) {
@@ -404,26 +482,28 @@ Result<void> write_lock_text(const std::filesystem::path& path, const std::strin
   return sys::write_file_atomic(path, text);
 }
 
+ResolverFactory closure_resolver(const Context& context, const LockInputs& inputs) {
+  return [&context, mirror = inputs.mirror]() -> Result<ClosureResolver> {
+    auto uv = python::find_uv();
+    if (!uv) return std::move(uv).error();
+    context.console.detail(fmt::format("resolving Python closures with uv {} ({}){}", uv->version,
+                                        uv->path.string(),
+                                        mirror ? " through the mirror " + url::redacted(*mirror)
+                                               : std::string()));
+    return resolver_with_uv(*std::move(uv), mirror);
+  };
+}
+
 Result<Project> open_project(const Context& context,
                              const std::vector<specs::Platform>& platforms) {
   auto database = recipes::Database::open(recipes::default_database_dir(context.options.recipes));
   if (!database) return std::move(database).error();
   auto inputs = gather_lock_inputs(context.options.directory, platforms, gpu::host_sources());
   if (!inputs) return std::move(inputs).error();
-  // pip resolves with the prefix's Python first, then the one the manifest names.
-  inputs->python_interpreters.push_back(fs::absolute(prefix_path(context, std::nullopt)) / "bin" /
-                                        "python3");
-  if (const auto external = inputs->manifest.external.find("python");
-      external != inputs->manifest.external.end()) {
-    if (const auto* path = std::get_if<manifest::ExternalPath>(&external->second)) {
-      fs::path interpreter = path->path;
-      if (interpreter.is_relative())
-        interpreter = fs::absolute(context.options.directory / interpreter);
-      std::error_code ignored;
-      if (fs::is_directory(interpreter, ignored)) interpreter /= fs::path("bin") / "python3";
-      inputs->python_interpreters.push_back(interpreter);
-    }
-  }
+  auto settings = load_settings(context);
+  if (!settings) return std::move(settings).error();
+  inputs->default_index = settings->index_url.value.value_or("");
+  if (!settings->mirrors.value.empty()) inputs->mirror = settings->mirrors.value.front();
   return Project{.database = *std::move(database), .inputs = *std::move(inputs)};
 }
 

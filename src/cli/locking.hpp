@@ -1,6 +1,8 @@
 #pragma once
 
+#include <chrono>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -13,6 +15,7 @@
 #include "envkit/manifest/manifest.hpp"
 #include "envkit/recipes/database.hpp"
 #include "envkit/solve/solve.hpp"
+#include "python_lock.hpp"
 
 // The lock pipeline shared by `lock`, `why` (and later `install`):
 // envkit.yaml + host facts -> solve requests -> solutions -> envkit.lock.
@@ -28,12 +31,18 @@ struct LockInputs {
   lock::SystemAssumptions assumptions;     // the same, as the lock records it
   std::map<std::string, solve::External> external;
   std::vector<std::string> warnings;  // e.g. no driver known: locked without a constraint
-  // Requirements that do not come from envkit.yaml: the Python series pip
-  // resolves for, the cuDNN the framework's wheels pin.
+  // Requirements that do not come from envkit.yaml: the CUDA and cuDNN the
+  // framework's wheels pin, a Python for `python-requirements`.
   std::vector<solve::Requirement> extra_requirements;
-  // Interpreters to resolve Python requirements with, before those on PATH:
-  // the prefix's, the manifest's external one.
-  std::vector<std::filesystem::path> python_interpreters;
+  // Framework builds the configured indexes do not serve.
+  std::vector<solve::UnavailableBuild> unavailable;
+  // How the Python closure is resolved: the index when envkit.yaml names none
+  // (configuration `index-url`), the download mirror indexes are asked through,
+  // the time a resolution may take, wheels only.
+  std::string default_index;
+  std::optional<std::string> mirror;
+  std::chrono::seconds resolve_timeout{60};
+  bool only_binary = false;
 };
 
 // Reads envkit.yaml in `directory` and settles the machines' facts: the
@@ -51,6 +60,7 @@ struct Project {
 };
 [[nodiscard]] Result<Project> open_project(const Context& context,
                                            const std::vector<specs::Platform>& platforms);
+
 
 struct Solved {
   std::map<specs::Platform, solve::Solution> solutions;
@@ -73,11 +83,22 @@ struct LockAttempt {
   // What the user should know: platforms without a Python closure, pins added.
   std::vector<std::string> warnings;
 };
+// Makes the resolver of Python closures when one is first needed (finding or
+// downloading uv); a lock without a closure never calls it.
+using ResolverFactory = std::function<Result<ClosureResolver>()>;
+
 // With a Python closure when the project has one; `previous` (the lock being
-// replaced) lends its closures where their inputs did not change.
+// replaced) lends its closures where their inputs did not change. The solver
+// and the closure are brought to agree: the CUDA and cuDNN the closure's
+// NVIDIA wheels pin, the framework build the indexes really serve.
 [[nodiscard]] Result<LockAttempt> solve_lock(const recipes::Database& database,
                                              const LockInputs& inputs,
-                                             const lock::Lockfile* previous = nullptr);
+                                             const lock::Lockfile* previous,
+                                             const ResolverFactory& resolver);
+
+// The production resolver: uv (ENVKIT_UV, else the uv envkit provides), asked
+// through the first configured mirror; `--verbose` says which uv runs.
+[[nodiscard]] ResolverFactory closure_resolver(const Context& context, const LockInputs& inputs);
 
 // Writes `text` to `path` unless the file holds exactly it already.
 [[nodiscard]] Result<void> write_lock_text(const std::filesystem::path& path,
@@ -89,6 +110,14 @@ struct LockAttempt {
 [[nodiscard]] Result<lock::Staleness> lock_staleness(const recipes::Database& database,
                                                      const LockInputs& inputs,
                                                      const lock::Lockfile& lockfile);
+
+// Whether this machine meets what the lock needs of a machine (`system:`
+// `driver: ">=525.60.13"` of a lock solved with a machine's facts): an error
+// naming the unmet requirement, with a hint, when it does not. A machine
+// without a driver, or a lock that needs none, passes: install puts the stack
+// in place and `envkit doctor` says what is missing to run it.
+[[nodiscard]] Result<void> check_machine(const lock::Lockfile& lockfile,
+                                         const gpu::ProbeSources& sources);
 
 // `--platform P` flags (repeatable), repeats dropped; errors name the flag.
 [[nodiscard]] Result<std::vector<specs::Platform>> parse_platform_flags(

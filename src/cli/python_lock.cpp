@@ -10,7 +10,10 @@
 #include "envkit/core/text.hpp"
 #include "envkit/core/url.hpp"
 #include "envkit/project/project_files.hpp"
+#include "envkit/net/transport.hpp"
 #include "envkit/python/uv.hpp"
+#include "envkit/python/wheel_filename.hpp"
+#include "envkit/recipes/import_pypi_torch.hpp"
 #include "envkit/specs/package_name.hpp"
 #include "envkit/sys/fs.hpp"
 #include "locking.hpp"
@@ -68,24 +71,16 @@ Result<void> add_requirement_files(const LockInputs& inputs, python::ResolveRequ
   return {};
 }
 
-std::optional<python::UvPlatform> uv_platform(specs::Platform platform) {
+python::UvPlatform uv_platform(specs::Platform platform) {
   switch (platform) {
-    case specs::Platform::linux_x86_64:
-      return python::UvPlatform::linux_x86_64;
     case specs::Platform::linux_aarch64:
       return python::UvPlatform::linux_aarch64;
     case specs::Platform::windows_x86_64:
       return python::UvPlatform::windows_x86_64;
+    case specs::Platform::linux_x86_64:
+      break;
   }
-  return std::nullopt;
-}
-
-// The platform the resolver's interpreter runs on (`linux-x86_64`).
-bool runs_on(const python::Interpreter& interpreter, specs::Platform platform) {
-  return interpreter.platform_tag == specs::to_string(platform) ||
-         (platform == specs::Platform::linux_aarch64 &&
-          interpreter.platform_tag == "linux-aarch64") ||
-         (platform == specs::Platform::windows_x86_64 && interpreter.platform_tag == "win-amd64");
+  return python::UvPlatform::linux_x86_64;
 }
 
 const lock::LockedPackage* find_package(const lock::PlatformLock& locked, std::string_view name) {
@@ -94,60 +89,198 @@ const lock::LockedPackage* find_package(const lock::PlatformLock& locked, std::s
   return it == locked.packages.end() ? nullptr : &*it;
 }
 
-// The recipe package an NVIDIA wheel of the closure is, by its project name:
-// nvidia-cudnn-cu12 is cuDNN; nvidia-cuda-runtime-cu12, nvidia-cublas-cu12, ...
-// are components of CUDA.
-std::optional<std::string> nvidia_package(std::string_view wheel) {
-  if (wheel.starts_with("nvidia-cudnn-")) return "cudnn";
-  if (wheel.starts_with("nvidia-")) return "cuda";
+const lock::LockedPackage* framework_of(const lock::PlatformLock& locked) {
+  for (const auto& package : locked.packages) {
+    if (specs::is_framework(package.name)) return &package;
+  }
+  return nullptr;
+}
+
+// The index URLs the closure is resolved from: envkit.yaml's `indexes:`, else
+// the configured default index (`index-url`, a PyPI mirror), else PyPI.
+std::vector<std::string> effective_indexes(const LockInputs& inputs) {
+  if (!inputs.manifest.indexes.empty()) return inputs.manifest.indexes;
+  if (!inputs.default_index.empty()) return {inputs.default_index};
+  return {std::string(recipes::kPypiIndex)};
+}
+
+std::string trimmed_url(std::string_view url) {
+  while (url.ends_with('/'))
+    url.remove_suffix(1);
+  return std::string(url);
+}
+
+// PyTorch names each build's index after it: https://download.pytorch.org/whl/cu124
+// serves `torch==2.4.1+cu124`. The configured index that does, if any.
+std::optional<std::string> index_named_after(const std::vector<std::string>& indexes,
+                                             std::string_view build) {
+  if (build.empty()) return std::nullopt;
+  for (const auto& index : indexes) {
+    const auto url = trimmed_url(index);
+    if (url.ends_with("/" + std::string(build))) return url;
+  }
   return std::nullopt;
 }
 
-// Marks the closure's NVIDIA wheels that are also artifacts of the lock's
-// CUDA or cuDNN (the same file), and makes such a package install from wheels
-// only: the framework's copy is the prefix's copy.
-void link_nvidia_wheels(lock::PlatformLock& locked) {
-  std::map<std::string, lock::PythonWheel*> by_file;
-  for (auto& wheel : locked.python->packages)
-    by_file[url::file_name(wheel.url)] = &wheel;
-  for (auto& package : locked.packages) {
-    bool provided = false;
-    for (auto& artifact : package.artifacts) {
-      if (artifact.kind != recipes::ArtifactKind::wheel) continue;
-      const auto it = by_file.find(url::file_name(artifact.url));
-      if (it == by_file.end()) continue;
-      it->second->provides = package.name;
-      // The index the closure came from is where install fetches it.
-      artifact.url = it->second->url;
-      artifact.sha256 = it->second->sha256;
-      if (it->second->size) artifact.size = it->second->size;
-      provided = true;
+// The framework build as a requirement: `torch==2.4.1+cu124` when a configured
+// index is that build's own, else the plain release.
+std::string framework_pin(const lock::LockedPackage& framework,
+                          const std::vector<std::string>& indexes) {
+  const auto& version = framework.version.original();
+  if (index_named_after(indexes, framework.build))
+    return fmt::format("{}=={}+{}", framework.name, version, framework.build);
+  return fmt::format("{}=={}", framework.name, version);
+}
+
+// The machines' oldest glibc minor: envkit.yaml's `system.glibc`, else manylinux_2_28.
+unsigned glibc_minor(const LockInputs& inputs) {
+  const auto& glibc = inputs.manifest.system.glibc;
+  if (glibc) {
+    for (const auto& clause : glibc->specifiers()) {
+      if (clause.version() && clause.version()->release().size() >= 2)
+        return static_cast<unsigned>(clause.version()->release()[1]);
     }
-    if (!provided) continue;
-    std::erase_if(package.artifacts, [](const recipes::Artifact& artifact) {
-      return artifact.kind != recipes::ArtifactKind::wheel;
+  }
+  return python::ResolveTarget::kDefaultGlibcMinor;
+}
+
+std::optional<python::ResolveTarget> target_of(const LockInputs& inputs,
+                                               const lock::PlatformLock& locked) {
+  const auto* python = find_package(locked, "python");
+  if (python == nullptr) return std::nullopt;
+  return python::ResolveTarget{.python = python->version,
+                               .platform = uv_platform(locked.platform),
+                               .glibc_minor = glibc_minor(inputs)};
+}
+
+// `nvidia-cuda-runtime-cu12` -> `cuda_cudart`: the distributions of the wheel
+// artifacts a lock package has, by the component they are.
+std::map<std::string, const recipes::Artifact*> wheel_components(
+    const lock::LockedPackage& package) {
+  std::map<std::string, const recipes::Artifact*> components;
+  for (const auto& artifact : package.artifacts) {
+    if (artifact.kind != recipes::ArtifactKind::wheel) continue;
+    auto parsed = python::parse_wheel_filename(url::file_name(artifact.url));
+    if (parsed) components.emplace(parsed->distribution, &artifact);
+  }
+  return components;
+}
+
+// The closure's wheels that are components of `package` (CUDA, cuDNN) replace
+// those components' artifacts: one copy, installed by pip and linked into lib/.
+void provide_from_closure(lock::LockedPackage& package, lock::PythonClosure& closure) {
+  const auto components = wheel_components(package);
+  for (auto& wheel : closure.packages) {
+    const auto it = components.find(wheel.name);
+    if (it == components.end()) continue;
+    recipes::Artifact replacement = *it->second;
+    replacement.url = wheel.url;
+    replacement.sha256 = wheel.sha256;
+    replacement.size = wheel.size;
+    std::erase_if(package.artifacts, [&](const recipes::Artifact& artifact) {
+      return artifact.component == replacement.component;
     });
+    package.artifacts.push_back(std::move(replacement));
+    wheel.provides = package.name;
   }
 }
 
-// cuDNN pinned by the framework's wheels but another version in the lock: the
-// constraint that makes the solver agree.
-std::optional<std::tuple<std::string, std::string, std::string>> cudnn_disagreement(
-    const lock::PlatformLock& locked) {
-  for (const auto& wheel : locked.python->packages) {
-    if (nvidia_package(wheel.name) != "cudnn" || !wheel.provides.empty()) continue;
+const lock::PythonWheel* closure_wheel(const lock::PythonClosure& closure,
+                                       std::string_view stem) {
+  for (const auto& wheel : closure.packages) {
+    if (wheel.name == stem) return &wheel;
+    if (wheel.name.starts_with(stem) && wheel.name.size() > stem.size() + 3 &&
+        std::string_view(wheel.name).substr(stem.size()).starts_with("-cu"))
+      return &wheel;
+  }
+  return nullptr;
+}
+
+// "12.1.105" -> "==12.1.*"
+std::optional<specs::VersionSpec> series_of(std::string_view version) {
+  const auto parsed = specs::Version::parse(version);
+  if (!parsed || parsed->release().size() < 2) return std::nullopt;
+  auto spec = specs::VersionSpec::parse(fmt::format("=={}.{}.*", parsed->major(), parsed->minor()));
+  if (!spec) return std::nullopt;
+  return *std::move(spec);
+}
+
+// What the closure's NVIDIA wheels pin that the lock's cuda and cudnn do not hold.
+void nvidia_pins(const lock::PlatformLock& locked, ClosureFindings& findings) {
+  const auto& closure = *locked.python;
+  if (const auto* cudnn_wheel = closure_wheel(closure, "nvidia-cudnn")) {
     const auto* cudnn = find_package(locked, "cudnn");
-    if (cudnn && cudnn->external) continue;
-    if (cudnn && cudnn->version.original() == wheel.version) continue;
-    return std::tuple{std::string("cudnn"), "==" + wheel.version,
-                      fmt::format("the framework's wheels pin {}=={}", wheel.name, wheel.version)};
+    if (!cudnn || (!cudnn->external && cudnn->version.original() != cudnn_wheel->version)) {
+      auto spec = specs::VersionSpec::parse("==" + cudnn_wheel->version);
+      if (spec) {
+        findings.constraints.push_back({"cudnn", *spec, "requires"});
+        findings.notes.push_back(fmt::format("cudnn =={}: the framework's wheels pin {} {}",
+                                             cudnn_wheel->version, cudnn_wheel->name,
+                                             cudnn_wheel->version));
+      }
+    }
   }
-  return std::nullopt;
+  if (const auto* runtime = closure_wheel(closure, "nvidia-cuda-runtime")) {
+    const auto* cuda = find_package(locked, "cuda");
+    const auto series = series_of(runtime->version);
+    if (series && (!cuda || (!cuda->external && !series->contains(cuda->version)))) {
+      findings.constraints.push_back({"cuda", *series, "requires"});
+      findings.notes.push_back(fmt::format("cuda {}: the framework's wheels pin {} {}",
+                                           series->to_string(), runtime->name, runtime->version));
+    }
+  }
 }
 
-lock::PythonClosure closure_of(const python::Closure& resolved, const PythonRequest& request,
+// Which build a resolved framework wheel is: its local label (`+cu124`), else
+// the CUDA runtime its closure pins (nvidia-cuda-runtime-cu12 12.1.105: cu121).
+std::optional<std::pair<std::string, std::string>> resolved_build(
+    const lock::PythonClosure& closure, const lock::LockedPackage& framework) {
+  const auto* wheel = closure_wheel(closure, framework.name);
+  if (wheel == nullptr) return std::nullopt;
+  if (const auto plus = wheel->version.find('+'); plus != std::string::npos) {
+    return std::pair(wheel->version.substr(plus + 1),
+                     fmt::format("its wheel is {} {}", wheel->name, wheel->version));
+  }
+  const auto* runtime = closure_wheel(closure, "nvidia-cuda-runtime");
+  if (runtime == nullptr) return std::nullopt;
+  auto id = recipes::cuda_build_id(runtime->version);
+  if (!id) return std::nullopt;
+  return std::pair(*id, fmt::format("its wheel pins {} {}", runtime->name, runtime->version));
+}
+
+std::string index_hint(std::string_view package, std::string_view build) {
+  if (package != "torch" || !build.starts_with("cu")) return {};
+  return fmt::format(
+      "to use torch's {} build, add its index to envkit.yaml: `indexes: [{}, "
+      "https://download.pytorch.org/whl/{}]`",
+      build, recipes::kPypiIndex, build);
+}
+
+// The framework wheel the indexes served is another build than the lock names.
+void framework_build_check(const LockInputs& inputs, const lock::PlatformLock& locked,
+                           ClosureFindings& findings) {
+  const auto* framework = framework_of(locked);
+  if (framework == nullptr || framework->build.empty()) return;
+  const auto served = resolved_build(*locked.python, *framework);
+  if (!served || served->first == framework->build) return;
+  const auto indexes = effective_indexes(inputs);
+  findings.unavailable.push_back(
+      {.package = framework->name,
+       .version = framework->version.original(),
+       .build = framework->build,
+       .reason = fmt::format("the configured indexes ({}) serve {} {} as its {} build ({})",
+                             text::join(indexes, ", "), framework->name,
+                             framework->version.original(), served->first, served->second),
+       .hint = index_hint(framework->name, framework->build)});
+  findings.notes.push_back(fmt::format(
+      "{} {} ({}) is not what the indexes serve: {} {} is the {} build there ({})",
+      framework->name, framework->version.original(), framework->build, framework->name,
+      framework->version.original(), served->first, served->second));
+}
+
+lock::PythonClosure closure_of(const python::Closure& resolved, std::string inputs_hash,
                                const std::string& python_version) {
-  lock::PythonClosure closure{.inputs = request.inputs_hash,
+  lock::PythonClosure closure{.inputs = std::move(inputs_hash),
                               .resolver = resolved.resolver,
                               .python = python_version,
                               .packages = {}};
@@ -170,30 +303,38 @@ const lock::PlatformLock* platform_of(const lock::Lockfile* lockfile, specs::Pla
   return nullptr;
 }
 
-// The framework build the solver chose, as a pip requirement.
-std::optional<std::string> framework_pin(const lock::PlatformLock& locked) {
-  for (const auto& package : locked.packages) {
-    if (specs::is_framework(package.name))
-      return fmt::format("{}=={}", package.name, package.version.original());
-  }
-  return std::nullopt;
+// https://HOST/PATH as the mirror has it, and back.
+std::string through_mirror(const std::optional<std::string>& mirror, const std::string& url) {
+  return mirror ? net::mirror_url(*mirror, url) : url;
+}
+
+std::string from_mirror(const std::optional<std::string>& mirror, const std::string& url) {
+  if (!mirror) return url;
+  const std::string root = trimmed_url(*mirror) + "/";
+  return url.starts_with(root) ? "https://" + url.substr(root.size()) : url;
 }
 
 }  // namespace
 
 std::string closure_inputs_hash(const PythonRequest& request, const lock::PlatformLock& locked) {
   const auto* python = find_package(locked, "python");
+  const auto* framework = framework_of(locked);
   return "sha256:" +
-         core::sha256_hex(fmt::format("{}\nframework {}\npython {}", request.inputs_hash,
-                                      framework_pin(locked).value_or(""),
-                                      python ? python->version.original() : ""));
+         core::sha256_hex(fmt::format(
+             "{}\nframework {}\npython {}\nplatform {}", request.inputs_hash,
+             framework ? framework_pin(*framework, request.resolve.index_urls) : "",
+             python ? python->version.original() : "", specs::to_string(locked.platform)));
 }
 
 std::vector<std::string> python_staleness(const PythonRequest& request,
                                           const lock::Lockfile& lockfile) {
   std::vector<std::string> reasons;
   for (const auto& locked : lockfile.platforms) {
-    if (locked.python && locked.python->inputs != closure_inputs_hash(request, locked)) {
+    if (!locked.python) {
+      reasons.push_back(
+          fmt::format("{} has no Python closure (`python-requirements` or the framework need one)",
+                      specs::to_string(locked.platform)));
+    } else if (locked.python->inputs != closure_inputs_hash(request, locked)) {
       reasons.push_back(fmt::format(
           "the Python requirements of {} changed (`python-requirements` files or `indexes`)",
           specs::to_string(locked.platform)));
@@ -202,8 +343,7 @@ std::vector<std::string> python_staleness(const PythonRequest& request,
   return reasons;
 }
 
-Result<std::optional<PythonRequest>> python_request(const LockInputs& inputs,
-                                                    const std::vector<fs::path>& preferred) {
+Result<std::optional<PythonRequest>> python_request(const LockInputs& inputs) {
   const auto& manifest = inputs.manifest;
   if (!manifest.framework && manifest.python_requirements.empty())
     return std::optional<PythonRequest>();
@@ -212,63 +352,103 @@ Result<std::optional<PythonRequest>> python_request(const LockInputs& inputs,
   std::string digest;
   if (auto added = add_requirement_files(inputs, request.resolve, digest); !added)
     return added.error();
-  request.resolve.index_urls = manifest.indexes;
+  request.resolve.index_urls = effective_indexes(inputs);
   request.resolve.cwd = fs::absolute(inputs.manifest_path).parent_path();
-  for (const auto& index : manifest.indexes)
+  request.resolve.timeout = inputs.resolve_timeout;
+  request.resolve.only_binary = inputs.only_binary;
+  for (const auto& index : request.resolve.index_urls)
     digest += "index " + index + "\n";
-  auto resolver = python::find_resolver(preferred);
-  if (resolver) {
-    request.resolver = *std::move(resolver);
-  } else {
-    request.no_resolver = resolver.error();
-  }
+  if (inputs.only_binary) digest += "only-binary\n";
   request.inputs_hash = "sha256:" + core::sha256_hex(digest);
   return std::optional<PythonRequest>(std::move(request));
 }
 
-Result<PythonPins> add_python_closures(const PythonRequest& base, lock::Lockfile& lockfile,
-                                       const lock::Lockfile* previous,
-                                       std::vector<std::string>& warnings) {
-  PythonPins pins;
+ClosureResolver resolver_with_uv(python::Uv uv, std::optional<std::string> mirror) {
+  return [uv = std::move(uv), mirror = std::move(mirror)](
+             const python::ResolveRequest& request,
+             const python::ResolveTarget& target) -> Result<python::Closure> {
+    python::ResolveRequest asked = request;
+    for (auto& index : asked.index_urls)
+      index = through_mirror(mirror, index);
+    auto closure = python::resolve_with_uv(uv, asked, target);
+    if (!closure) return closure;
+    for (auto& wheel : closure->wheels)
+      wheel.url = from_mirror(mirror, wheel.url);
+    return closure;
+  };
+}
+
+Result<ClosureFindings> add_python_closures(const LockInputs& inputs,
+                                            const PythonRequest& base, lock::Lockfile& lockfile,
+                                            const lock::Lockfile* previous,
+                                            const ClosureResolver& resolve) {
+  ClosureFindings findings;
   for (auto& locked : lockfile.platforms) {
-    PythonRequest request = base;
-    if (auto framework = framework_pin(locked))
-      request.resolve.requirements.insert(request.resolve.requirements.begin(), *framework);
-    const auto* python = find_package(locked, "python");
-    const std::string python_version = python ? python->version.original() : "";
-    request.inputs_hash = closure_inputs_hash(base, locked);
+    const auto target = target_of(inputs, locked);
+    if (!target) {
+      return Error::failed(fmt::format("the lock for {} holds no Python to resolve the Python "
+                                       "requirements for",
+                                       specs::to_string(locked.platform)))
+          .hint("state the Python in envkit.yaml: `requires: {python: \"3.11.*\"}`");
+    }
+    const std::string inputs_hash = closure_inputs_hash(base, locked);
     const auto* before = platform_of(previous, locked.platform);
-    if (before && before->python && before->python->inputs == request.inputs_hash) {
+    if (before && before->python && before->python->inputs == inputs_hash) {
       locked.python = before->python;
-    } else if (base.resolver && runs_on(*base.resolver, locked.platform)) {
-      auto resolved = python::resolve_with_pip(*base.resolver, request.resolve);
+    } else {
+      python::ResolveRequest request = base.resolve;
+      if (const auto* framework = framework_of(locked)) {
+        request.requirements.insert(request.requirements.begin(),
+                                    framework_pin(*framework, request.index_urls));
+      }
+      auto resolved = resolve(request, *target);
       if (!resolved) {
         Error error = resolved.error();
-        return error.hint(fmt::format(
-            "envkit asked pip for {} (with the project's `python-requirements`) on {}",
-            text::join(request.resolve.requirements, ", "), specs::to_string(locked.platform)));
+        return error.hint(
+            fmt::format("envkit asked for {} (with the project's `python-requirements`) for {} "
+                        "from {}",
+                        request.requirements.empty() ? std::string("the requirement files")
+                                                     : text::join(request.requirements, ", "),
+                        target->description(), text::join(request.index_urls, ", ")));
       }
-      locked.python = closure_of(*resolved, request, base.resolver->version.original());
-    } else if (auto uv = python::find_uv(); uv && python && uv_platform(locked.platform)) {
-      auto resolved = python::resolve_with_uv(*uv, request.resolve, *uv_platform(locked.platform),
-                                              python->version);
-      if (!resolved) return std::move(resolved).error();
-      locked.python = closure_of(*resolved, request, python_version);
-    } else {
-      const auto why = base.no_resolver
-                           ? base.no_resolver->message()
-                           : fmt::format(
-                                 "pip resolves only for the machine it runs on ({}), and "
-                                 "no `uv` was found to resolve for another",
-                                 base.resolver->platform_tag);
-      warnings.push_back(
-          fmt::format("{} has no Python closure: {}", specs::to_string(locked.platform), why));
-      continue;
+      locked.python = closure_of(*resolved, inputs_hash, target->python.original());
     }
-    link_nvidia_wheels(locked);
-    if (auto constraint = cudnn_disagreement(locked)) pins.constraints.push_back(*constraint);
+    framework_build_check(inputs, locked, findings);
+    nvidia_pins(locked, findings);
+    for (auto& package : locked.packages) {
+      if ((package.name == "cuda" || package.name == "cudnn") && !package.external)
+        provide_from_closure(package, *locked.python);
+    }
   }
-  return pins;
+  return findings;
+}
+
+Result<std::vector<solve::UnavailableBuild>> unavailable_builds(const recipes::Database& database,
+                                                               const LockInputs& inputs) {
+  std::vector<solve::UnavailableBuild> unavailable;
+  const auto& framework = inputs.manifest.framework;
+  if (!framework || !database.contains(framework->name)) return unavailable;
+  auto recipe = database.facts(framework->name);
+  if (!recipe) return std::move(recipe).error();
+  const auto indexes = effective_indexes(inputs);
+  for (const auto& version : (*recipe)->versions) {
+    const auto on_pypi = std::find_if(version.builds.begin(), version.builds.end(),
+                                      [](const recipes::Build& b) { return !b.wheel_index.empty(); });
+    if (on_pypi == version.builds.end()) continue;
+    for (const auto& build : version.builds) {
+      if (&build == &*on_pypi || index_named_after(indexes, build.id)) continue;
+      unavailable.push_back(
+          {.package = (*recipe)->name,
+           .version = version.version.original(),
+           .build = build.id,
+           .reason = fmt::format("{} {} on {} is the {} build; the {} build is on its own index, "
+                                 "which envkit.yaml's `indexes:` does not list",
+                                 (*recipe)->name, version.version.original(), on_pypi->wheel_index,
+                                 on_pypi->id, build.id),
+           .hint = index_hint((*recipe)->name, build.id)});
+    }
+  }
+  return unavailable;
 }
 
 }  // namespace envkit::cli

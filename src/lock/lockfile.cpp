@@ -119,6 +119,9 @@ void write_python(std::string& out, const PythonClosure& python) {
   for (const auto& wheel : python.packages) {
     out += fmt::format("        - name: {}\n", yaml::scalar(wheel.name));
     out += fmt::format("{}version: {}\n", in, yaml::scalar(wheel.version));
+    // A wheel, the usual kind, goes unsaid: locks without sdists read as before.
+    if (wheel.kind != Distribution::wheel)
+      out += fmt::format("{}kind: {}\n", in, to_string(wheel.kind));
     out += fmt::format("{}url: {}\n", in, yaml::scalar(url::without_credentials(wheel.url)));
     out += fmt::format("{}sha256: {}\n", in, hash_scalar(wheel.sha256));
     if (wheel.size) out += fmt::format("{}size: {}\n", in, *wheel.size);
@@ -514,6 +517,13 @@ Result<PythonWheel> read_python_wheel(const Source& source, const YAML::Node& no
       source, node, source.at(node), "python.packages", "a Python package", source.at(node),
       {{"name", true, into(wheel.name, text("name"))},
        {"version", true, into(wheel.version, text("version"))},
+       {"kind", false,
+        [&](const Entry& e) -> Result<void> {
+          auto kind = parse_distribution(e.value.IsScalar() ? e.value.Scalar() : "");
+          if (!kind) return wrong(source, e, "kind", "wheel or sdist");
+          wheel.kind = *kind;
+          return {};
+        }},
        {"url", true, into(wheel.url, [&](const Entry& e) { return read_url(source, e); })},
        {"sha256", true, into(wheel.sha256, [&](const Entry& e) { return read_sha256(source, e); })},
        {"size", false,
@@ -690,14 +700,25 @@ Result<Lockfile> read_lock(const Source& source) {
 
 }  // namespace
 
+std::string_view to_string(Distribution kind) {
+  return kind == Distribution::sdist ? "sdist" : "wheel";
+}
+
+std::optional<Distribution> parse_distribution(std::string_view text) {
+  if (text == "wheel") return Distribution::wheel;
+  if (text == "sdist") return Distribution::sdist;
+  return std::nullopt;
+}
+
 recipes::Artifact wheel_artifact(const PythonWheel& wheel, specs::Platform platform) {
+  const bool sdist = wheel.kind == Distribution::sdist;
   return recipes::Artifact{.platform = platform,
                            .component = wheel.name,
-                           .kind = recipes::ArtifactKind::wheel,
+                           .kind = sdist ? recipes::ArtifactKind::source : recipes::ArtifactKind::wheel,
                            .url = wheel.url,
                            .sha256 = wheel.sha256,
                            .size = wheel.size,
-                           .format = "whl",
+                           .format = sdist ? "sdist" : "whl",
                            .layout = recipes::Layout::none,
                            .wheel_root = {}};
 }

@@ -39,17 +39,17 @@ bool is_sha256(std::string_view hex) {
 // How well a wheel fits `platform`: a higher manylinux is better, `any` is last;
 // nullopt when it does not fit. `linux_<arch>` (indexes such as PyTorch's) fits,
 // below every manylinux tag; musllinux does not.
-std::optional<int> platform_rank(std::string_view tag, UvPlatform platform) {
+std::optional<int> platform_rank(std::string_view tag, const ResolveTarget& target) {
   if (tag == "any") return 0;
-  if (platform == UvPlatform::windows_x86_64)
+  if (target.platform == UvPlatform::windows_x86_64)
     return tag == "win_amd64" ? std::optional(1) : std::nullopt;
-  const std::string arch = platform == UvPlatform::linux_x86_64 ? "x86_64" : "aarch64";
-  constexpr int kGlibcMinor = 28;  // manylinux_2_28
+  const std::string arch = target.platform == UvPlatform::linux_x86_64 ? "x86_64" : "aarch64";
+  const int glibc_minor = static_cast<int>(target.glibc_minor);
   if (tag == "linux_" + arch) return 1;
   const std::pair<std::string_view, int> legacy[] = {
       {"manylinux1_", 5}, {"manylinux2010_", 12}, {"manylinux2014_", 17}};
   for (const auto& [prefix, minor] : legacy) {
-    if (tag == std::string(prefix) + arch) return 10 + minor;
+    if (tag == std::string(prefix) + arch && minor <= glibc_minor) return 10 + minor;
   }
   // manylinux_2_<minor>_<arch>
   constexpr std::string_view kPerennial = "manylinux_2_";
@@ -61,7 +61,7 @@ std::optional<int> platform_rank(std::string_view tag, UvPlatform platform) {
     if (c < '0' || c > '9') return std::nullopt;
     minor = minor * 10 + (c - '0');
   }
-  if (digits.empty() || minor > kGlibcMinor) return std::nullopt;
+  if (digits.empty() || minor > glibc_minor) return std::nullopt;
   return 10 + minor;
 }
 
@@ -84,22 +84,24 @@ std::optional<int> abi_rank(std::string_view python_tag, std::string_view abi_ta
     }
     return minor <= python.minor();
   };
-  if (abi_tag == own && python_tag == own) return 3;
+  // CPython before 3.8 built its ABI with pymalloc: `cp36m`.
+  const bool own_abi = abi_tag == own || (python.minor() < 8 && abi_tag == own + "m");
+  if (own_abi && python_tag == own) return 3;
   if (abi_tag == "abi3" && older_or_same(python_tag, "cp")) return 2;
   if (abi_tag == "none" && (python_tag == own || older_or_same(python_tag, "py"))) return 1;
   return std::nullopt;
 }
 
 // How well a wheel fits; its best tag of a compressed set counts. nullopt: it does not.
-std::optional<int> wheel_rank(const WheelFilename& wheel, UvPlatform platform,
-                              const specs::Version& python) {
+std::optional<int> wheel_rank(const WheelFilename& wheel, const ResolveTarget& target) {
+  const auto& python = target.python;
   std::optional<int> best;
   for (auto py : text::split(wheel.python_tag, '.')) {
     for (auto abi : text::split(wheel.abi_tag, '.')) {
       const auto a = abi_rank(py, abi, python);
       if (!a) continue;
       for (auto plat : text::split(wheel.platform_tag, '.')) {
-        const auto p = platform_rank(plat, platform);
+        const auto p = platform_rank(plat, target);
         if (p && (!best || *a * 1000 + *p > *best)) best = *a * 1000 + *p;
       }
     }
@@ -107,14 +109,8 @@ std::optional<int> wheel_rank(const WheelFilename& wheel, UvPlatform platform,
   return best;
 }
 
-// The wheel to take of a package's `wheels`: the only one (uv 0.13.9 lists only the
-// wheel that fits), else the best fit for the target (uv 0.6.15 lists them all).
-Result<const toml::table*> pick_wheel(const toml::array& wheels, UvPlatform platform,
-                                      const specs::Version& python) {
-  if (wheels.size() == 1) {
-    if (const auto* only = wheels.front().as_table()) return only;
-    return Error::input("`wheels` holds something other than tables");
-  }
+// The wheel of `wheels` that fits the target best; nullptr when none does.
+Result<const toml::table*> best_fit(const toml::array& wheels, const ResolveTarget& target) {
   const toml::table* chosen = nullptr;
   std::optional<int> chosen_rank;
   for (const auto& node : wheels) {
@@ -125,22 +121,72 @@ Result<const toml::table*> pick_wheel(const toml::array& wheels, UvPlatform plat
       file = detail::url_filename((*wheel)["url"].value<std::string>().value_or(""));
     auto parsed = parse_wheel_filename(file);
     if (!parsed) continue;
-    const auto rank = wheel_rank(*parsed, platform, python);
+    const auto rank = wheel_rank(*parsed, target);
     if (rank && (!chosen_rank || *rank > *chosen_rank)) {
       chosen = wheel;
       chosen_rank = rank;
     }
   }
-  if (!chosen) {
-    return Error::input(fmt::format("none of its {} wheels is for {} and Python {}", wheels.size(),
-                                    to_string(platform), python.original()));
+  return chosen;
+}
+
+// The wheel to take of a package's `wheels`: the only one (uv 0.13.9 lists only the
+// wheel that fits), else the best fit for the target (uv 0.6.15 lists them all).
+Result<const toml::table*> pick_wheel(const toml::array& wheels, const ResolveTarget& target) {
+  if (wheels.size() == 1) {
+    if (const auto* only = wheels.front().as_table()) return only;
+    return Error::input("`wheels` holds something other than tables");
+  }
+  auto chosen = best_fit(wheels, target);
+  if (chosen && !*chosen) {
+    return Error::input(
+        fmt::format("none of its {} wheels is for {}", wheels.size(), target.description()));
   }
   return chosen;
 }
 
+// The archive suffix of a source distribution's file name: PEP 625's .tar.gz, or
+// the .zip, .tar.bz2, .tgz, .tar.xz and .tar of older releases; "" for another file.
+std::string_view sdist_suffix(std::string_view file) {
+  for (const std::string_view suffix : {".tar.gz", ".zip", ".tar.bz2", ".tgz", ".tar.xz", ".tar"}) {
+    if (file.ends_with(suffix)) return suffix;
+  }
+  return {};
+}
+
+// The version in an sdist's file name, `{name}-{version}.tar.gz`; "" when it has none.
+std::string sdist_version(std::string_view file) {
+  file.remove_suffix(sdist_suffix(file).size());
+  const auto dash = file.rfind('-');
+  return dash == std::string_view::npos ? std::string() : std::string(file.substr(dash + 1));
+}
+
+// The file a package is installed from: the wheel that fits the target, else its
+// sdist. Wheels always win: an sdist is taken only when no wheel fits.
+struct ChosenFile {
+  const toml::table* table = nullptr;
+  Distribution kind = Distribution::wheel;
+};
+
+Result<ChosenFile> choose_file(const toml::table& package, const ResolveTarget& target) {
+  const auto* wheels = package["wheels"].as_array();
+  const auto* sdist = package["sdist"].as_table();
+  if (wheels && !wheels->empty()) {
+    auto wheel = sdist ? best_fit(*wheels, target) : pick_wheel(*wheels, target);
+    if (!wheel) return std::move(wheel).error();
+    if (*wheel) return ChosenFile{.table = *wheel, .kind = Distribution::wheel};
+  }
+  if (sdist) return ChosenFile{.table = sdist, .kind = Distribution::sdist};
+  const char* kind = package.contains("vcs")         ? "a VCS checkout"
+                     : package.contains("directory") ? "a local folder"
+                     : package.contains("archive")   ? "an archive"
+                                                     : "nothing";
+  return Error::input(fmt::format("no wheel and no source distribution: it comes from {}", kind))
+      .hint("envkit installs wheels and source distributions from a package index");
+}
+
 Result<ResolvedWheel> read_package(const toml::table& package, std::size_t index,
-                                   std::string_view source, UvPlatform platform,
-                                   const specs::Version& python) {
+                                   std::string_view source, const ResolveTarget& target) {
   std::string where = fmt::format("packages[{}]", index);
   auto bad = [&](std::string what) { return bad_lock(source, fmt::format("{}: {}", where, what)); };
   const auto name = package["name"].value<std::string>();
@@ -148,25 +194,25 @@ Result<ResolvedWheel> read_package(const toml::table& package, std::size_t index
   const auto version = package["version"].value<std::string>();
   where += fmt::format(" ({}{})", text::quoted(*name), version ? " " + *version : std::string());
 
-  const auto* wheels = package["wheels"].as_array();
-  if (!wheels || wheels->empty()) {
-    const char* kind = package.contains("sdist")       ? "a source distribution"
-                       : package.contains("vcs")       ? "a VCS checkout"
-                       : package.contains("directory") ? "a local folder"
-                       : package.contains("archive")   ? "an archive"
-                                                       : "nothing";
-    return bad(fmt::format("no wheel: it comes from {}", kind))
-        .hint("envkit installs wheels only (uv runs with --only-binary :all:)");
+  auto chosen = choose_file(package, target);
+  if (!chosen) {
+    Error error = bad(chosen.error().message());
+    for (const auto& hint : chosen.error().hints())
+      error.hint(hint);
+    return error;
   }
-  auto picked = pick_wheel(*wheels, platform, python);
-  if (!picked) return bad(picked.error().message());
-  const toml::table* wheel = *picked;
+  const toml::table* wheel = chosen->table;
+  const bool is_sdist = chosen->kind == Distribution::sdist;
   const auto link = (*wheel)["url"].value<std::string>();
-  if (!link || link->empty()) return bad("its wheel has no `url`");
+  if (!link || link->empty()) return bad(is_sdist ? "its sdist has no `url`" : "its wheel has no `url`");
   const std::string shown_url = url::redacted(*link);
   const std::string file = detail::url_filename(*link);
-  if (!file.ends_with(".whl"))
+  if (!is_sdist && !file.ends_with(".whl"))
     return bad(fmt::format("{} is not a wheel (.whl)", text::quoted(shown_url)));
+  if (is_sdist && sdist_suffix(file).empty()) {
+    return bad(fmt::format("{} is not a source distribution (.tar.gz, .zip)",
+                           text::quoted(shown_url)));
+  }
   const auto sha256 = (*wheel)["hashes"]["sha256"].value<std::string>();
   if (!sha256) return bad(fmt::format("{} has no sha256", text::quoted(shown_url)));
   if (!is_sha256(*sha256)) {
@@ -175,10 +221,13 @@ Result<ResolvedWheel> read_package(const toml::table& package, std::size_t index
   }
   ResolvedWheel out;
   out.name = specs::canonical_package_name(*name);
+  out.kind = chosen->kind;
   if (version) {
     out.version = *version;
-  } else if (auto parsed = parse_wheel_filename(file)) {
+  } else if (auto parsed = parse_wheel_filename(file); parsed && !is_sdist) {
     out.version = parsed->version;
+  } else if (is_sdist && !sdist_version(file).empty()) {
+    out.version = sdist_version(file);
   } else {
     return bad("no `version`");
   }
@@ -253,12 +302,18 @@ Error uv_refused(const sys::ProcessOutput& run) {
 
 }  // namespace
 
-std::string_view to_string(UvPlatform platform) {
-  switch (platform) {
+std::string ResolveTarget::description() const {
+  return fmt::format("CPython {}, {}", python.original(), python_platform(*this));
+}
+
+std::string python_platform(const ResolveTarget& target) {
+  constexpr unsigned kOldestUvManylinux = 17;
+  const unsigned glibc = std::max(target.glibc_minor, kOldestUvManylinux);
+  switch (target.platform) {
     case UvPlatform::linux_x86_64:
-      return "x86_64-manylinux_2_28";
+      return fmt::format("x86_64-manylinux_2_{}", glibc);
     case UvPlatform::linux_aarch64:
-      return "aarch64-manylinux_2_28";
+      return fmt::format("aarch64-manylinux_2_{}", glibc);
     case UvPlatform::windows_x86_64:
       return "x86_64-pc-windows-msvc";
   }
@@ -307,7 +362,7 @@ Result<Uv> find_uv() {
 }
 
 Result<Closure> parse_pylock(std::string_view toml_text, std::string_view source,
-                             UvPlatform platform, const specs::Version& python_version) {
+                             const ResolveTarget& target) {
   toml::table document;
   try {
     document = toml::parse(toml_text, source);
@@ -327,7 +382,7 @@ Result<Closure> parse_pylock(std::string_view toml_text, std::string_view source
     for (std::size_t i = 0; i < packages->size(); ++i) {
       const auto* package = (*packages)[i].as_table();
       if (!package) return bad_lock(source, fmt::format("packages[{}] is not a table", i));
-      auto wheel = read_package(*package, i, source, platform, python_version);
+      auto wheel = read_package(*package, i, source, target);
       if (!wheel) return std::move(wheel).error();
       closure.wheels.push_back(*std::move(wheel));
     }
@@ -337,8 +392,39 @@ Result<Closure> parse_pylock(std::string_view toml_text, std::string_view source
   return closure;
 }
 
-Result<Closure> resolve_with_uv(const Uv& uv, const ResolveRequest& request, UvPlatform platform,
-                                const specs::Version& python_version) {
+namespace {
+
+// Index and find-links arguments: a URL ending in `.html` is a page of links
+// (PyTorch's torch_stable.html), the others PEP 503 indexes.
+void add_index_arguments(const ResolveRequest& request, std::vector<std::string>& argv) {
+  std::size_t indexes = 0;
+  for (const auto& url : request.index_urls) {
+    if (url.ends_with(".html")) {
+      argv.emplace_back("--find-links");
+    } else {
+      argv.emplace_back(indexes++ == 0 ? "--index-url" : "--extra-index-url");
+    }
+    argv.push_back(url);
+  }
+  if (indexes > 1) {
+    argv.emplace_back("--index-strategy");
+    argv.emplace_back("unsafe-best-match");
+  }
+}
+
+// The requirement files, for a message about a resolution that took too long.
+std::string named_files(const ResolveRequest& request) {
+  if (request.requirement_files.empty()) return "the requirements envkit passed";
+  std::vector<std::string> names;
+  for (const auto& file : request.requirement_files)
+    names.push_back(text::quoted(file.filename().string()));
+  return text::join(names, ", ");
+}
+
+}  // namespace
+
+Result<Closure> resolve_with_uv(const Uv& uv, const ResolveRequest& request,
+                                const ResolveTarget& target) {
   for (const auto& requirement : request.requirements) {
     const auto line = text::trim(requirement);
     if (line.empty() || line.starts_with('-')) {
@@ -346,8 +432,7 @@ Result<Closure> resolve_with_uv(const Uv& uv, const ResolveRequest& request, UvP
           .because("a requirement is one PEP 508 line, such as `numpy>=1.24`");
     }
   }
-  const std::string resolver = fmt::format("uv {} (for {}, Python {})", uv.version,
-                                           to_string(platform), python_version.original());
+  const std::string resolver = fmt::format("uv {} (for {})", uv.version, target.description());
   if (request.requirements.empty() && request.requirement_files.empty())
     return Closure{.wheels = {}, .resolver = resolver};
 
@@ -366,20 +451,19 @@ Result<Closure> resolve_with_uv(const Uv& uv, const ResolveRequest& request, UvP
       "compile",
       "--quiet",
       "--no-header",
-      "--only-binary",
-      ":all:",
       "--python-platform",
-      std::string(to_string(platform)),
+      python_platform(target),
       "--python-version",
-      python_version.original(),
+      target.python.original(),
       "--format",
       "pylock.toml",
       "-o",
       lock.string()};
-  for (std::size_t i = 0; i < request.index_urls.size(); ++i) {
-    argv.emplace_back(i == 0 ? "--index-url" : "--extra-index-url");
-    argv.push_back(request.index_urls[i]);
+  if (request.only_binary) {
+    argv.emplace_back("--only-binary");
+    argv.emplace_back(":all:");
   }
+  add_index_arguments(request, argv);
   if (!request.requirements.empty()) argv.push_back(input.string());
   for (const auto& file : request.requirement_files)
     argv.push_back(file.string());
@@ -394,11 +478,18 @@ Result<Closure> resolve_with_uv(const Uv& uv, const ResolveRequest& request, UvP
     return error;
   }
   if (run->timed_out) {
-    return Error::failed(
-               fmt::format("uv did not finish resolving within {} s", request.timeout.count()))
-        .because(fmt::format("envkit ran {}", detail::quoted_command(argv)));
+    return Error::failed(fmt::format("uv did not resolve {} within {} s for {}",
+                                     named_files(request), request.timeout.count(),
+                                     target.description()))
+        .because(fmt::format("envkit ran {}", detail::redact_urls(detail::quoted_command(argv))))
+        .hint(
+            "pin the versions uv backtracks over, or split requirement files that belong to "
+            "different environments (one backend's requirements each)");
   }
-  if (run->exit_code != 0) return uv_refused(*run);
+  if (run->exit_code != 0) {
+    Error error = uv_refused(*run);
+    return error.because(fmt::format("envkit resolved for {}", target.description()));
+  }
 
   auto text = sys::read_file(lock);
   if (!text) {
@@ -406,7 +497,7 @@ Result<Closure> resolve_with_uv(const Uv& uv, const ResolveRequest& request, UvP
         .because(text.error().message())
         .hint(fmt::format("envkit ran {}", detail::quoted_command(argv)));
   }
-  auto closure = parse_pylock(*text, "uv pip compile -o pylock.toml", platform, python_version);
+  auto closure = parse_pylock(*text, "uv pip compile -o pylock.toml", target);
   if (!closure) {
     Error error = Error::failed(closure.error().message());
     for (const auto& cause : closure.error().causes())

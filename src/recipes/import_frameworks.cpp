@@ -238,6 +238,8 @@ struct TorchRelease {
   VersionSpec python;
   std::vector<CudaVariant> cuda;
   std::vector<Platform> platforms;  // for variants the arch matrix does not cover
+  // The CUDA of the plain wheel on PyPI (Linux), where the page says so.
+  std::optional<Version> pypi_cuda;
 };
 
 // "CUDA 12.6 (CUDNN 9.10.2.21) (NCCL 2.29.3)": the CUDA and the cuDNN in parentheses
@@ -418,11 +420,17 @@ Result<TorchRelease> parse_previous_row(const csv::Table& table, const csv::Row&
     if (!parsed) return std::move(parsed).error();
     release.cuda.push_back(CudaVariant{.cuda = *parsed, .cudnn = std::nullopt});
   }
+  if (const auto pypi = text::trim(table.at(row, "pypi_default_linux_wheel_cuda")); !pypi.empty()) {
+    auto parsed = parse_version_cell(pypi, "PyPI wheel's CUDA");
+    if (!parsed) return std::move(parsed).error();
+    release.pypi_cuda = *parsed;
+  }
   return release;
 }
 
 Result<std::vector<TorchRelease>> read_previous_versions(const UpstreamText& source) {
-  auto table = parse_table(source, {"torch", "wheel_cuda_variants", "notes"});
+  auto table = parse_table(source,
+                           {"torch", "wheel_cuda_variants", "pypi_default_linux_wheel_cuda", "notes"});
   if (!table) return std::move(table).error();
   std::vector<TorchRelease> releases;
   for (const auto& row : table->rows()) {
@@ -499,6 +507,8 @@ Result<void> add_torch_builds(RecipeVersion& entry, const TorchRelease& release,
   if (rows.empty()) {
     auto build = framework_build(base_id, variant, release.python);
     build.platforms = release.platforms;
+    if (release.pypi_cuda && same_minor(*release.pypi_cuda, variant.cuda))
+      build.wheel_index = std::string(kPypiIndex);
     entry.builds.push_back(std::move(build));
     return {};
   }
@@ -516,6 +526,8 @@ Result<void> add_torch_builds(RecipeVersion& entry, const TorchRelease& release,
     auto build = framework_build(id, variant, release.python);
     build.platforms = row->platforms;
     build.cuda_arch = row->archs;
+    if (main_platform && release.pypi_cuda && same_minor(*release.pypi_cuda, variant.cuda))
+      build.wheel_index = std::string(kPypiIndex);
     entry.builds.push_back(std::move(build));
   }
   return {};

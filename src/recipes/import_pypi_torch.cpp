@@ -170,6 +170,7 @@ std::optional<std::string> apply_pins(RecipeVersion& version, const TorchWheelPi
                                   [&](const Build& b) { return b.id == *id; });
   if (build == version.builds.end()) return std::nullopt;
   build->tested["cuda"] = *pins.cuda_runtime;
+  build->wheel_index = std::string(kPypiIndex);
   if (pins.cudnn) {
     if (auto cudnn = specs::Version::parse(*pins.cudnn)) {
       build->tested["cudnn"] = *pins.cudnn;

@@ -76,6 +76,7 @@ void merge_build(Build& base, const Build& update) {
   for (const auto& [package, version] : update.tested)
     base.tested.insert_or_assign(package, version);
   if (!update.cuda_arch.empty()) base.cuda_arch = update.cuda_arch;
+  if (!update.wheel_index.empty()) base.wheel_index = update.wheel_index;
   for (auto platform : update.platforms) {
     if (std::find(base.platforms.begin(), base.platforms.end(), platform) == base.platforms.end()) {
       base.platforms.push_back(platform);

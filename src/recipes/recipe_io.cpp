@@ -78,6 +78,8 @@ void write_build(std::string& out, const Build& build) {
   out += key("platforms") + " " +
          yaml::flow_list(build.platforms, [](auto p) { return std::string(specs::to_string(p)); }) +
          "\n";
+  if (!build.wheel_index.empty())
+    out += key("wheel-index") + " " + yaml::scalar(build.wheel_index) + "\n";
 }
 
 void write_artifact(std::string& out, const std::string& build_id, const Artifact& a) {
@@ -273,13 +275,20 @@ Result<Build> read_build(const Source& source, const YAML::Node& node) {
             return {};
           });
         }},
-       {"platforms", [&](const Entry& e) {
+       {"platforms",
+        [&](const Entry& e) {
           return read_list(source, e, [&](const YAML::Node& item) -> Result<void> {
             auto platform = read_platform(source, item);
             if (!platform) return platform.error();
             build.platforms.push_back(*platform);
             return {};
           });
+        }},
+       {"wheel-index", [&](const Entry& e) -> Result<void> {
+          auto index = read_text(source, e, "wheel-index");
+          if (!index) return index.error();
+          build.wheel_index = *index;
+          return {};
         }}});
   if (!read) return read.error();
   for (const auto& [package, at] : only_on_at) {

@@ -191,6 +191,9 @@ std::string Describer::fact(const Incompatibility& incompatibility, const Fact& 
     }
     case Fact::Kind::gpu:
       return unsupported_gpu(first.package, first.set, fact.gpu);
+    case Fact::Kind::unavailable:
+      return fmt::format("{} cannot be installed: {}", candidates(first.package, first.set),
+                         problem_.request().unavailable[fact.unavailable].reason);
     case Fact::Kind::requirement:
       break;
   }

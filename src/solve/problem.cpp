@@ -179,6 +179,19 @@ void Problem::facts_about(PackageId package, std::vector<Incompatibility>& out) 
     const auto id = add_fact({.kind = Fact::Kind::platform, .package = package});
     out.push_back({{Term{package, true, elsewhere}}, {Cause::Kind::fact, id}});
   }
+  for (std::size_t u = 0; u < request_.unavailable.size(); ++u) {
+    const auto& build = request_.unavailable[u];
+    if (build.package != info.name) continue;
+    auto ruled_out = VersionSet::none(universe);
+    for (std::size_t c = 0; c < universe; ++c) {
+      const auto& candidate = info.candidates[c];
+      if (candidate.build_id == build.build && candidate.version.original() == build.version)
+        ruled_out.insert(c);
+    }
+    if (ruled_out.empty()) continue;
+    const auto id = add_fact({.kind = Fact::Kind::unavailable, .package = package, .unavailable = u});
+    out.push_back({{Term{package, true, ruled_out}}, {Cause::Kind::fact, id}});
+  }
   for (std::size_t g = 0; g < request_.system.gpus.size(); ++g) {
     auto unsupported = VersionSet::none(universe);
     for (std::size_t c = 0; c < universe; ++c) {

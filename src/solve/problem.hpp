@@ -53,6 +53,7 @@ struct Fact {
     requirement,  // `package` (candidates `set`) requires `dependency` `spec`
     platform,     // candidates have nothing for the request's platform
     gpu,          // candidates have no code for gpu number `gpu`
+    unavailable,  // request().unavailable[`unavailable`] rules the candidate out
   };
   Kind kind = Kind::requirement;
   PackageId package = 0;
@@ -60,6 +61,7 @@ struct Fact {
   specs::VersionSpec spec;
   std::string origin;  // for the root's requirements: "framework" or "requires"
   std::size_t gpu = 0;
+  std::size_t unavailable = 0;
   bool driver_through_compat = false;
 };
 

@@ -165,6 +165,10 @@ std::vector<std::string> hints_for(const recipes::Database& database, const Requ
       add(fmt::format("remove {} from `platforms:` in envkit.yaml to lock for the other platforms",
                       specs::to_string(request.platform)));
     }
+    if (fact->kind == Fact::Kind::unavailable) {
+      const auto& hint = request.unavailable[fact->unavailable].hint;
+      if (!hint.empty()) add(hint);
+    }
     if (fact->kind == Fact::Kind::gpu) {
       const auto cuda = problem.find("cuda");
       const auto& gpu = request.system.gpus[fact->gpu];

@@ -67,6 +67,11 @@ std::string Cache::source_entry_id(const ArtifactTarget& target,
   return target.artifact.sha256 + "-source-" + core::sha256_hex(key).substr(0, 8);
 }
 
+std::string Cache::sdist_wheel_id(std::string_view sdist_sha256, std::string_view python_version) {
+  return fmt::format("{}-wheel-{}", sdist_sha256,
+                     core::sha256_hex(fmt::format("python {}", python_version)).substr(0, 8));
+}
+
 fs::path Cache::build_log(const std::string& id) const {
   return store_ / "logs" / (id + ".log");
 }

@@ -183,18 +183,30 @@ Result<archive::ExtractResult> spool_unpack(const ArtifactTarget& target, net::B
   return archive::extract_file(file.path(), staging, options_for(target));
 }
 
-// Python wheels pip installs are kept whole: the entry holds the wheel file,
-// named as on the index (pip reads the name for its tags).
+// The file name of a closure package's download, as pip needs it: a wheel's
+// tags, an sdist's archive suffix.
+Result<std::string> kept_file_name(const ArtifactTarget& target) {
+  const auto name = url::file_name(target.artifact.url);
+  const bool wheel = target.artifact.kind == recipes::ArtifactKind::wheel;
+  if ((wheel && !name.ends_with(".whl")) || (!wheel && name.ends_with(".whl")) || name.empty() ||
+      name.starts_with('.') || name.find_first_of(std::string_view("/\0", 2)) != std::string::npos) {
+    return Error::failed(fmt::format("{}: {} does not name a {} file", target.label(),
+                                     url::redacted(target.artifact.url),
+                                     wheel ? "wheel" : "source distribution"))
+        .hint(wheel ? "a Python package's URL ends in its wheel's file name, `NAME-VERSION-TAGS.whl`"
+                    : "an sdist's URL ends in its file name, `NAME-VERSION.tar.gz`");
+  }
+  return name;
+}
+
+// Python wheels pip installs, and sdists built into wheels, are kept whole: the
+// entry holds the file, named as on the index (pip reads the name for its tags).
 Result<archive::ExtractResult> spool_keep(const ArtifactTarget& target, net::ByteStream& stream,
                                           const fs::path& staging, std::string& digest,
                                           std::uint64_t& bytes, bool& unreachable) {
-  const auto name = url::file_name(target.artifact.url);
-  if (!name.ends_with(".whl") || name.starts_with('.') ||
-      name.find_first_of(std::string_view("/\0", 2)) != std::string::npos) {
-    return Error::failed(fmt::format("{}: {} does not name a wheel file", target.label(),
-                                     url::redacted(target.artifact.url)))
-        .hint("a Python package's URL ends in its wheel's file name, `NAME-VERSION-TAGS.whl`");
-  }
+  auto checked = kept_file_name(target);
+  if (!checked) return std::move(checked).error();
+  const std::string name = *std::move(checked);
   std::error_code error;
   fs::create_directories(staging, error);
   if (error) {
@@ -213,8 +225,11 @@ Result<archive::ExtractResult> spool_keep(const ArtifactTarget& target, net::Byt
   return kept;
 }
 
+// A closure package's wheel or sdist (layout none): kept as downloaded.
 bool kept_whole(const recipes::Artifact& artifact) {
-  return artifact.kind == recipes::ArtifactKind::wheel && artifact.layout == recipes::Layout::none;
+  return (artifact.kind == recipes::ArtifactKind::wheel ||
+          artifact.kind == recipes::ArtifactKind::source) &&
+         artifact.layout == recipes::Layout::none;
 }
 
 // An artifact downloaded, verified and unpacked: what was unpacked, and the download.
@@ -373,9 +388,10 @@ std::vector<std::string> candidate_urls(const std::vector<std::string>& mirrors,
 
 FillOutcome fill_entry(const Cache& cache, const ArtifactTarget& target,
                        const FillContext& context) {
-  // A source artifact's entry is its build with this machine's compiler.
+  // A source artifact's entry is its build with this machine's compiler; a
+  // Python sdist (kept whole) is built later, by the environment's Python.
   std::optional<Toolchain> toolchain;
-  if (target.artifact.kind == recipes::ArtifactKind::source) {
+  if (target.artifact.kind == recipes::ArtifactKind::source && !kept_whole(target.artifact)) {
     auto found = find_toolchain(
         {.cc = std::nullopt, .label = fmt::format("{} {}", target.package, target.version)});
     if (!found) return failure(std::move(found).error());

@@ -314,19 +314,30 @@ Result<std::vector<FileRecord>> make_venv(const fs::path& base, const fs::path& 
   return made;
 }
 
+Result<void> link_wheel_files(const fs::path& folder, const std::vector<WheelFile>& wheels) {
+  std::error_code error;
+  fs::create_directories(folder, error);
+  if (error) {
+    return Error::failed(fmt::format("cannot create {}", text::quoted(folder.string())))
+        .because(error.message());
+  }
+  for (const auto& wheel : wheels) {
+    const auto to = folder / wheel.file.filename();
+    if (::symlink(wheel.file.c_str(), to.c_str()) != 0 && errno != EEXIST) {
+      return Error::failed(fmt::format("cannot link {}", text::quoted(to.string())));
+    }
+  }
+  return {};
+}
+
 Result<void> pip_install(const fs::path& root, const std::vector<WheelFile>& wheels,
                          std::chrono::seconds timeout) {
   if (wheels.empty()) return {};
   // pip finds the wheels by name in one folder: links to the cache's files.
   const fs::path links = root / ".envkit" / "wheels";
-  std::error_code error;
-  fs::create_directories(links, error);
+  if (auto linked = link_wheel_files(links, wheels); !linked) return linked;
   std::string requirements;
   for (const auto& wheel : wheels) {
-    const auto to = links / wheel.file.filename();
-    if (::symlink(wheel.file.c_str(), to.c_str()) != 0 && errno != EEXIST) {
-      return Error::failed(fmt::format("cannot link {}", text::quoted(to.string())));
-    }
     requirements +=
         fmt::format("{}=={} --hash=sha256:{}\n", wheel.name, wheel.version, wheel.sha256);
   }
@@ -343,6 +354,7 @@ Result<void> pip_install(const fs::path& root, const std::vector<WheelFile>& whe
                         "--no-warn-conflicts", "-r", requirements_file.string()}),
       // pip's configuration files could send it elsewhere (--user, --target).
       {.env = {{"PIP_CONFIG_FILE", "/dev/null"}}, .timeout = timeout});
+  std::error_code error;
   fs::remove_all(links, error);
   if (!output) {
     return Error::failed(fmt::format("cannot run the prefix's pip ({})", python.string()))

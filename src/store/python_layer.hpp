@@ -49,6 +49,11 @@ struct WheelFile {
   std::filesystem::path file;
 };
 
+// Symbolic links in `folder` (made) to each of `wheels`' files, by file name:
+// a folder pip reads with --find-links.
+[[nodiscard]] Result<void> link_wheel_files(const std::filesystem::path& folder,
+                                            const std::vector<WheelFile>& wheels);
+
 // Installs `wheels` with `root`'s own pip: no index, no dependencies (the
 // lock's closure is complete), every file's hash required.
 [[nodiscard]] Result<void> pip_install(const std::filesystem::path& root,

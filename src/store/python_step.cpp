@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 
 #include "envkit/core/text.hpp"
+#include "envkit/store/sdist_build.hpp"
 #include "envkit/sys/process.hpp"
 #include "python_layer.hpp"
 
@@ -64,23 +66,105 @@ Result<void> make_venvs(const PythonStepInput& input) {
   return {};
 }
 
-Result<void> install_wheels(const PythonStepInput& input, const std::string& site_packages) {
+// A closure package locked as its source distribution (`kind: sdist`).
+bool is_sdist(const PlannedPackage& package) {
+  return !package.artifacts.empty() &&
+         package.artifacts.front().kind == recipes::ArtifactKind::source;
+}
+
+// A fresh closure package's verified download in the cache.
+python::WheelFile downloaded(const PythonStepInput& input, const PlannedPackage& package) {
+  const auto& entry = input.entries->at(package.name).front();
+  return {.name = package.name,
+          .version = package.version,
+          .sha256 = entry.sha256,
+          .file = input.cache->entry_dir(entry.id) / entry.files.front().path};
+}
+
+// The closure's package names.
+std::set<std::string> closure_names(const InstallPlan& plan) {
+  std::set<std::string> names;
+  for (const auto& package : plan.packages) {
+    if (package.packaging == Packaging::pip) names.insert(package.name);
+  }
+  return names;
+}
+
+// The version a wheel's file name carries: `{name}-{version}-{tags}.whl`.
+std::string wheel_version(const fs::path& file) {
+  const auto parts = text::split(file.filename().string(), '-');
+  return parts.size() > 1 ? std::string(parts[1]) : std::string();
+}
+
+// The wheels of `sdists`, from the cache or built there by the environment's
+// Python (which has the closure's wheels by now), `wheels` as --find-links.
+Result<std::vector<python::WheelFile>> wheels_of_sdists(
+    const PythonStepInput& input, const SdistContext& context,
+    const std::vector<const PlannedPackage*>& sdists) {
+  std::vector<python::WheelFile> built;
+  for (const auto* package : sdists) {
+    const auto& sdist = input.entries->at(package->name).front();
+    auto entry =
+        sdist_wheel_entry(*input.cache, package->name, package->version, sdist, context);
+    if (!entry) return std::move(entry).error();
+    const auto file = input.cache->entry_dir(entry->id) / entry->files.front().path;
+    built.push_back({.name = package->name,
+                     .version = wheel_version(file),
+                     .sha256 = entry->sha256,
+                     .file = file});
+  }
+  return built;
+}
+
+Result<std::vector<python::WheelFile>> build_sdists(
+    const PythonStepInput& input, const python::InterpreterCheck& check,
+    const std::vector<const PlannedPackage*>& sdists,
+    const std::vector<python::WheelFile>& wheels) {
+  if (sdists.empty()) return std::vector<python::WheelFile>{};
+  const fs::path links = input.root / ".envkit" / "build-links";
+  if (auto linked = python::link_wheel_files(links, wheels); !linked)
+    return std::move(linked).error();
+  auto built = wheels_of_sdists(input,
+                                {.python = python::interpreter(input.root),
+                                 .python_version = check.version,
+                                 .find_links = links,
+                                 .closure = closure_names(*input.plan)},
+                                sdists);
+  std::error_code ignored;
+  fs::remove_all(links, ignored);
+  return built;
+}
+
+// The closure's new packages: wheels installed by the prefix's pip, then
+// sdists built into wheels (which may need the closure's setuptools) and
+// installed the same way.
+Result<void> install_wheels(const PythonStepInput& input, const python::InterpreterCheck& check) {
   std::vector<const PlannedPackage*> fresh;
+  std::vector<const PlannedPackage*> sdists;
   std::vector<python::WheelFile> wheels;
   for (const auto& package : input.plan->packages) {
     if (package.packaging != Packaging::pip || package.unchanged) continue;
-    const auto& entry = input.entries->at(package.name).front();
-    wheels.push_back({.name = package.name,
-                      .version = package.version,
-                      .sha256 = entry.sha256,
-                      .file = input.cache->entry_dir(entry.id) / entry.files.front().path});
     fresh.push_back(&package);
+    if (is_sdist(package)) {
+      sdists.push_back(&package);
+    } else {
+      wheels.push_back(downloaded(input, package));
+    }
   }
   if (auto installed = python::pip_install(input.root, wheels, kPipTimeout); !installed)
     return installed;
+  auto built = build_sdists(input, check, sdists, wheels);
+  if (!built) return std::move(built).error();
+  if (auto installed = python::pip_install(input.root, *built, kPipTimeout); !installed)
+    return installed;
+  // A built wheel's metadata spells its version as the build wrote it.
+  std::map<std::string, std::string> versions;
+  for (const auto& wheel : *built)
+    versions[wheel.name] = wheel.version;
   for (const auto* package : fresh) {
-    auto files =
-        python::installed_files(input.root, site_packages, package->name, package->version);
+    const auto version = versions.contains(package->name) ? versions[package->name]
+                                                          : package->version;
+    auto files = python::installed_files(input.root, check.site_packages, package->name, version);
     if (!files) return std::move(files).error();
     const auto& entry = input.entries->at(package->name).front();
     auto receipt = receipt_of(*package);
@@ -145,7 +229,7 @@ Result<PythonStepOutcome> run_python_step(const PythonStepInput& input) {
                                            check->version,
                                            text::join(check->failed_imports, ", ")));
   }
-  if (auto installed = install_wheels(input, check->site_packages); !installed)
+  if (auto installed = install_wheels(input, *check); !installed)
     return std::move(installed).error();
   if (auto linked = link_provided(input, check->site_packages); !linked)
     return std::move(linked).error();

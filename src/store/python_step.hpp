@@ -3,7 +3,8 @@
 // Internal to store: the Python step of building a generation, after the
 // archives and wheels envkit unpacks itself are placed: the venv (when the
 // machine's Python is used), the interpreter check, the closure's new wheels
-// through the prefix's pip, and the prefix view of NVIDIA wheels.
+// through the prefix's pip, its sdists built into wheels by that Python and
+// installed the same way, and the prefix view of NVIDIA wheels.
 
 #include <filesystem>
 #include <map>

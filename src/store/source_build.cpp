@@ -66,15 +66,7 @@ Error missing_cmake(const std::string& label) {
       .hint("install CMake: `sudo apt-get install cmake` (Debian, Ubuntu)");
 }
 
-// One command of a build and where it runs.
-struct Step {
-  std::string name;  // how errors name it: configure, make, make install, cmake, ...
-  std::vector<std::string> argv;
-  fs::path cwd;
-  std::map<std::string, std::optional<std::string>> env;
-};
-
-std::vector<Step> steps_for(const SourceBuild& build, BuildSystem build_system,
+std::vector<BuildStep> steps_for(const SourceBuild& build, BuildSystem build_system,
                             const fs::path& destdir) {
   const auto jobs = std::to_string(
       build.jobs > 0 ? build.jobs : std::max(1U, std::thread::hardware_concurrency()));
@@ -122,38 +114,11 @@ std::vector<Step> steps_for(const SourceBuild& build, BuildSystem build_system,
   };
 }
 
-// Runs `step` with its output (stdout and stderr, interleaved) appended to
-// `log`, which is written to disk after every step.
-Result<void> run_step(const Step& step, const SourceBuild& build, std::string& log) {
-  log += fmt::format("$ {}    (in {})\n", joined(step.argv), step.cwd.string());
-  std::vector<std::string> argv = {"/bin/sh", "-c", "exec \"$@\" 2>&1", "sh"};
-  argv.insert(argv.end(), step.argv.begin(), step.argv.end());
-  auto output =
-      sys::run_process(argv, {.cwd = step.cwd, .env = step.env, .timeout = build.timeout});
-  if (!output) return std::move(output).error();
-  log += output->out;
-  if (!output->out.empty() && output->out.back() != '\n') log += '\n';
-  const bool failed = output->timed_out || output->exit_code != 0;
-  if (failed) {
-    log += output->timed_out ? "[killed: it ran too long]\n"
-                             : fmt::format("[exit status {}]\n", output->exit_code);
-  }
-  if (auto written = sys::write_file_atomic(build.log, log); !written) return written;
-  if (!failed) return {};
-  const auto minutes = std::chrono::duration_cast<std::chrono::minutes>(build.timeout).count();
-  auto error = cannot_build(
-      build.label, output->timed_out
-                       ? fmt::format("`{}` did not finish in {} minutes", step.name, minutes)
-                       : fmt::format("`{}` failed (exit status {})", step.name, output->exit_code));
-  const auto tail = last_lines(output->out, kTailLines);
-  error.because(tail.empty() ? fmt::format("`{}` printed nothing", step.name)
-                             : fmt::format("the last lines of its output:\n{}", tail));
-  const auto& tools = build.toolchain;
-  error.hint(fmt::format("the whole log: {}", build.log.string()));
-  error.hint(fmt::format("it was built with {} ({}); set CC to use another compiler",
-                         tools.cc_version.empty() ? joined(tools.cc) : tools.cc_version,
-                         tools.cc_path.string()));
-  return error;
+// The compiler a failed build used, and how to choose another.
+std::string compiler_hint(const Toolchain& tools) {
+  return fmt::format("it was built with {} ({}); set CC to use another compiler",
+                     tools.cc_version.empty() ? joined(tools.cc) : tools.cc_version,
+                     tools.cc_path.string());
 }
 
 Error cannot_create(const fs::path& path, const std::error_code& error) {
@@ -162,6 +127,41 @@ Error cannot_create(const fs::path& path, const std::error_code& error) {
 }
 
 }  // namespace
+
+Result<void> start_build_log(BuildLog& log, std::string header) {
+  std::error_code error;
+  fs::create_directories(log.path.parent_path(), error);
+  if (error) return cannot_create(log.path.parent_path(), error);
+  log.text = std::move(header) + "\n";
+  return sys::write_file_atomic(log.path, log.text);
+}
+
+Result<void> run_build_step(const BuildStep& step, const std::string& label,
+                            std::chrono::milliseconds timeout, BuildLog& log) {
+  log.text += fmt::format("$ {}    (in {})\n", joined(step.argv), step.cwd.string());
+  std::vector<std::string> argv = {"/bin/sh", "-c", "exec \"$@\" 2>&1", "sh"};
+  argv.insert(argv.end(), step.argv.begin(), step.argv.end());
+  auto output = sys::run_process(argv, {.cwd = step.cwd, .env = step.env, .timeout = timeout});
+  if (!output) return std::move(output).error();
+  log.text += output->out;
+  if (!output->out.empty() && output->out.back() != '\n') log.text += '\n';
+  const bool failed = output->timed_out || output->exit_code != 0;
+  if (failed) {
+    log.text += output->timed_out ? "[killed: it ran too long]\n"
+                                  : fmt::format("[exit status {}]\n", output->exit_code);
+  }
+  if (auto written = sys::write_file_atomic(log.path, log.text); !written) return written;
+  if (!failed) return {};
+  const auto minutes = std::chrono::duration_cast<std::chrono::minutes>(timeout).count();
+  auto error = cannot_build(
+      label, output->timed_out
+                 ? fmt::format("`{}` did not finish in {} minutes", step.name, minutes)
+                 : fmt::format("`{}` failed (exit status {})", step.name, output->exit_code));
+  const auto tail = last_lines(output->out, kTailLines);
+  error.because(tail.empty() ? fmt::format("`{}` printed nothing", step.name)
+                             : fmt::format("the last lines of its output:\n{}", tail));
+  return error.hint(fmt::format("the whole log: {}", log.path.string()));
+}
 
 Result<void> require_build_tools(const Toolchain& toolchain, BuildSystem build_system,
                                  const std::string& label) {
@@ -241,18 +241,19 @@ Result<SourceBuildResult> build_from_source(const SourceBuild& build) {
   fs::remove_all(destdir, error);
   fs::create_directories(build.work, error);
   if (error) return cannot_create(build.work, error);
-  fs::create_directories(build.log.parent_path(), error);
-  if (error) return cannot_create(build.log.parent_path(), error);
 
   const auto& tools = build.toolchain;
-  std::string log = fmt::format(
-      "# envkit: building {} from source\n# build system: {}{}\n# prefix: {}\n# CC: {}\n"
-      "# compiler: {} ({})\n\n",
-      build.label, recipes::to_string(build_system), build.build_system ? "" : " (detected)",
-      build.prefix.string(), joined(tools.cc), tools.cc_version, tools.cc_path.string());
-  if (auto written = sys::write_file_atomic(build.log, log); !written) return written.error();
+  BuildLog log{.path = build.log, .text = {}};
+  auto started = start_build_log(
+      log, fmt::format("# envkit: building {} from source\n# build system: {}{}\n# prefix: {}\n"
+                       "# CC: {}\n# compiler: {} ({})\n",
+                       build.label, recipes::to_string(build_system),
+                       build.build_system ? "" : " (detected)", build.prefix.string(),
+                       joined(tools.cc), tools.cc_version, tools.cc_path.string()));
+  if (!started) return std::move(started).error();
   for (const auto& step : steps_for(build, build_system, destdir)) {
-    if (auto ran = run_step(step, build, log); !ran) return std::move(ran).error();
+    if (auto ran = run_build_step(step, build.label, build.timeout, log); !ran)
+      return std::move(ran).error().hint(compiler_hint(tools));
   }
 
   // What was installed for the prefix sits under DESTDIR at the prefix's own path.

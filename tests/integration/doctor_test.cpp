@@ -148,7 +148,8 @@ TEST_CASE("doctor finds nothing wrong with a sound prefix on a capable machine",
   const auto r = fixture.doctor();
   INFO(r.out << r.err);
   CHECK(r.exit_code == 0);
-  for (const auto* id : {"driver", "gpu-arch", "libraries", "shadowing", "toolkit", "prefix"}) {
+  for (const auto* id : {"driver", "gpu-arch", "libraries", "shadowing", "toolkit", "prefix",
+                         "cuda-duplicate-library"}) {
     INFO(id);
     CHECK(finding(r, id, "ok").at("fix") == "");
   }
@@ -245,6 +246,20 @@ TEST_CASE("doctor names each broken part of the stack", "[cli][doctor]") {
     CHECK_THAT(toolkit[1].at("message").get<std::string>(), Contains("CUDA_HOME=/opt/other-cuda"));
     CHECK_THAT(finding(r, "prefix", "error").at("message").get<std::string>(),
                Contains("bin/nvcc (modified)"));
+  }
+  SECTION("7: a second libcudart from a wheel in site-packages") {
+    const auto wheel_lib =
+        prefix / "lib" / "python3.11" / "site-packages" / "nvidia" / "cuda_runtime" / "lib";
+    fs::create_directories(wheel_lib);
+    build_library(wheel_lib, "libcudart.so.12", "libcudart.so.12");
+    const auto r = fixture.doctor();
+    CHECK(r.exit_code == 1);
+    const auto found = finding(r, "cuda-duplicate-library", "error");
+    const auto message = found.at("message").get<std::string>();
+    CHECK_THAT(message, Contains("`lib/libcudart.so.12.4.127` (12.4.127)"));
+    CHECK_THAT(message,
+               Contains("`lib/python3.11/site-packages/nvidia/cuda_runtime/lib/libcudart.so.12`"));
+    CHECK_THAT(found.at("fix").get<std::string>(), Contains("envkit lock"));
   }
   SECTION("6: a header changed in place") {
     remove_file(prefix / "include" / "cudnn.h");

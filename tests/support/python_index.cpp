@@ -4,10 +4,13 @@
 #include <array>
 #include <cstdint>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 
 #include "envkit/core/sha256.hpp"
 #include "envkit/core/text.hpp"
+#include "envkit/core/url.hpp"
+#include "envkit/net/transport.hpp"
 
 namespace envkit::test {
 
@@ -106,6 +109,106 @@ std::vector<std::string> expanded_tags(std::string_view tag) {
   return out;
 }
 
+// The metadata file of a distribution: a wheel's METADATA, an sdist's PKG-INFO
+// (2.2: its fields are static, so a resolver need not build it, PEP 643).
+std::string metadata_of(const FakeWheel& wheel, std::string_view metadata_version) {
+  std::string out = "Metadata-Version: " + std::string(metadata_version) + "\nName: " + wheel.name +
+                    "\nVersion: " + wheel.version + "\n";
+  if (!wheel.requires_python.empty()) out += "Requires-Python: " + wheel.requires_python + "\n";
+  for (const auto& extra : wheel.provides_extra)
+    out += "Provides-Extra: " + extra + "\n";
+  for (const auto& line : wheel.requires_dist)
+    out += "Requires-Dist: " + line + "\n";
+  return out;
+}
+
+// A TOML basic string: `"..."` with `"` and `\` escaped.
+std::string toml_string(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string wheel_bytes(const FakeWheel& wheel) {
+  const std::string dist_info = escaped(wheel.name) + "-" + wheel.version + ".dist-info";
+  std::vector<std::pair<std::string, std::string>> entries = wheel.files;
+  if (entries.empty()) {
+    entries.emplace_back(escaped(wheel.name) + "/__init__.py",
+                         "__version__ = \"" + wheel.version + "\"\n");
+  }
+  const bool pure = wheel.tag.ends_with("-none-any");
+  std::string wheel_file = std::string("Wheel-Version: 1.0\nGenerator: envkit-tests\n") +
+                           "Root-Is-Purelib: " + (pure ? "true" : "false") + "\n";
+  for (const auto& tag : expanded_tags(wheel.tag))
+    wheel_file += "Tag: " + tag + "\n";
+  entries.emplace_back(dist_info + "/METADATA", metadata_of(wheel, "2.1"));
+  entries.emplace_back(dist_info + "/WHEEL", wheel_file);
+  std::string record;
+  for (const auto& [path, content] : entries)
+    record += path + "," + record_hash(content) + "," + std::to_string(content.size()) + "\n";
+  record += dist_info + "/RECORD,,\n";
+  entries.emplace_back(dist_info + "/RECORD", record);
+  return make_zip(entries);
+}
+
+// `<top>/PKG-INFO`, a pyproject.toml stating the same metadata, a setup.py and
+// the package, in the folder the file is named after.
+std::string sdist_bytes(const FakeWheel& sdist, std::string_view filename) {
+  constexpr std::string_view kSuffix = ".tar.gz";
+  if (!filename.ends_with(kSuffix))
+    throw std::invalid_argument("an sdist is made as .tar.gz: " + std::string(filename));
+  const std::string top(filename.substr(0, filename.size() - kSuffix.size()));
+  std::string pyproject = "[build-system]\nrequires = [\"setuptools>=40.8.0\"]\n"
+                          "build-backend = \"setuptools.build_meta\"\n\n[project]\nname = " +
+                          toml_string(sdist.name) + "\nversion = " + toml_string(sdist.version) +
+                          "\n";
+  if (!sdist.requires_python.empty())
+    pyproject += "requires-python = " + toml_string(sdist.requires_python) + "\n";
+  pyproject += "dependencies = [";
+  for (const auto& line : sdist.requires_dist)
+    pyproject += (&line == sdist.requires_dist.data() ? "" : ", ") + toml_string(line);
+  pyproject += "]\n";
+  return make_tar_gz({{top + "/PKG-INFO", metadata_of(sdist, "2.2")},
+                      {top + "/pyproject.toml", pyproject},
+                      {top + "/setup.py", "from setuptools import setup\n\nsetup()\n"},
+                      {top + "/" + escaped(sdist.name) + "/__init__.py",
+                       "__version__ = \"" + sdist.version + "\"\n"}});
+}
+
+// `+`, spaces and other reserved characters of a relative URL path as %XX.
+std::string href_escaped(std::string_view path) {
+  constexpr std::string_view kHex = "0123456789ABCDEF";
+  std::string out;
+  for (char c : path) {
+    const auto byte = static_cast<std::uint8_t>(c);
+    if (std::isalnum(byte) != 0 || std::string_view("-._~/").find(c) != std::string_view::npos) {
+      out += c;
+    } else {
+      out += '%';
+      out += kHex[byte >> 4U];
+      out += kHex[byte & 0xFU];
+    }
+  }
+  return out;
+}
+
+std::string html_escaped(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
 void write_binary(const fs::path& path, std::string_view bytes) {
   fs::create_directories(path.parent_path());
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -168,13 +271,60 @@ std::string make_zip(const std::vector<std::pair<std::string, std::string>>& ent
   return out;
 }
 
-PythonIndex::PythonIndex(fs::path root) : root_(std::move(root)) {
-  fs::create_directories(root_ / "files");
-  fs::create_directories(root_ / "simple");
+std::string make_tar_gz(const std::vector<std::pair<std::string, std::string>>& entries) {
+  constexpr std::size_t kBlock = 512;
+  const auto octal = [](std::string& header, std::size_t at, std::size_t width, std::size_t value) {
+    std::string digits(width - 1, '0');
+    for (std::size_t i = width - 1; i-- > 0; value >>= 3U)
+      digits[i] = static_cast<char>('0' + (value & 7U));
+    header.replace(at, width - 1, digits);
+  };
+  std::string tar;
+  for (const auto& [name, content] : entries) {
+    if (name.size() > 100) throw std::invalid_argument("make_tar_gz: name too long: " + name);
+    std::string header(kBlock, '\0');
+    header.replace(0, name.size(), name);
+    octal(header, 100, 8, 0644);  // mode
+    octal(header, 108, 8, 0);     // uid
+    octal(header, 116, 8, 0);     // gid
+    octal(header, 124, 12, content.size());
+    octal(header, 136, 12, 0);  // mtime
+    header[156] = '0';          // a regular file
+    header.replace(257, 8, std::string("ustar\0" "00", 8));
+    header.replace(148, 8, 8, ' ');  // the checksum counts its own field as spaces
+    std::size_t sum = 0;
+    for (char c : header)
+      sum += static_cast<std::uint8_t>(c);
+    octal(header, 148, 7, sum);
+    tar += header;
+    tar += content;
+    tar.append((kBlock - content.size() % kBlock) % kBlock, '\0');
+  }
+  tar.append(2 * kBlock, '\0');
+
+  // gzip (RFC 1952) around deflate's stored blocks (RFC 1951, BTYPE 00).
+  std::string out("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03", 10);
+  constexpr std::size_t kStored = 65535;
+  for (std::size_t at = 0; at < tar.size(); at += kStored) {
+    const std::size_t length = std::min(kStored, tar.size() - at);
+    out += static_cast<char>(at + length == tar.size() ? 1 : 0);
+    put16(out, u32(length));
+    put16(out, u32(~length & 0xFFFFU));
+    out.append(tar, at, length);
+  }
+  put32(out, crc32(tar));
+  put32(out, u32(tar.size()));
+  return out;
+}
+
+PythonIndex::PythonIndex(fs::path root, std::string pages)
+    : root_(std::move(root)), pages_(std::move(pages)) {
+  fs::create_directories(root_ / pages_);
   write_pages();
 }
 
 std::string PythonIndex::filename_of(const FakeWheel& wheel) {
+  if (wheel.sdist) return escaped(wheel.name) + "-" + wheel.version + ".tar.gz";
   return escaped(wheel.name) + "-" + wheel.version + "-" + wheel.tag + ".whl";
 }
 
@@ -184,53 +334,101 @@ std::string PythonIndex::sha256_of(const fs::path& file) {
   return *digest;
 }
 
-fs::path PythonIndex::add(const FakeWheel& wheel) {
-  const std::string dist_info = escaped(wheel.name) + "-" + wheel.version + ".dist-info";
-  std::vector<std::pair<std::string, std::string>> entries = wheel.files;
-  if (entries.empty()) {
-    entries.emplace_back(escaped(wheel.name) + "/__init__.py",
-                         "__version__ = \"" + wheel.version + "\"\n");
+fs::path PythonIndex::add(const FakeWheel& wheel, const fs::path& path) {
+  const fs::path relative = path.empty() ? fs::path("files") / filename_of(wheel) : path;
+  const std::string bytes =
+      wheel.sdist ? sdist_bytes(wheel, relative.filename().string()) : wheel_bytes(wheel);
+  write_binary(root_ / relative, bytes);
+  Link link{.path = relative,
+            .sha256 = core::sha256_hex(bytes),
+            .requires_python = wheel.requires_python,
+            .metadata_sha256 = {}};
+  if (!wheel.sdist) {
+    const std::string metadata = metadata_of(wheel, "2.1");
+    write_binary(root_ / (relative.string() + ".metadata"), metadata);
+    link.metadata_sha256 = core::sha256_hex(metadata);
   }
-  std::string metadata =
-      "Metadata-Version: 2.1\nName: " + wheel.name + "\nVersion: " + wheel.version + "\n";
-  for (const auto& line : wheel.requires_dist)
-    metadata += "Requires-Dist: " + line + "\n";
-  const bool pure = wheel.tag.ends_with("-none-any");
-  std::string wheel_file = std::string("Wheel-Version: 1.0\nGenerator: envkit-tests\n") +
-                           "Root-Is-Purelib: " + (pure ? "true" : "false") + "\n";
-  for (const auto& tag : expanded_tags(wheel.tag))
-    wheel_file += "Tag: " + tag + "\n";
-  entries.emplace_back(dist_info + "/METADATA", metadata);
-  entries.emplace_back(dist_info + "/WHEEL", wheel_file);
-  std::string record;
-  for (const auto& [path, content] : entries)
-    record += path + "," + record_hash(content) + "," + std::to_string(content.size()) + "\n";
-  record += dist_info + "/RECORD,,\n";
-  entries.emplace_back(dist_info + "/RECORD", record);
-
-  const std::string filename = filename_of(wheel);
-  const fs::path path = root_ / "files" / filename;
-  write_binary(path, make_zip(entries));
-  auto& listed = wheels_[normalized(wheel.name)];
-  if (std::find(listed.begin(), listed.end(), filename) == listed.end()) listed.push_back(filename);
+  auto& links = links_[normalized(wheel.name)];
+  std::erase_if(links, [&](const Link& listed) { return listed.path == relative; });
+  links.push_back(std::move(link));
   write_pages();
-  return path;
+  return root_ / relative;
 }
 
 void PythonIndex::write_pages() const {
   std::string projects = "<!DOCTYPE html>\n<html><body>\n";
-  for (const auto& [project, files] : wheels_) {
+  for (const auto& [project, links] : links_) {
     projects += "<a href=\"" + project + "/\">" + project + "</a><br>\n";
+    const fs::path page_dir = fs::path(pages_) / project;
     std::string page = "<!DOCTYPE html>\n<html><body>\n";
-    for (const auto& file : files) {
-      page += "<a href=\"../../files/" + file + "#sha256=" + sha256_of(root_ / "files" / file) +
-              "\">" + file + "</a><br>\n";
+    for (const auto& link : links) {
+      page += "<a href=\"" + href_escaped(link.path.lexically_relative(page_dir).string()) +
+              "#sha256=" + link.sha256 + "\"";
+      if (!link.requires_python.empty())
+        page += " data-requires-python=\"" + html_escaped(link.requires_python) + "\"";
+      if (!link.metadata_sha256.empty()) {
+        page += " data-dist-info-metadata=\"sha256=" + link.metadata_sha256 +
+                "\" data-core-metadata=\"sha256=" + link.metadata_sha256 + "\"";
+      }
+      page += ">" + link.path.filename().string() + "</a><br>\n";
     }
     page += "</body></html>\n";
-    write_binary(root_ / "simple" / project / "index.html", page);
+    write_binary(root_ / page_dir / "index.html", page);
   }
   projects += "</body></html>\n";
-  write_binary(root_ / "simple" / "index.html", projects);
+  write_binary(root_ / pages_ / "index.html", projects);
+}
+
+std::vector<MirroredFile> build_mirror(const fs::path& root,
+                                       const std::vector<fs::path>& descriptions) {
+  std::vector<MirroredFile> made;
+  for (const auto& description : descriptions) {
+    std::ifstream in(description);
+    const auto document = nlohmann::json::parse(in);
+    PythonIndex index(root, net::mirror_path(document.at("index").get<std::string>()));
+    for (const auto& [project, releases] : document.at("projects").items()) {
+      for (const auto& release : releases) {
+        using Lines = std::vector<std::string>;
+        FakeWheel wheel{.name = release.at("name").get<std::string>(),
+                        .version = release.at("version").get<std::string>(),
+                        .requires_dist = release.at("requires-dist").get<Lines>(),
+                        .files = {},
+                        .requires_python = release.at("requires-python").get<std::string>(),
+                        .provides_extra = release.at("provides-extra").get<Lines>()};
+        for (const auto& file : release.at("files")) {
+          const auto url = file.at("url").get<std::string>();
+          const auto path = net::mirror_file(url);
+          if (!path) throw std::runtime_error(description.string() + ": " + path.error().to_string());
+          const std::string name = path->filename().string();
+          wheel.sdist = !name.ends_with(".whl");
+          if (!wheel.sdist) {
+            // {name}-{version}[-{build}]-{python}-{abi}-{platform}.whl
+            const auto parts = text::split(name.substr(0, name.size() - 4), '-');
+            if (parts.size() < 5) throw std::runtime_error("not a wheel file name: " + name);
+            wheel.tag = std::string(parts[parts.size() - 3]) + "-" +
+                        std::string(parts[parts.size() - 2]) + "-" + std::string(parts.back());
+          }
+          FakeWheel made_file = wheel;
+          made_file.requires_python = file.value("requires-python", wheel.requires_python);
+          const auto written = index.add(made_file, *path);
+          made.push_back({.url = url,
+                          .sha256 = PythonIndex::sha256_of(written),
+                          .upstream_sha256 = file.value("sha256", std::string())});
+        }
+      }
+    }
+  }
+  return made;
+}
+
+std::vector<fs::path> pyindex_descriptions(const fs::path& data_dir) {
+  std::vector<fs::path> out;
+  for (const auto& entry : fs::directory_iterator(data_dir / "pyindex")) {
+    if (entry.path().extension() == ".json" && entry.path().filename() != "seeds.json")
+      out.push_back(entry.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace envkit::test

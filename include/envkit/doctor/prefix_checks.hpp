@@ -12,8 +12,8 @@
 #include "envkit/lock/lockfile.hpp"
 #include "envkit/store/records.hpp"
 
-// Checks 3 to 6: the installed prefix, its libraries, the environment around
-// it, and the lock.
+// Checks 3 to 7: the installed prefix, its libraries, the environment around
+// it, the lock, and one copy of each CUDA library.
 namespace envkit::doctor {
 
 // 3: every library in the prefix finds what it needs (ELF DT_NEEDED resolved
@@ -48,5 +48,16 @@ using NvccVersion = std::function<std::optional<std::string>(const std::filesyst
 [[nodiscard]] Findings check_prefix(const std::filesystem::path& prefix,
                                     const std::optional<store::PrefixState>& state,
                                     const std::optional<lock::PlatformLock>& locked);
+
+// 7: one CUDA per environment. The regular files of CUDA, cuDNN and NCCL
+// libraries (by soname stem: libcudart, libcublasLt, libcudnn_ops, libnccl,
+// ...) in the prefix's lib/, lib64/ (unless a link to lib/) and every `lib`
+// folder under lib/python3.X/site-packages/nvidia/, grouped by library
+// (libcudart.so.12 and libcudart.so.12.4.127 are one library). A library
+// present as two or more different files (another inode and other bytes: size,
+// then sha256) is an error `cuda-duplicate-library` naming each file
+// (relative to the prefix) with the version its name carries; hard links and
+// identical copies are one file. One ok finding when there is none.
+[[nodiscard]] Findings check_duplicate_libraries(const std::filesystem::path& prefix);
 
 }  // namespace envkit::doctor

@@ -48,11 +48,19 @@ struct LockedPackage {
   friend bool operator==(const LockedPackage&, const LockedPackage&) = default;
 };
 
-// One wheel of the project's Python closure (the framework, its dependencies
-// and the project's `python-requirements`), as the resolver chose it.
+// What a closure package's file is: a wheel, or a source distribution that
+// install builds into a wheel with the environment's own Python (`kind: sdist`).
+enum class Distribution : std::uint8_t { wheel, sdist };
+[[nodiscard]] std::string_view to_string(Distribution kind);
+[[nodiscard]] std::optional<Distribution> parse_distribution(std::string_view text);
+
+// One package of the project's Python closure (the framework, its dependencies
+// and the project's `python-requirements`), as the resolver chose it: its wheel,
+// or its sdist when no wheel fits (html5lib 0.9999999 on Python 3.6).
 struct PythonWheel {
   std::string name;     // PEP 503 normalized: `nvidia-cudnn-cu12`, `numpy`
   std::string version;  // as the wheel's metadata spells it
+  Distribution kind = Distribution::wheel;
   std::string url;      // never with credentials
   std::string sha256;   // 64 lowercase hex digits
   std::optional<std::uint64_t> size;
@@ -73,7 +81,9 @@ struct PythonClosure {
   friend bool operator==(const PythonClosure&, const PythonClosure&) = default;
 };
 
-// A closure wheel as an artifact envkit downloads (kept whole: pip installs it).
+// A closure package as an artifact envkit downloads, kept whole: a wheel
+// (kind wheel, format whl) pip installs, or an sdist (kind source, format
+// tar.gz, zip, ...) built into a wheel first. Layout `none` for both.
 [[nodiscard]] recipes::Artifact wheel_artifact(const PythonWheel& wheel, specs::Platform platform);
 
 struct PlatformLock {

@@ -5,14 +5,21 @@
 #include <string>
 #include <vector>
 
-// What a Python resolver (pip, uv) answers: the wheels of one environment.
+// What a Python resolver (pip, uv) answers: the distributions of one
+// environment, wheels wherever one fits.
 namespace envkit::python {
 
-// One wheel of a resolved closure.
+// What a closure's file is: a wheel pip installs as it is, or a source
+// distribution (.tar.gz, .zip) built into a wheel at install.
+enum class Distribution : std::uint8_t { wheel, sdist };
+
+// One package of a resolved closure: its wheel, or its sdist when it has no
+// wheel for the target (html5lib 0.9999999, termcolor 1.1.0).
 struct ResolvedWheel {
   std::string name;     // PEP 503 normalized (specs::canonical_package_name)
   std::string version;  // as the metadata spells it
-  std::string url;  // where to download the wheel; credentials removed (url::without_credentials)
+  Distribution kind = Distribution::wheel;
+  std::string url;  // where to download the file; credentials removed (url::without_credentials)
   std::string sha256;                      // 64 lowercase hex digits
   std::optional<std::uint64_t> size;       // bytes, when the resolver says (pip does not)
   std::vector<std::string> requires_dist;  // the metadata's Requires-Dist, as written

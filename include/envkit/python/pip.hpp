@@ -23,6 +23,11 @@ struct ResolveRequest {
   std::vector<std::string> index_urls;
   std::optional<std::filesystem::path> cwd;  // where relative requirement files are
   std::chrono::seconds timeout{600};         // the resolver is stopped after this long
+  // Wheels only (uv gets `--only-binary :all:`): a requirement with nothing but a
+  // source distribution is an error naming it. Off: a package without a wheel for
+  // the target is locked as its sdist and built into a wheel at install. pip
+  // (resolve_with_pip) resolves wheels only either way.
+  bool only_binary = false;
 };
 
 // Runs `python -I -m pip install --dry-run --ignore-installed --report FILE

@@ -100,7 +100,14 @@ struct Build {
   // those the upstream tables list).
   std::vector<specs::Platform> platforms;
   std::vector<Artifact> artifacts;
+  // Frameworks: the package index whose plain release (`torch==2.4.1`, no local
+  // `+cu124` label) is this build: PyPI carries one CUDA build of each torch
+  // release. Empty: not known. Other builds are on their own indexes.
+  std::string wheel_index;
 };
+
+// The index PyPI's own wheels come from.
+inline constexpr std::string_view kPypiIndex = "https://pypi.org/simple";
 
 // The requirements of `build` that apply on `platform`: those `requires_only_on`
 // does not restrict, and those it restricts to a list holding `platform`.

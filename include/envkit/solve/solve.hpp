@@ -51,11 +51,23 @@ struct External {
   std::string description;  // "given in envkit.yaml", "python3 on PATH (/usr/bin/python3)"
 };
 
+// A build the lock cannot use although the database has it: its wheels are not
+// what the configured package indexes serve (torch 2.4.1 from PyPI is the cu121
+// build, so its cu124 build is unavailable unless PyTorch's cu124 index is listed).
+struct UnavailableBuild {
+  std::string package;
+  std::string version;  // as the database spells it
+  std::string build;    // build id
+  std::string reason;   // "the configured indexes serve torch 2.4.1 as its cu121 build"
+  std::string hint;     // what would make it available; empty when nothing would
+};
+
 struct Request {
   specs::Platform platform = specs::Platform::linux_x86_64;
   std::vector<Requirement> requirements;
   std::map<std::string, External> external;
   SystemFacts system;
+  std::vector<UnavailableBuild> unavailable;
 };
 
 struct Choice {

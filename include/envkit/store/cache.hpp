@@ -18,7 +18,7 @@
 //   unfinished <cache>/store/v1/locks/<id>.lock     held while an entry is made or removed
 //   <cache>/store/v1/tmp/                entries being unpacked, wheels being downloaded
 //   <cache>/store/v1/prefixes/<hash>     the prefixes that use the cache (for `cache prune`)
-//   <cache>/store/v1/logs/<id>.log       how an entry built from source was built
+//   <cache>/store/v1/logs/<id>.log       how an entry was built (from source, or an sdist's wheel)
 // Several envkit processes share it safely: an entry is made under its lock
 // and appears by a rename.
 namespace envkit::store {
@@ -61,6 +61,11 @@ class Cache {
   // toolchain's identity (Toolchain::identity), so another compiler builds another entry.
   [[nodiscard]] static std::string source_entry_id(const ArtifactTarget& target,
                                                    std::string_view toolchain_identity);
+  // The wheel built from a Python sdist by an environment's Python
+  // (`<sdist sha256>-wheel-<tag>`): the tag covers the interpreter's version
+  // (3.11.7), so another Python builds another wheel.
+  [[nodiscard]] static std::string sdist_wheel_id(std::string_view sdist_sha256,
+                                                  std::string_view python_version);
   // The log of building entry `id` from source, kept after the build:
   // <cache>/store/v1/logs/<id>.log.
   [[nodiscard]] std::filesystem::path build_log(const std::string& id) const;

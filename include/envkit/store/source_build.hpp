@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,8 +13,35 @@
 // Packages built from source at install (zlib; docs/install.md): the host's
 // tools, and one build of an unpacked source tree into a prefix layout
 // (bin/, include/, lib/, share/ ...). The store makes a cache entry of the
-// result (fill.cpp); nothing here knows the cache.
+// result (fill.cpp); nothing here knows the cache. The logged steps serve
+// every build at install (Python sdists too, sdist_build.cpp).
 namespace envkit::store {
+
+// One command of a build and where it runs.
+struct BuildStep {
+  std::string name;  // how errors name it: configure, make, cmake --build, pip wheel, ...
+  std::vector<std::string> argv;
+  std::filesystem::path cwd;
+  std::map<std::string, std::optional<std::string>> env;  // set (nullopt: unset) on top of ours
+};
+
+// A build's log: each step's command line and output (stdout and stderr
+// interleaved), written whole to `path` after every step.
+struct BuildLog {
+  std::filesystem::path path;  // <cache>/store/v1/logs/<entry>.log
+  std::string text;            // what is written so far
+};
+
+// Starts `log` with `header` (comment lines: what is built, with what);
+// makes its folder.
+[[nodiscard]] Result<void> start_build_log(BuildLog& log, std::string header);
+
+// Runs `step`, its output appended to `log`. A step that fails or runs past
+// `timeout` is an error (failed): `cannot build LABEL from source: `STEP`
+// failed (exit status N)`, because the last 20 lines of its output, hint the
+// log's path.
+[[nodiscard]] Result<void> run_build_step(const BuildStep& step, const std::string& label,
+                                          std::chrono::milliseconds timeout, BuildLog& log);
 
 // The tools a source build runs, found on this machine.
 struct Toolchain {

@@ -93,6 +93,69 @@ TEST_CASE("a broken Python closure is refused where it is broken", "[lock][pytho
     const auto error = broken("      inputs: \"sha256:" + std::string(64, '2') + "\"\n", "");
     CHECK_THAT(error.message(), Contains("needs `inputs:`"));
   }
+  SECTION("a kind that is neither wheel nor sdist") {
+    const auto error = broken("          version: \"2.4.1\"\n",
+                              "          version: \"2.4.1\"\n          kind: egg\n");
+    CHECK_THAT(error.message(), Contains("`kind`: expected wheel or sdist"));
+  }
+}
+
+// html5lib 0.9999999 has no wheel: the closure holds its source distribution.
+Lockfile sdist_lock() {
+  auto lockfile = closure_lock();
+  lockfile.platforms[0].python->packages.push_back(
+      {.name = "html5lib",
+       .version = "0.9999999",
+       .kind = Distribution::sdist,
+       .url = "https://files.example/html5lib-0.9999999.tar.gz",
+       .sha256 = std::string(64, 'c'),
+       .size = 889,
+       .provides = {}});
+  return lockfile;
+}
+
+TEST_CASE("an sdist in the closure is written as `kind: sdist` and read back", "[lock][python]") {
+  const auto text = write(sdist_lock());
+  CHECK_THAT(text, Contains("        - name: html5lib\n"
+                            "          version: \"0.9999999\"\n"
+                            "          kind: sdist\n"
+                            "          url: https://files.example/html5lib-0.9999999.tar.gz\n"));
+  // Wheels, the usual kind, go unsaid: a lock without sdists reads as before.
+  CHECK(text.find("kind: wheel") == std::string::npos);
+  CHECK(text.find("kind:") == text.rfind("kind:"));
+  const auto html5lib = sdist_lock().platforms[0].python->packages.back();
+  auto parsed = parse(text, "envkit.lock");
+  REQUIRE(parsed);
+  const auto& packages = parsed->platforms.at(0).python->packages;
+  REQUIRE(packages.size() == 3);
+  CHECK(packages[0] == html5lib);  // sorted by name: html5lib, nvidia-cudnn-cu12, torch
+  CHECK(packages[1].kind == Distribution::wheel);
+  CHECK(write(*parsed) == text);
+
+  SECTION("`kind: wheel` written out reads as a wheel") {
+    std::string spelled = text;
+    const std::string torch = "          version: \"2.4.1\"\n";
+    spelled.replace(spelled.find(torch), torch.size(), torch + "          kind: wheel\n");
+    auto reread = parse(spelled, "envkit.lock");
+    REQUIRE(reread);
+    CHECK(*reread == *parsed);
+  }
+}
+
+TEST_CASE("a closure package becomes the artifact install downloads", "[lock][python]") {
+  const auto lockfile = sdist_lock();
+  const auto& packages = lockfile.platforms[0].python->packages;
+  const auto wheel = wheel_artifact(packages[1], specs::Platform::linux_x86_64);  // cudnn
+  CHECK(wheel.kind == recipes::ArtifactKind::wheel);
+  CHECK(wheel.format == "whl");
+  CHECK(wheel.layout == recipes::Layout::none);
+  const auto sdist = wheel_artifact(packages[2], specs::Platform::linux_x86_64);  // html5lib
+  CHECK(sdist.kind == recipes::ArtifactKind::source);
+  CHECK(sdist.format == "sdist");
+  CHECK(sdist.layout == recipes::Layout::none);
+  CHECK(sdist.component == "html5lib");
+  CHECK(sdist.sha256 == std::string(64, 'c'));
+  CHECK(sdist.size == 889U);
 }
 
 }  // namespace

@@ -42,6 +42,10 @@ Version py311() {
   return Version::parse("3.11").value();
 }
 
+python::ResolveTarget target(UvPlatform platform, Version python) {
+  return {.python = std::move(python), .platform = platform};
+}
+
 std::string all_causes(const envkit::Error& error) {
   std::string out;
   for (const auto& cause : error.causes())
@@ -52,14 +56,22 @@ std::string all_causes(const envkit::Error& error) {
 }  // namespace
 
 TEST_CASE("uv platform names", "[python][uv]") {
-  CHECK(python::to_string(UvPlatform::linux_x86_64) == "x86_64-manylinux_2_28");
-  CHECK(python::to_string(UvPlatform::linux_aarch64) == "aarch64-manylinux_2_28");
-  CHECK(python::to_string(UvPlatform::windows_x86_64) == "x86_64-pc-windows-msvc");
+  CHECK(python::python_platform(target(UvPlatform::linux_x86_64, py311())) ==
+        "x86_64-manylinux_2_28");
+  CHECK(python::python_platform(target(UvPlatform::linux_aarch64, py311())) ==
+        "aarch64-manylinux_2_28");
+  CHECK(python::python_platform(target(UvPlatform::windows_x86_64, py311())) ==
+        "x86_64-pc-windows-msvc");
+  // uv knows manylinux_2_17 and newer: an older glibc is asked as 2_17.
+  CHECK(python::python_platform({.python = py311(), .glibc_minor = 12}) ==
+        "x86_64-manylinux_2_17");
+  CHECK(python::python_platform({.python = py311(), .glibc_minor = 35}) ==
+        "x86_64-manylinux_2_35");
 }
 
 TEST_CASE("parse_pylock() reads uv 0.13.9's pylock.toml for Windows", "[python][uv]") {
   auto closure = python::parse_pylock(python_fixture(kWindowsLock), "pylock.toml",
-                                      UvPlatform::windows_x86_64, Version::parse("3.11").value());
+                                      target(UvPlatform::windows_x86_64, Version::parse("3.11").value()));
   REQUIRE(closure);
   CHECK(closure->resolver == "uv");
   REQUIRE(closure->wheels.size() == 3);
@@ -101,9 +113,9 @@ TEST_CASE("parse_pylock() picks the fitting wheel where uv 0.6.15 lists them all
        "8e06879fc22a25ca47312fbe7c8264eb0b662f6db27cb2d3bbbc74b1df4b9b87"},
   };
   for (const auto& c : cases) {
-    INFO(python::to_string(c.platform) << " " << c.python);
+    INFO(python::python_platform(target(c.platform, py311())) << " " << c.python);
     auto closure =
-        python::parse_pylock(lock, "pylock.toml", c.platform, Version::parse(c.python).value());
+        python::parse_pylock(lock, "pylock.toml", target(c.platform, Version::parse(c.python).value()));
     REQUIRE(closure);
     REQUIRE(closure->wheels.size() == 1);
     CHECK(closure->wheels[0].name == "markupsafe");
@@ -112,12 +124,12 @@ TEST_CASE("parse_pylock() picks the fitting wheel where uv 0.6.15 lists them all
     CHECK(closure->wheels[0].sha256 == c.sha256);
   }
   // MarkupSafe 3.0.2 has no wheel for 3.14.
-  auto none = python::parse_pylock(lock, "pylock.toml", UvPlatform::linux_aarch64,
-                                   Version::parse("3.14").value());
+  auto none = python::parse_pylock(lock, "pylock.toml", target(UvPlatform::linux_aarch64,
+                                   Version::parse("3.14").value()));
   REQUIRE_FALSE(none);
   CHECK(none.error().message() ==
         "`pylock.toml`: packages[0] (`markupsafe` 3.0.2): none of its 60 wheels is for "
-        "aarch64-manylinux_2_28 and Python 3.14");
+        "CPython 3.14, aarch64-manylinux_2_28");
 }
 
 TEST_CASE("parse_pylock() ranks wheels as an installer would", "[python][uv]") {
@@ -132,7 +144,7 @@ TEST_CASE("parse_pylock() ranks wheels as an installer would", "[python][uv]") {
     }
     lock += "]\n";
     auto closure =
-        python::parse_pylock(lock, "pylock.toml", platform, Version::parse(python).value());
+        python::parse_pylock(lock, "pylock.toml", target(platform, Version::parse(python).value()));
     if (!closure) return closure.error().message();
     const auto& url = closure->wheels.at(0).url;
     return url.substr(url.rfind('/') + 1);
@@ -164,8 +176,36 @@ TEST_CASE("parse_pylock() ranks wheels as an installer would", "[python][uv]") {
   // Nothing for 3.11: abi3 from 3.12 on, pure Python for 3.13 only.
   CHECK(pick({"p-1.0-cp312-abi3-manylinux_2_17_x86_64.whl", "p-1.0-py313-none-any.whl"}, x86,
              "3.11") ==
-        "`pylock.toml`: packages[0] (`p` 1.0): none of its 2 wheels is for x86_64-manylinux_2_28 "
-        "and Python 3.11");
+        "`pylock.toml`: packages[0] (`p` 1.0): none of its 2 wheels is for CPython "
+        "3.11, x86_64-manylinux_2_28");
+}
+
+TEST_CASE("parse_pylock() fits CPython 3.6's `m` ABI and the machines' glibc", "[python][uv]") {
+  const auto lock = [](const std::vector<std::string>& files) {
+    std::string text =
+        "lock-version = \"1.0\"\n[[packages]]\nname = \"p\"\nversion = \"1.0\"\nwheels = [\n";
+    for (const auto& file : files) {
+      text += "  { url = \"https://x.test/" + file + "\", hashes = { sha256 = \"" +
+              std::string(64, 'a') + "\" } },\n";
+    }
+    return text + "]\n";
+  };
+  const auto file = [](const Result<python::Closure>& closure) {
+    REQUIRE(closure);
+    const auto& url = closure->wheels.at(0).url;
+    return url.substr(url.rfind('/') + 1);
+  };
+  const auto py36 = Version::parse("3.6.9").value();
+  CHECK(file(python::parse_pylock(lock({"p-1.0-py2.py3-none-any.whl",
+                                        "p-1.0-cp36-cp36m-manylinux1_x86_64.whl"}),
+                                   "pylock.toml", target(UvPlatform::linux_x86_64, py36))) ==
+        "p-1.0-cp36-cp36m-manylinux1_x86_64.whl");
+  // Machines with glibc 2.17 cannot load a manylinux_2_28 wheel.
+  const python::ResolveTarget old_glibc{.python = py311(), .glibc_minor = 17};
+  CHECK(file(python::parse_pylock(lock({"p-1.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+                                        "p-1.0-cp311-cp311-manylinux2014_x86_64.whl"}),
+                                   "pylock.toml", old_glibc)) ==
+        "p-1.0-cp311-cp311-manylinux2014_x86_64.whl");
 }
 
 TEST_CASE("parse_pylock(): sizes, credentials, and what it refuses", "[python][uv]") {
@@ -176,30 +216,31 @@ TEST_CASE("parse_pylock(): sizes, credentials, and what it refuses", "[python][u
         "version = \"1.0\"\nwheels = [{ url = \"https://u:pw@x.test/foo_bar-1.0-py3-none-any.whl\","
         " size = 1234, hashes = { sha256 = \"" +
             sha + "\" } }]\n",
-        "pylock.toml", UvPlatform::linux_x86_64, py311());
+        "pylock.toml", target(UvPlatform::linux_x86_64, py311()));
     REQUIRE(closure);
     REQUIRE(closure->wheels.size() == 1);
     CHECK(closure->wheels[0].name == "foo-bar");
     CHECK(closure->wheels[0].url == "https://x.test/foo_bar-1.0-py3-none-any.whl");
     CHECK(closure->wheels[0].size == 1234U);
   }
-  SECTION("an sdist") {
+  SECTION("a VCS checkout") {
+    // An sdist is taken (pylock_sdist_test.cpp); a checkout is not.
     auto closure = python::parse_pylock(
         "lock-version = \"1.0\"\n[[packages]]\nname = \"foo\"\nversion = \"1.0\"\n"
-        "sdist = { url = \"https://x.test/foo-1.0.tar.gz\", hashes = { sha256 = \"" +
-            sha + "\" } }\n",
-        "pylock.toml", UvPlatform::linux_x86_64, py311());
+        "vcs = { type = \"git\", url = \"https://x.test/foo.git\", commit-id = \"abc\" }\n",
+        "pylock.toml", target(UvPlatform::linux_x86_64, py311()));
     REQUIRE_FALSE(closure);
     CHECK(closure.error().code() == ErrorCode::input);
     CHECK(closure.error().message() ==
-          "`pylock.toml`: packages[0] (`foo` 1.0): no wheel: it comes from a source distribution");
+          "`pylock.toml`: packages[0] (`foo` 1.0): no wheel and no source distribution: it comes "
+          "from a VCS checkout");
   }
   SECTION("a wheel without sha256") {
     auto closure = python::parse_pylock(
         "lock-version = \"1.0\"\n[[packages]]\nname = \"foo\"\nversion = \"1.0\"\n"
         "wheels = [{ url = \"https://x.test/foo-1.0-py3-none-any.whl\", hashes = { md5 = \"x\" } "
         "}]\n",
-        "pylock.toml", UvPlatform::linux_x86_64, py311());
+        "pylock.toml", target(UvPlatform::linux_x86_64, py311()));
     REQUIRE_FALSE(closure);
     CHECK(closure.error().message() ==
           "`pylock.toml`: packages[0] (`foo` 1.0): `https://x.test/foo-1.0-py3-none-any.whl` has "
@@ -207,14 +248,14 @@ TEST_CASE("parse_pylock(): sizes, credentials, and what it refuses", "[python][u
   }
   SECTION("another lock-version") {
     auto closure = python::parse_pylock("lock-version = \"2.0\"\n", "pylock.toml",
-                                        UvPlatform::linux_x86_64, py311());
+                                        target(UvPlatform::linux_x86_64, py311()));
     REQUIRE_FALSE(closure);
     CHECK(closure.error().message() ==
           "`pylock.toml`: a pylock.toml of lock-version `2.0`; envkit reads 1.x");
   }
   SECTION("not TOML") {
     auto closure =
-        python::parse_pylock("lock-version = \n", "pylock.toml", UvPlatform::linux_x86_64, py311());
+        python::parse_pylock("lock-version = \n", "pylock.toml", target(UvPlatform::linux_x86_64, py311()));
     REQUIRE_FALSE(closure);
     CHECK(closure.error().message() == "`pylock.toml`: not a pylock.toml file (not TOML)");
   }

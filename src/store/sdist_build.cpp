@@ -1,0 +1,142 @@
+#include "envkit/store/sdist_build.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "envkit/core/text.hpp"
+#include "envkit/store/source_build.hpp"
+
+namespace envkit::store {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// What pip prints when a build lacks a package the closure should bring.
+struct MissingBuildPackage {
+  std::string_view printed;
+  std::string_view package;
+};
+constexpr MissingBuildPackage kMissingBuildPackages[] = {
+    {"No module named 'setuptools'", "setuptools"},
+    {"invalid command 'bdist_wheel'", "wheel"},  // setuptools before 70.1 without `wheel`
+    {"No module named 'wheel'", "wheel"},
+};
+
+// Says which build package the environment lacked, when pip's output shows it.
+Error name_missing_package(Error error, std::string_view log, const SdistContext& context) {
+  for (const auto& [printed, package] : kMissingBuildPackages) {
+    if (log.find(printed) == std::string_view::npos) continue;
+    const bool in_closure = context.closure.contains(std::string(package));
+    error.because(fmt::format("the build needs {}, which the environment's Python cannot import{}",
+                              text::quoted(package),
+                              in_closure ? "" : ": the lock's Python closure does not have it"));
+    return error.hint(fmt::format(
+        "add {} to the project's Python requirements (`python-requirements:`), then run "
+        "`envkit lock` and `envkit install`",
+        text::quoted(package)));
+  }
+  return error;
+}
+
+// The one wheel pip wrote into `folder`.
+Result<fs::path> written_wheel(const fs::path& folder, const SdistBuild& build) {
+  std::vector<fs::path> wheels;
+  std::error_code error;
+  for (fs::directory_iterator it(folder, error), end; !error && it != end; it.increment(error)) {
+    if (it->path().extension() == ".whl") wheels.push_back(it->path());
+  }
+  if (wheels.size() == 1) return wheels.front();
+  return Error::failed(fmt::format("cannot build {} from source: `pip wheel` wrote {} wheels",
+                                   build.label, wheels.size()))
+      .hint(fmt::format("the whole log: {}", build.log.string()));
+}
+
+Error cannot_create(const fs::path& path, const std::error_code& error) {
+  return Error::failed(fmt::format("cannot create {}", text::quoted(path.string())))
+      .because(error.message());
+}
+
+}  // namespace
+
+Result<fs::path> build_sdist(const SdistBuild& build) {
+  const auto& context = build.context;
+  BuildLog log{.path = build.log, .text = {}};
+  auto started = start_build_log(
+      log, fmt::format("# envkit: building a wheel of {} from its source distribution\n"
+                       "# sdist: {}\n# python: {} ({})\n",
+                       build.label, build.sdist.string(), context.python.string(),
+                       context.python_version));
+  if (!started) return std::move(started).error();
+  std::error_code error;
+  fs::create_directories(build.out, error);
+  if (error) return cannot_create(build.out, error);
+  const BuildStep step{
+      .name = "pip wheel",
+      .argv = {context.python.string(), "-I", "-m", "pip", "wheel", "--no-deps",
+               "--no-build-isolation", "--no-index", "--no-cache-dir",
+               "--disable-pip-version-check", "--no-input", "--find-links",
+               context.find_links.string(), "-w", build.out.string(), build.sdist.string()},
+      .cwd = build.out,
+      // pip's configuration files could send it elsewhere (an index, --user).
+      .env = {{"PIP_CONFIG_FILE", "/dev/null"}}};
+  if (auto ran = run_build_step(step, build.label, build.timeout, log); !ran) {
+    return name_missing_package(std::move(ran).error(), log.text, context)
+        .hint("the prefix keeps its previous generation");
+  }
+  return written_wheel(build.out, build);
+}
+
+Result<EntryRecord> sdist_wheel_entry(const Cache& cache, const std::string& name,
+                                      const std::string& version, const EntryRecord& sdist,
+                                      const SdistContext& context) {
+  const auto id = Cache::sdist_wheel_id(sdist.sha256, context.python_version);
+  auto found = cache.find(id);
+  if (!found) return std::move(found).error();
+  if (*found) return **std::move(found);
+  // Another envkit may be building the same wheel: wait for it, then look again.
+  auto lock = cache.lock_entry(id);
+  if (!lock) return std::move(lock).error();
+  found = cache.find(id);
+  if (!found) return std::move(found).error();
+  if (*found) return **std::move(found);
+
+  auto staging = cache.fresh_staging(id);
+  if (!staging) return std::move(staging).error();
+  const auto discard = [&] {
+    std::error_code ignored;
+    fs::remove_all(*staging, ignored);
+  };
+  auto wheel = build_sdist({.label = fmt::format("{} {}", name, version),
+                            .sdist = cache.entry_dir(sdist.id) / sdist.files.front().path,
+                            .out = *staging,
+                            .log = cache.build_log(id),
+                            .context = context});
+  if (!wheel) {
+    discard();
+    return std::move(wheel).error();
+  }
+  std::error_code ignored;
+  fs::permissions(*wheel, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read,
+                  ignored);
+  auto files = record_tree(*staging);
+  if (!files) {
+    discard();
+    return std::move(files).error();
+  }
+  EntryRecord record{.id = id,
+                     .sha256 = files->front().sha256,
+                     .url = sdist.url,
+                     .package = name,
+                     .component = name,
+                     .layout = "none",
+                     .files = *std::move(files)};
+  if (auto committed = cache.commit(*staging, record); !committed) {
+    discard();
+    return std::move(committed).error();
+  }
+  return record;
+}
+
+}  // namespace envkit::store
