@@ -278,7 +278,7 @@ Result<void> check_version(const ToolRelease& release, const ToolFile& file,
   return std::move(error.hint(env_hint(release)));
 }
 
-// Removes a folder when it goes out of scope, unless it was moved away.
+// Removes a folder, and whatever is still in it, when it goes out of scope.
 class ScratchFolder {
  public:
   explicit ScratchFolder(fs::path path) : path_(std::move(path)) {}
@@ -288,7 +288,6 @@ class ScratchFolder {
   }
   ScratchFolder(const ScratchFolder&) = delete;
   ScratchFolder& operator=(const ScratchFolder&) = delete;
-  [[nodiscard]] const fs::path& path() const { return path_; }
 
  private:
   fs::path path_;
@@ -310,7 +309,7 @@ Result<void> make_tool(const Cache& cache, const ToolRelease& release, const Too
                        const ToolOptions& options) {
   auto staging = cache.fresh_staging(staging_id(file));
   if (!staging) return std::move(staging).error();
-  const ScratchFolder scratch(*staging);  // the wheel, and the tool when it fails
+  const ScratchFolder scratch(*staging);  // the wheel; the tool too, unless it moved in
   // Named as on the index: an error about it is about a file the user can look up.
   const auto wheel = *staging / url::file_name(file.url);
   if (auto fetched = fetch_wheel(release, file, wheel, options); !fetched) return fetched;

@@ -190,7 +190,7 @@ TEST_CASE("parse_pylock() fits CPython 3.6's `m` ABI and the machines' glibc", "
     }
     return text + "]\n";
   };
-  const auto file = [](const Result<python::Closure>& closure) {
+  const auto file = [](const envkit::Result<python::Closure>& closure) {
     REQUIRE(closure);
     const auto& url = closure->wheels.at(0).url;
     return url.substr(url.rfind('/') + 1);
@@ -308,9 +308,9 @@ TEST_CASE("resolve_with_uv() builds uv's command line and marks what was asked f
                                .requirement_files = {"more.txt"},
                                .index_urls = {"https://a.test/simple", "https://b.test/simple"},
                                .cwd = dir.path() / "work"},
-                              UvPlatform::windows_x86_64, Version::parse("3.11").value());
+                              target(UvPlatform::windows_x86_64, Version::parse("3.11").value()));
   REQUIRE(closure);
-  CHECK(closure->resolver == "uv 0.13.9 (for x86_64-pc-windows-msvc, Python 3.11)");
+  CHECK(closure->resolver == "uv 0.13.9 (for CPython 3.11, x86_64-pc-windows-msvc)");
   REQUIRE(closure->wheels.size() == 3);
   CHECK(closure->wheels[0].requested);        // nvidia-cublas-cu12, from more.txt
   CHECK_FALSE(closure->wheels[1].requested);  // nvidia-cuda-nvrtc-cu12
@@ -357,7 +357,7 @@ TEST_CASE("resolve_with_uv() quotes uv's refusal", "[python][uv]") {
   auto closure = python::resolve_with_uv({.path = fake, .version = "0.13.9"},
                                          {.requirements = {"nvidia-cudnn-cu12==9.1.0.70"},
                                           .index_urls = {"https://user:s3cret@a.test/simple"}},
-                                         UvPlatform::linux_aarch64, Version::parse("3.12").value());
+                              target(UvPlatform::linux_aarch64, Version::parse("3.12").value()));
   REQUIRE_FALSE(closure);
   CHECK(closure.error().message() == "uv could not resolve the Python requirements");
   REQUIRE(closure.error().causes().size() == 2);
@@ -377,7 +377,7 @@ TEST_CASE("resolve_with_uv() with a uv too old for pylock.toml says to upgrade",
                                2);
   auto closure =
       python::resolve_with_uv({.path = fake, .version = "0.6.14"}, {.requirements = {"anyio"}},
-                              UvPlatform::linux_x86_64, py311());
+                              target(UvPlatform::linux_x86_64, py311()));
   REQUIRE_FALSE(closure);
   CHECK(closure.error().causes() ==
         std::vector<std::string>{"uv: unexpected argument '--format' found"});
@@ -421,7 +421,7 @@ TEST_CASE("resolve_with_uv() resolves for other platforms from PyPI (live)", "[p
 
   auto windows =
       python::resolve_with_uv(*uv, {.requirements = {"nvidia-cudnn-cu12==9.1.0.70"}},
-                              UvPlatform::windows_x86_64, Version::parse("3.11").value());
+                              target(UvPlatform::windows_x86_64, Version::parse("3.11").value()));
   REQUIRE(windows);
   bool found = false;
   for (const auto& wheel : windows->wheels) {
@@ -435,7 +435,7 @@ TEST_CASE("resolve_with_uv() resolves for other platforms from PyPI (live)", "[p
   CHECK(found);
 
   auto arm = python::resolve_with_uv(*uv, {.requirements = {"anyio==4.0.0"}},
-                                     UvPlatform::linux_aarch64, Version::parse("3.9").value());
+                              target(UvPlatform::linux_aarch64, Version::parse("3.9").value()));
   REQUIRE(arm);
   std::vector<std::string> names;
   for (const auto& wheel : arm->wheels)
@@ -445,7 +445,7 @@ TEST_CASE("resolve_with_uv() resolves for other platforms from PyPI (live)", "[p
 
   auto impossible =
       python::resolve_with_uv(*uv, {.requirements = {"nvidia-cudnn-cu12==9.1.0.70"}},
-                              UvPlatform::linux_aarch64, Version::parse("3.11").value());
+                              target(UvPlatform::linux_aarch64, Version::parse("3.11").value()));
   REQUIRE_FALSE(impossible);
   CHECK_THAT(all_causes(impossible.error()), Catch::Contains("nvidia-cudnn-cu12"));
 }
