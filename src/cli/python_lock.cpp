@@ -287,6 +287,9 @@ lock::PythonClosure closure_of(const python::Closure& resolved, std::string inpu
   for (const auto& wheel : resolved.wheels) {
     closure.packages.push_back({.name = wheel.name,
                                 .version = wheel.version,
+                                .kind = wheel.kind == python::Distribution::sdist
+                                            ? lock::Distribution::sdist
+                                            : lock::Distribution::wheel,
                                 .url = wheel.url,
                                 .sha256 = wheel.sha256,
                                 .size = wheel.size,

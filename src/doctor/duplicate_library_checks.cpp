@@ -21,11 +21,12 @@ constexpr std::string_view kId = "cuda-duplicate-library";
 
 // The stems (soname before `.so`) of the libraries of one CUDA stack.
 constexpr std::string_view kCudaStems[] = {
-    "libcudart",    "libcublas",      "libcublasLt",      "libcufft",      "libcufftw",
-    "libcurand",    "libcusolver",    "libcusolverMg",    "libcusparse",   "libcusparseLt",
-    "libnvrtc",     "libnvrtc-builtins", "libnvJitLink",  "libcupti",      "libnvToolsExt",
-    "libnvperf_host", "libnvperf_target", "libnvjpeg",    "libcufile",     "libcufile_rdma",
-    "libnvblas",    "libnccl"};
+    "libcudart",        "libcublas",     "libcublasLt",   "libcufft",
+    "libcufftw",        "libcurand",     "libcusolver",   "libcusolverMg",
+    "libcusparse",      "libcusparseLt", "libnvrtc",      "libnvrtc-builtins",
+    "libnvJitLink",     "libcupti",      "libnvToolsExt", "libnvperf_host",
+    "libnvperf_target", "libnvjpeg",     "libcufile",     "libcufile_rdma",
+    "libnvblas",        "libnccl"};
 // Families whose every member is a library of its own: libcudnn_ops, libnppc, ...
 constexpr std::string_view kCudaFamilies[] = {"libcudnn", "libnpp"};
 
@@ -84,8 +85,8 @@ void scan_nvidia_wheels(const fs::path& prefix, std::vector<LibraryFile>& files)
     if (!it->path().filename().string().starts_with("python")) continue;
     const auto nvidia = it->path() / "site-packages" / "nvidia";
     std::error_code walk_error;
-    for (fs::recursive_directory_iterator walk(nvidia, walk_error), stop; !walk_error && walk != stop;
-         walk.increment(walk_error)) {
+    for (fs::recursive_directory_iterator walk(nvidia, walk_error), stop;
+         !walk_error && walk != stop; walk.increment(walk_error)) {
       if (walk->path().filename() == "lib" && walk->is_directory(walk_error))
         scan_folder(walk->path(), files);
     }
@@ -156,11 +157,11 @@ Findings check_duplicate_libraries(const fs::path& prefix) {
       findings.push_back(duplicate(prefix, stem, distinct));
   }
   if (findings.empty()) {
-    findings.push_back(ok(std::string(kId),
-                          by_library.empty()
-                              ? std::string("the prefix holds no CUDA library")
-                              : fmt::format("each of the prefix's {} CUDA libraries is one file",
-                                            by_library.size())));
+    findings.push_back(
+        ok(std::string(kId), by_library.empty()
+                                 ? std::string("the prefix holds no CUDA library")
+                                 : fmt::format("each of the prefix's {} CUDA libraries is one file",
+                                               by_library.size())));
   }
   return findings;
 }

@@ -712,15 +712,16 @@ std::optional<Distribution> parse_distribution(std::string_view text) {
 
 recipes::Artifact wheel_artifact(const PythonWheel& wheel, specs::Platform platform) {
   const bool sdist = wheel.kind == Distribution::sdist;
-  return recipes::Artifact{.platform = platform,
-                           .component = wheel.name,
-                           .kind = sdist ? recipes::ArtifactKind::source : recipes::ArtifactKind::wheel,
-                           .url = wheel.url,
-                           .sha256 = wheel.sha256,
-                           .size = wheel.size,
-                           .format = sdist ? "sdist" : "whl",
-                           .layout = recipes::Layout::none,
-                           .wheel_root = {}};
+  return recipes::Artifact{
+      .platform = platform,
+      .component = wheel.name,
+      .kind = sdist ? recipes::ArtifactKind::source : recipes::ArtifactKind::wheel,
+      .url = wheel.url,
+      .sha256 = wheel.sha256,
+      .size = wheel.size,
+      .format = sdist ? "sdist" : "whl",
+      .layout = recipes::Layout::none,
+      .wheel_root = {}};
 }
 
 void canonicalize(Lockfile& lockfile) {

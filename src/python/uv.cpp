@@ -204,14 +204,15 @@ Result<ResolvedWheel> read_package(const toml::table& package, std::size_t index
   const toml::table* wheel = chosen->table;
   const bool is_sdist = chosen->kind == Distribution::sdist;
   const auto link = (*wheel)["url"].value<std::string>();
-  if (!link || link->empty()) return bad(is_sdist ? "its sdist has no `url`" : "its wheel has no `url`");
+  if (!link || link->empty())
+    return bad(is_sdist ? "its sdist has no `url`" : "its wheel has no `url`");
   const std::string shown_url = url::redacted(*link);
   const std::string file = detail::url_filename(*link);
   if (!is_sdist && !file.ends_with(".whl"))
     return bad(fmt::format("{} is not a wheel (.whl)", text::quoted(shown_url)));
   if (is_sdist && sdist_suffix(file).empty()) {
-    return bad(fmt::format("{} is not a source distribution (.tar.gz, .zip)",
-                           text::quoted(shown_url)));
+    return bad(
+        fmt::format("{} is not a source distribution (.tar.gz, .zip)", text::quoted(shown_url)));
   }
   const auto sha256 = (*wheel)["hashes"]["sha256"].value<std::string>();
   if (!sha256) return bad(fmt::format("{} has no sha256", text::quoted(shown_url)));

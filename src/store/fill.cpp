@@ -189,12 +189,14 @@ Result<std::string> kept_file_name(const ArtifactTarget& target) {
   const auto name = url::file_name(target.artifact.url);
   const bool wheel = target.artifact.kind == recipes::ArtifactKind::wheel;
   if ((wheel && !name.ends_with(".whl")) || (!wheel && name.ends_with(".whl")) || name.empty() ||
-      name.starts_with('.') || name.find_first_of(std::string_view("/\0", 2)) != std::string::npos) {
+      name.starts_with('.') ||
+      name.find_first_of(std::string_view("/\0", 2)) != std::string::npos) {
     return Error::failed(fmt::format("{}: {} does not name a {} file", target.label(),
                                      url::redacted(target.artifact.url),
                                      wheel ? "wheel" : "source distribution"))
-        .hint(wheel ? "a Python package's URL ends in its wheel's file name, `NAME-VERSION-TAGS.whl`"
-                    : "an sdist's URL ends in its file name, `NAME-VERSION.tar.gz`");
+        .hint(wheel
+                  ? "a Python package's URL ends in its wheel's file name, `NAME-VERSION-TAGS.whl`"
+                  : "an sdist's URL ends in its file name, `NAME-VERSION.tar.gz`");
   }
   return name;
 }

@@ -92,7 +92,8 @@ std::set<std::string> closure_names(const InstallPlan& plan) {
 
 // The version a wheel's file name carries: `{name}-{version}-{tags}.whl`.
 std::string wheel_version(const fs::path& file) {
-  const auto parts = text::split(file.filename().string(), '-');
+  const auto name = file.filename().string();
+  const auto parts = text::split(name, '-');
   return parts.size() > 1 ? std::string(parts[1]) : std::string();
 }
 
@@ -104,8 +105,7 @@ Result<std::vector<python::WheelFile>> wheels_of_sdists(
   std::vector<python::WheelFile> built;
   for (const auto* package : sdists) {
     const auto& sdist = input.entries->at(package->name).front();
-    auto entry =
-        sdist_wheel_entry(*input.cache, package->name, package->version, sdist, context);
+    auto entry = sdist_wheel_entry(*input.cache, package->name, package->version, sdist, context);
     if (!entry) return std::move(entry).error();
     const auto file = input.cache->entry_dir(entry->id) / entry->files.front().path;
     built.push_back({.name = package->name,
@@ -116,6 +116,7 @@ Result<std::vector<python::WheelFile>> wheels_of_sdists(
   return built;
 }
 
+// The wheels of the fresh `sdists`, with the fresh `wheels` linked for --find-links.
 Result<std::vector<python::WheelFile>> build_sdists(
     const PythonStepInput& input, const python::InterpreterCheck& check,
     const std::vector<const PlannedPackage*>& sdists,
@@ -162,8 +163,8 @@ Result<void> install_wheels(const PythonStepInput& input, const python::Interpre
   for (const auto& wheel : *built)
     versions[wheel.name] = wheel.version;
   for (const auto* package : fresh) {
-    const auto version = versions.contains(package->name) ? versions[package->name]
-                                                          : package->version;
+    const auto version =
+        versions.contains(package->name) ? versions[package->name] : package->version;
     auto files = python::installed_files(input.root, check.site_packages, package->name, version);
     if (!files) return std::move(files).error();
     const auto& entry = input.entries->at(package->name).front();

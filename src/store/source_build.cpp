@@ -67,7 +67,7 @@ Error missing_cmake(const std::string& label) {
 }
 
 std::vector<BuildStep> steps_for(const SourceBuild& build, BuildSystem build_system,
-                            const fs::path& destdir) {
+                                 const fs::path& destdir) {
   const auto jobs = std::to_string(
       build.jobs > 0 ? build.jobs : std::max(1U, std::thread::hardware_concurrency()));
   const auto& tools = build.toolchain;

@@ -3,6 +3,7 @@
 // Shared by the install tests: locks written from fixture artifacts, and
 // checks of a prefix the way a user would look at it.
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <utility>
@@ -101,6 +102,16 @@ inline bool nginx_missing() {
   if (StaticHttpServer::available()) return false;
   WARN("skipped: nginx is not installed (scripts/setup installs it)");
   return true;
+}
+
+// Tests that make the prefix a venv of the machine's python3 and install with
+// its pip skip, saying why, where that Python lacks venv, ensurepip or pip.
+inline bool host_python_missing() {
+  if (std::system("python3 -c 'import venv, ensurepip, pip' >/dev/null 2>&1") != 0) {
+    WARN("skipped: no python3 with venv, ensurepip and pip on PATH");
+    return true;
+  }
+  return false;
 }
 
 }  // namespace envkit::test

@@ -45,14 +45,6 @@ const FakeWheel kTorch{.name = "torch",
                        .requires_dist = {"nvidia-cudnn-cu12==9.1.0.70", "fakedep"},
                        .files = {{"torch/__init__.py", "__version__ = '9.9.0'\n"}}};
 
-bool host_python_missing() {
-  if (std::system("python3 -c 'import venv, ensurepip, pip' >/dev/null 2>&1") != 0) {
-    WARN("skipped: no python3 with venv, ensurepip and pip on PATH");
-    return true;
-  }
-  return false;
-}
-
 ino_t inode_of(const fs::path& path) {
   struct stat status {};
   REQUIRE(::stat(path.c_str(), &status) == 0);

@@ -26,10 +26,11 @@ namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 
 // A closure wheel the sdist's build backend imports.
-const FakeWheel kTinybuild{.name = "tinybuild",
-                           .version = "1.0",
-                           .requires_dist = {},
-                           .files = {{"tinybuild/__init__.py", "GREETING = 'built from source'\n"}}};
+const FakeWheel kTinybuild{
+    .name = "tinybuild",
+    .version = "1.0",
+    .requires_dist = {},
+    .files = {{"tinybuild/__init__.py", "GREETING = 'built from source'\n"}}};
 
 // An in-tree PEP 517 backend (no setuptools needed): writes tiny-1.0's wheel,
 // whose module returns what tinybuild, from the closure, says. Appends a line
@@ -61,14 +62,6 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
         z.writestr(DIST + "/RECORD", record + DIST + "/RECORD,,\n")
     return name
 )py";
-
-bool host_python_missing() {
-  if (std::system("python3 -c 'import venv, ensurepip, pip' >/dev/null 2>&1") != 0) {
-    WARN("skipped: no python3 with venv, ensurepip and pip on PATH");
-    return true;
-  }
-  return false;
-}
 
 struct SdistProject {
   IsolatedProject project;
@@ -125,9 +118,8 @@ struct SdistProject {
     lock::Lockfile lockfile{.manifest_hash = "sha256:" + std::string(64, '0'),
                             .system = {.source = "none"}};
     lock::PlatformLock platform{.platform = specs::Platform::linux_x86_64};
-    platform.packages.push_back({.name = "python",
-                                 .version = specs::Version::parse("3.11").value(),
-                                 .external = "system"});
+    platform.packages.push_back(
+        {.name = "python", .version = specs::Version::parse("3.11").value(), .external = "system"});
     platform.python = lock::PythonClosure{.inputs = "sha256:" + std::string(64, '1'),
                                           .resolver = "test",
                                           .python = "3.11",
@@ -137,10 +129,10 @@ struct SdistProject {
   }
 
   void write_tiny_lock() const {
-    write_lock({locked("tinybuild", "1.0", served / "files" / PythonIndex::filename_of(kTinybuild),
-                       lock::Distribution::wheel),
-                locked("tiny", "1.0", served / "files" / "tiny-1.0.tar.gz",
-                       lock::Distribution::sdist)});
+    write_lock(
+        {locked("tinybuild", "1.0", served / "files" / PythonIndex::filename_of(kTinybuild),
+                lock::Distribution::wheel),
+         locked("tiny", "1.0", served / "files" / "tiny-1.0.tar.gz", lock::Distribution::sdist)});
   }
 
   [[nodiscard]] sys::ProcessOutput install() const {
@@ -163,8 +155,7 @@ std::vector<fs::path> files_with(const fs::path& folder, const std::string& part
   std::vector<fs::path> found;
   std::error_code ignored;
   for (fs::directory_iterator it(folder, ignored), end; it != end; it.increment(ignored)) {
-    if (it->path().filename().string().find(part) != std::string::npos)
-      found.push_back(it->path());
+    if (it->path().filename().string().find(part) != std::string::npos) found.push_back(it->path());
   }
   return found;
 }
@@ -186,7 +177,8 @@ TEST_CASE("envkit install builds a closure's sdist into a wheel with the prefix'
   CHECK(fixture.builds() == 1);
   const auto receipt = read_text(fixture.project.prefix() / ".envkit" / "receipts" / "tiny.json");
   CHECK_THAT(receipt, Contains("site-packages/tiny.py"));
-  CHECK_THAT(receipt, Contains(PythonIndex::sha256_of(fixture.served / "files" / "tiny-1.0.tar.gz")));
+  CHECK_THAT(receipt,
+             Contains(PythonIndex::sha256_of(fixture.served / "files" / "tiny-1.0.tar.gz")));
   // The wheel is a cache entry and its build log is kept.
   const auto logs = files_with(fixture.cache_store() / "logs", "-wheel-");
   REQUIRE(logs.size() == 1);
@@ -228,9 +220,9 @@ TEST_CASE("envkit install builds a closure's sdist into a wheel with the prefix'
     const bool says_why = failed.err.find("broken 1.0 refuses to build") != std::string::npos ||
                           failed.err.find("needs `setuptools`") != std::string::npos;
     CHECK(says_why);
-    const auto logs = files_with(fixture.cache_store() / "logs", "-wheel-");
-    REQUIRE(logs.size() == 2);
-    const auto log = read_text(logs[0]).find("broken") != std::string::npos ? logs[0] : logs[1];
+    const auto both = files_with(fixture.cache_store() / "logs", "-wheel-");
+    REQUIRE(both.size() == 2);
+    const auto log = read_text(both[0]).find("broken") != std::string::npos ? both[0] : both[1];
     CHECK_THAT(failed.err, Contains("the whole log: " + log.string()));
     CHECK(fs::read_symlink(fixture.project.prefix()) == generation);
     CHECK(fixture.hello().out == "built from source\n");

@@ -388,14 +388,18 @@ std::vector<MirroredFile> build_mirror(const fs::path& root,
     PythonIndex index(root, net::mirror_path(document.at("index").get<std::string>()));
     for (const auto& [project, releases] : document.at("projects").items()) {
       for (const auto& release : releases) {
-        using Lines = std::vector<std::string>;
-        FakeWheel wheel{.name = release.at("name").get<std::string>(),
-                        .version = release.at("version").get<std::string>(),
-                        .requires_dist = release.at("requires-dist").get<Lines>(),
-                        .files = {},
-                        .requires_python = release.at("requires-python").get<std::string>(),
-                        .provides_extra = release.at("provides-extra").get<Lines>()};
         for (const auto& file : release.at("files")) {
+          // A file's own metadata where it differs from the release's (torch's cp312 wheels).
+          const auto field = [&](const char* key) {
+            return file.contains(key) ? file.at(key) : release.at(key);
+          };
+          using Lines = std::vector<std::string>;
+          FakeWheel wheel{.name = field("name").get<std::string>(),
+                          .version = release.at("version").get<std::string>(),
+                          .requires_dist = field("requires-dist").get<Lines>(),
+                          .files = {},
+                          .requires_python = field("requires-python").get<std::string>(),
+                          .provides_extra = field("provides-extra").get<Lines>()};
           const auto url = file.at("url").get<std::string>();
           const auto path = net::mirror_file(url);
           if (!path) throw std::runtime_error(description.string() + ": " + path.error().to_string());
@@ -408,9 +412,7 @@ std::vector<MirroredFile> build_mirror(const fs::path& root,
             wheel.tag = std::string(parts[parts.size() - 3]) + "-" +
                         std::string(parts[parts.size() - 2]) + "-" + std::string(parts.back());
           }
-          FakeWheel made_file = wheel;
-          made_file.requires_python = file.value("requires-python", wheel.requires_python);
-          const auto written = index.add(made_file, *path);
+          const auto written = index.add(wheel, *path);
           made.push_back({.url = url,
                           .sha256 = PythonIndex::sha256_of(written),
                           .upstream_sha256 = file.value("sha256", std::string())});

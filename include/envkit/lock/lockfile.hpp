@@ -61,8 +61,8 @@ struct PythonWheel {
   std::string name;     // PEP 503 normalized: `nvidia-cudnn-cu12`, `numpy`
   std::string version;  // as the wheel's metadata spells it
   Distribution kind = Distribution::wheel;
-  std::string url;      // never with credentials
-  std::string sha256;   // 64 lowercase hex digits
+  std::string url;     // never with credentials
+  std::string sha256;  // 64 lowercase hex digits
   std::optional<std::uint64_t> size;
   // The lock package this NVIDIA wheel also is (`cudnn`, `cuda`): install puts
   // its libraries in the prefix's lib/ and include/ as links to the very files

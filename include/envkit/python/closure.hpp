@@ -19,8 +19,8 @@ struct ResolvedWheel {
   std::string name;     // PEP 503 normalized (specs::canonical_package_name)
   std::string version;  // as the metadata spells it
   Distribution kind = Distribution::wheel;
-  std::string url;  // where to download the file; credentials removed (url::without_credentials)
-  std::string sha256;                      // 64 lowercase hex digits
+  std::string url;     // where to download the file; credentials removed (url::without_credentials)
+  std::string sha256;  // 64 lowercase hex digits
   std::optional<std::uint64_t> size;       // bytes, when the resolver says (pip does not)
   std::vector<std::string> requires_dist;  // the metadata's Requires-Dist, as written
   bool requested = false;                  // named by the request, not pulled in by another

@@ -25,11 +25,12 @@ struct SdistContext {
   std::set<std::string> closure;     // the closure's package names (PEP 503), for hints
 };
 
+// One sdist to build into a wheel.
 struct SdistBuild {
-  std::string label;           // "html5lib 0.9999999": names the package in errors
-  std::filesystem::path sdist;      // the verified download
-  std::filesystem::path out;        // an empty folder: the wheel is written there
-  std::filesystem::path log;        // the build log, kept
+  std::string label;            // "html5lib 0.9999999": names the package in errors
+  std::filesystem::path sdist;  // the verified download
+  std::filesystem::path out;    // an empty folder: the wheel is written there
+  std::filesystem::path log;    // the build log, kept
   SdistContext context;
   std::chrono::milliseconds timeout = std::chrono::minutes(30);
 };

@@ -76,7 +76,8 @@ TEST_CASE("each duplicated library is its own finding, other libraries stay apar
 TEST_CASE("hard links, identical copies and symlinks are one file", "[doctor]") {
   const TempDir prefix;
   // The NVIDIA wheel view: lib/ and site-packages share one inode.
-  const auto in_wheel = prefix.path() / "lib/python3.11/site-packages/nvidia/cudnn/lib/libcudnn.so.9";
+  const auto in_wheel =
+      prefix.path() / "lib/python3.11/site-packages/nvidia/cudnn/lib/libcudnn.so.9";
   write(in_wheel, "cudnn 9.1");
   REQUIRE(::link(in_wheel.c_str(), (prefix.path() / "lib/libcudnn.so.9").c_str()) == 0);
   // A copy with the same bytes (link mode copy).

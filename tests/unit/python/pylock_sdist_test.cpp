@@ -46,9 +46,9 @@ std::string wheels_line(const std::vector<std::string>& files) {
 }  // namespace
 
 TEST_CASE("parse_pylock() takes the sdist of a package that has no wheel", "[python][uv][sdist]") {
-  auto closure = python::parse_pylock(
-      pylock("html5lib", "0.9999999", sdist_line("html5lib-0.9999999.tar.gz")), "pylock.toml",
-      py36_linux());
+  auto closure =
+      python::parse_pylock(pylock("html5lib", "0.9999999", sdist_line("html5lib-0.9999999.tar.gz")),
+                           "pylock.toml", py36_linux());
   REQUIRE(closure);
   REQUIRE(closure->wheels.size() == 1);
   const auto& package = closure->wheels[0];
@@ -62,11 +62,11 @@ TEST_CASE("parse_pylock() takes the sdist of a package that has no wheel", "[pyt
 
 TEST_CASE("parse_pylock() prefers a fitting wheel to the sdist", "[python][uv][sdist]") {
   SECTION("a wheel that fits wins") {
-    auto closure = python::parse_pylock(
-        pylock("termcolor", "1.1.0",
-               sdist_line("termcolor-1.1.0.tar.gz") +
-                   wheels_line({"termcolor-1.1.0-py2.py3-none-any.whl"})),
-        "pylock.toml", py36_linux());
+    auto closure =
+        python::parse_pylock(pylock("termcolor", "1.1.0",
+                                    sdist_line("termcolor-1.1.0.tar.gz") +
+                                        wheels_line({"termcolor-1.1.0-py2.py3-none-any.whl"})),
+                             "pylock.toml", py36_linux());
     REQUIRE(closure);
     CHECK(closure->wheels[0].kind == Distribution::wheel);
     CHECK(closure->wheels[0].url == "https://files.test/termcolor-1.1.0-py2.py3-none-any.whl");
@@ -86,10 +86,10 @@ TEST_CASE("parse_pylock() prefers a fitting wheel to the sdist", "[python][uv][s
 
 TEST_CASE("parse_pylock() reads an sdist's version from its file name when the lock omits it",
           "[python][uv][sdist]") {
-  auto closure = python::parse_pylock(
-      "lock-version = \"1.0\"\n[[packages]]\nname = \"termcolor\"\n" +
-          sdist_line("termcolor-1.1.0.tar.bz2"),
-      "pylock.toml", py36_linux());
+  auto closure =
+      python::parse_pylock("lock-version = \"1.0\"\n[[packages]]\nname = \"termcolor\"\n" +
+                               sdist_line("termcolor-1.1.0.tar.bz2"),
+                           "pylock.toml", py36_linux());
   REQUIRE(closure);
   CHECK(closure->wheels[0].version == "1.1.0");
   CHECK(closure->wheels[0].kind == Distribution::sdist);
