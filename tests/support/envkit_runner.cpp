@@ -1,6 +1,10 @@
 #include "support/envkit_runner.hpp"
 
+#include <unistd.h>
+
 #include <stdexcept>
+
+#include "envkit/core/env_vars.hpp"
 
 namespace envkit::test {
 
@@ -38,6 +42,14 @@ std::filesystem::path source_dir() {
 }
 std::filesystem::path test_data_dir() {
   return ENVKIT_TEST_DATA_DIR;
+}
+
+std::optional<std::filesystem::path> test_uv() {
+  const auto given = env::get(env::kUv);
+  const std::filesystem::path uv =
+      given && !given->empty() ? std::filesystem::path(*given) : source_dir() / "tests/.tools/uv";
+  if (::access(uv.c_str(), X_OK) != 0 || !std::filesystem::is_regular_file(uv)) return std::nullopt;
+  return uv;
 }
 
 }  // namespace envkit::test

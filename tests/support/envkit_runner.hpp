@@ -27,4 +27,8 @@ sys::ProcessOutput run_envkit(const EnvkitRun& run);
 std::filesystem::path source_dir();
 std::filesystem::path test_data_dir();
 
+// The uv tests resolve with: $ENVKIT_UV, else tests/.tools/uv (scripts/fetch-test-tools
+// puts it there); nullopt when neither is an executable file.
+std::optional<std::filesystem::path> test_uv();
+
 }  // namespace envkit::test

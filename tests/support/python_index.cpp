@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstdint>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -161,10 +162,10 @@ std::string sdist_bytes(const FakeWheel& sdist, std::string_view filename) {
   if (!filename.ends_with(kSuffix))
     throw std::invalid_argument("an sdist is made as .tar.gz: " + std::string(filename));
   const std::string top(filename.substr(0, filename.size() - kSuffix.size()));
-  std::string pyproject = "[build-system]\nrequires = [\"setuptools>=40.8.0\"]\n"
-                          "build-backend = \"setuptools.build_meta\"\n\n[project]\nname = " +
-                          toml_string(sdist.name) + "\nversion = " + toml_string(sdist.version) +
-                          "\n";
+  std::string pyproject =
+      "[build-system]\nrequires = [\"setuptools>=40.8.0\"]\n"
+      "build-backend = \"setuptools.build_meta\"\n\n[project]\nname = " +
+      toml_string(sdist.name) + "\nversion = " + toml_string(sdist.version) + "\n";
   if (!sdist.requires_python.empty())
     pyproject += "requires-python = " + toml_string(sdist.requires_python) + "\n";
   pyproject += "dependencies = [";
@@ -199,11 +200,20 @@ std::string html_escaped(std::string_view text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -288,9 +298,10 @@ std::string make_tar_gz(const std::vector<std::pair<std::string, std::string>>& 
     octal(header, 108, 8, 0);     // uid
     octal(header, 116, 8, 0);     // gid
     octal(header, 124, 12, content.size());
-    octal(header, 136, 12, 0);  // mtime
-    header[156] = '0';          // a regular file
-    header.replace(257, 8, std::string("ustar\0" "00", 8));
+    octal(header, 136, 12, 0);        // mtime
+    header[156] = '0';                // a regular file
+    header.replace(257, 5, "ustar");  // magic "ustar\0", then version "00"
+    header.replace(263, 2, "00");
     header.replace(148, 8, 8, ' ');  // the checksum counts its own field as spaces
     std::size_t sum = 0;
     for (char c : header)
@@ -402,7 +413,8 @@ std::vector<MirroredFile> build_mirror(const fs::path& root,
                           .provides_extra = field("provides-extra").get<Lines>()};
           const auto url = file.at("url").get<std::string>();
           const auto path = net::mirror_file(url);
-          if (!path) throw std::runtime_error(description.string() + ": " + path.error().to_string());
+          if (!path)
+            throw std::runtime_error(description.string() + ": " + path.error().to_string());
           const std::string name = path->filename().string();
           wheel.sdist = !name.ends_with(".whl");
           if (!wheel.sdist) {
