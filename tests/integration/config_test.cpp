@@ -87,7 +87,7 @@ TEST_CASE("unknown keys and bad values are input errors naming file:line:column"
   CHECK_THAT(variable.err, Contains("ENVKIT_JOBS: expected a whole number from 1 to 64"));
 }
 
-TEST_CASE("install takes its mirrors from the configuration; --mirror replaces them",
+TEST_CASE("install takes its mirrors from the configuration, --mirror replaces them",
           "[cli][config][install]") {
   if (nginx_missing()) return;
   IsolatedProject project;

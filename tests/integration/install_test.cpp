@@ -217,7 +217,7 @@ TEST_CASE("credentials in URLs never reach messages, receipts or the cache", "[c
   }
 }
 
-TEST_CASE("over HTTPS the server is always verified; --cacert or SSL_CERT_FILE trusts a CA",
+TEST_CASE("over HTTPS the server is always verified, --cacert or SSL_CERT_FILE trusts a CA",
           "[cli][install][tls]") {
   if (nginx_missing()) return;
   Project project;

@@ -227,7 +227,7 @@ TEST_CASE("strip_components drops leading folders as tar does", "[archive]") {
   CHECK(paths == std::vector<std::string>{"README", "lib", "lib/libx.so.1", "lib/libx.so"});
 }
 
-TEST_CASE("the map places entries or leaves them out; folders come with a slash", "[archive]") {
+TEST_CASE("the map places entries or leaves them out, folders come with a slash", "[archive]") {
   TempDir tmp;
   MemorySource source(
       make_archive(Format::tar, {Entry::dir("in/"), Entry::file("in/a", "a"),

@@ -177,7 +177,7 @@ TEST_CASE("nvidia_wheel keeps the wheel root's contents and the licences", "[arc
                                  "share/licenses/cuda/cuda_runtime/License.txt"});
 }
 
-TEST_CASE("source_tree strips one folder; none unpacks nothing", "[archive][layout]") {
+TEST_CASE("source_tree strips one folder, none unpacks nothing", "[archive][layout]") {
   const auto source = layout_options({.layout = Layout::source_tree});
   CHECK(source.strip_components == 1);
   CHECK(placed(source, "zlib-1.3.1/configure") == "configure");

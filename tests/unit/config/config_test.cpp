@@ -88,7 +88,7 @@ TEST_CASE("a config file sets every key and names file:line as the source", "[co
   CHECK(settings.packaging.source == "/p/.envkit/config.yaml:9");
 }
 
-TEST_CASE("one mirror may be written without a list; an empty list means none", "[config]") {
+TEST_CASE("one mirror may be written without a list, an empty list means none", "[config]") {
   CHECK(from_file("mirrors: http://m\n").mirrors.value == std::vector<std::string>{"http://m"});
   auto settings = from_file("mirrors: [http://a]\n");
   auto applied = apply_file(settings, "mirrors: []\n", "/p/.envkit/config.yaml", kNothing);
@@ -103,7 +103,7 @@ TEST_CASE("an empty file or one of only comments sets nothing", "[config]") {
   CHECK(from_file("# nothing yet\n").jobs.source == "default");
 }
 
-TEST_CASE("a relative cache-dir is relative to the file's folder; ~/ is $HOME", "[config]") {
+TEST_CASE("a relative cache-dir is relative to the file's folder, ~/ is $HOME", "[config]") {
   CHECK(from_file("cache-dir: cache\n").cache_dir.value == fs::path("/p/.envkit/cache"));
   CHECK(from_file("cache-dir: ../shared/cache\n").cache_dir.value == fs::path("/p/shared/cache"));
   CHECK(from_file("cache-dir: ~/envkit-cache\n", "/p/.envkit/config.yaml",
@@ -231,7 +231,7 @@ TEST_CASE("the user file is ~/.config/envkit/config.yaml without XDG_CONFIG_HOME
   CHECK(Files::of("/p", kNothing).project == fs::path("/p/.envkit/config.yaml"));
 }
 
-TEST_CASE("missing files are skipped; a bad one fails the load", "[config]") {
+TEST_CASE("missing files are skipped, a bad one fails the load", "[config]") {
   const test::TempDir dir;
   const Files files{.user = dir.path() / "none.yaml", .project = dir.path() / "nor-this.yaml"};
   auto settings = load(files, kNothing);

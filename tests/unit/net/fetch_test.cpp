@@ -80,7 +80,7 @@ TEST_CASE("errors never show the credentials in the URL", "[net][fetch]") {
   CHECK_THAT(server.heads()[0], Catch::Contains("Authorization: Basic "));
 }
 
-TEST_CASE("503 is tried again until it succeeds; 503 forever gives up", "[net][fetch]") {
+TEST_CASE("503 is tried again until it succeeds, 503 forever gives up", "[net][fetch]") {
   FaultServer server;
   server.serve("/flaky", "finally", {.fail_first = 2, .fail_status = 503});
   server.serve("/down", "down", {.fail_first = 1000, .fail_status = 503});
@@ -109,7 +109,7 @@ TEST_CASE("a refused connection is an error naming the URL", "[net][fetch]") {
   CHECK(body.error().causes().back() == "gave up after 2 tries");
 }
 
-TEST_CASE("file:// URLs are read; a missing file is an error", "[net][fetch]") {
+TEST_CASE("file:// URLs are read, a missing file is an error", "[net][fetch]") {
   envkit::test::TempDir dir;
   const auto path = dir.write("simple/index.html", "<a href=\"x.whl\">x.whl</a>");
   auto body = fetch_text("file://" + path.string(), quick_options());

@@ -413,7 +413,7 @@ TEST_CASE("a file:// mirror larger than the buffer reaches a slow reader whole",
   CHECK_THAT(failed.error->to_string(), Catch::Contains(server.url("/gone")));
 }
 
-TEST_CASE("at most `jobs` transfers run at once; the others wait their turn", "[net][transport]") {
+TEST_CASE("at most `jobs` transfers run at once, the others wait their turn", "[net][transport]") {
   FaultServer server;
   std::vector<std::string> bodies;
   for (unsigned i = 0; i < 16; ++i) {

@@ -58,7 +58,7 @@ TEST_CASE("pins that agree once normalized are one pin, from the first file", "[
   CHECK(pin.source.to_string() == "pyproject.toml:2:1");
 }
 
-TEST_CASE("an unpinned mention gives way to a pin; alone it means any version", "[project]") {
+TEST_CASE("an unpinned mention gives way to a pin, alone it means any version", "[project]") {
   const auto pinned = framework(scan_of({
       {"requirements-dev.txt", "torch\n"},
       {"requirements.txt", "torch==2.1.0\n"},

@@ -91,7 +91,7 @@ TEST_CASE("a malformed file stops the scan with its location", "[project]") {
   CHECK(scan.error().headline().starts_with("environment.yml:3:2: malformed YAML: "));
 }
 
-TEST_CASE("an empty project scans to nothing; a missing directory is an error", "[project]") {
+TEST_CASE("an empty project scans to nothing, a missing directory is an error", "[project]") {
   TempDir dir;
   const auto empty = project::scan(dir.path());
   REQUIRE(empty.ok());

@@ -158,7 +158,7 @@ TEST_CASE("torch: patch versions from the previous-versions page, minors from th
   CHECK(build_of(torch, "2.0.1", "cu118").tested.at("cudnn") == "8.7.0.84");
 }
 
-TEST_CASE("torch: CUDA before 11 needs its exact minor; old releases have no Python range",
+TEST_CASE("torch: CUDA before 11 needs its exact minor, old releases have no Python range",
           "[other][frameworks]") {
   const auto torch = torch_from("torch_release_matrix.csv");
   CHECK(build_ids(torch, "1.7.1") == std::vector<std::string>{"cu101", "cu102", "cu110", "cu92"});

@@ -163,7 +163,7 @@ TEST_CASE("a cuDNN manifest has one build per CUDA major variant", "[nvidia][red
   CHECK(cuda12.artifacts.size() == 3);
 }
 
-TEST_CASE("cuDNN 9 needs zlib on Linux only; cuDNN 8.x on every platform", "[nvidia][redist]") {
+TEST_CASE("cuDNN 9 needs zlib on Linux only, cuDNN 8.x on every platform", "[nvidia][redist]") {
   using envkit::recipes::requirements_on;
   const auto cudnn9 = import_fixture("redistrib_9.1.0.json");
   for (const auto& build : cudnn9.versions.front().builds) {

@@ -53,7 +53,7 @@ TEST_CASE("python: CPython 3.8 to 3.14 final releases with install_only archives
   CHECK(version_texts(recipe) == std::vector<std::string>{"3.8.20", "3.12.2", "3.12.14"});
 }
 
-TEST_CASE("python: platforms map from os/arch/libc; variants and other arches are skipped",
+TEST_CASE("python: platforms map from os/arch/libc, variants and other arches are skipped",
           "[other][python]") {
   const auto recipe = import_fixture();
   const auto& build = recipe.find(Version::parse("3.12.14").value())->builds;

@@ -70,7 +70,7 @@ TEST_CASE("a packaging that lacks a component is no fallback", "[store][plan]") 
   CHECK_FALSE(plan->packages[0].fallback);
 }
 
-TEST_CASE("what is installed from the same artifacts is unchanged; the rest is planned",
+TEST_CASE("what is installed from the same artifacts is unchanged, the rest is planned",
           "[store][plan]") {
   PrefixState installed{.generation = 3};
   installed.packages.push_back({.name = "cuda",
@@ -105,7 +105,7 @@ TEST_CASE("a new artifact for the same version is a change", "[store][plan]") {
   CHECK_FALSE(plan->packages[0].unchanged);
 }
 
-TEST_CASE("external and Python packages are left out with a reason; runfiles refused",
+TEST_CASE("external and Python packages are left out with a reason, runfiles refused",
           "[store][plan]") {
   auto external = package("python", "3.11.2", {});
   external.external = "system";
