@@ -11,7 +11,10 @@
 #include "envkit/core/env_vars.hpp"
 #include "envkit/core/text.hpp"
 #include "envkit/core/url.hpp"
+#include "envkit/net/transport.hpp"
 #include "envkit/python/uv.hpp"
+#include "envkit/store/cache.hpp"
+#include "envkit/store/tool.hpp"
 #include "envkit/project/external.hpp"
 #include "envkit/sys/fs.hpp"
 #include "prefix_option.hpp"
@@ -482,10 +485,36 @@ Result<void> write_lock_text(const std::filesystem::path& path, const std::strin
   return sys::write_file_atomic(path, text);
 }
 
+namespace {
+
+// $ENVKIT_UV when set, else the uv envkit keeps in its cache (downloaded once,
+// sha256-verified), never whatever `uv` is on PATH.
+Result<python::Uv> locking_uv(const Context& context, const LockInputs& inputs) {
+  if (const auto given = env::get(env::kUv); given && !given->empty()) return python::find_uv();
+  auto settings = load_settings(context);
+  if (!settings) return std::move(settings).error();
+  net::Transport transport(transport_options(settings->jobs.value, std::nullopt));
+  const store::Cache cache(cache_dir_of(*settings));
+  const auto& release = store::pinned_uv();
+  auto path = store::provide_tool(cache, release,
+                                  {.transport = &transport,
+                                   .mirrors = settings->mirrors.value,
+                                   .indexes = inputs.manifest.indexes,
+                                   .index_fetch = {},
+                                   .note = [&](const std::string& line) {
+                                     context.console.detail(line);
+                                   }});
+  if (!path) return std::move(path).error();
+  return python::Uv{.path = *path, .version = release.version};
+}
+
+}  // namespace
+
 ResolverFactory closure_resolver(const Context& context, const LockInputs& inputs) {
-  return [&context, mirror = inputs.mirror]() -> Result<ClosureResolver> {
-    auto uv = python::find_uv();
+  return [&context, &inputs]() -> Result<ClosureResolver> {
+    auto uv = locking_uv(context, inputs);
     if (!uv) return std::move(uv).error();
+    const auto& mirror = inputs.mirror;
     context.console.detail(fmt::format("resolving Python closures with uv {} ({}){}", uv->version,
                                         uv->path.string(),
                                         mirror ? " through the mirror " + url::redacted(*mirror)

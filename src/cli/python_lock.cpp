@@ -155,13 +155,13 @@ std::optional<python::ResolveTarget> target_of(const LockInputs& inputs,
 
 // `nvidia-cuda-runtime-cu12` -> `cuda_cudart`: the distributions of the wheel
 // artifacts a lock package has, by the component they are.
-std::map<std::string, const recipes::Artifact*> wheel_components(
-    const lock::LockedPackage& package) {
-  std::map<std::string, const recipes::Artifact*> components;
+// Copies, not pointers: replacing a component changes `package.artifacts`.
+std::map<std::string, recipes::Artifact> wheel_components(const lock::LockedPackage& package) {
+  std::map<std::string, recipes::Artifact> components;
   for (const auto& artifact : package.artifacts) {
     if (artifact.kind != recipes::ArtifactKind::wheel) continue;
     auto parsed = python::parse_wheel_filename(url::file_name(artifact.url));
-    if (parsed) components.emplace(parsed->distribution, &artifact);
+    if (parsed) components.emplace(parsed->distribution, artifact);
   }
   return components;
 }
@@ -173,7 +173,7 @@ void provide_from_closure(lock::LockedPackage& package, lock::PythonClosure& clo
   for (auto& wheel : closure.packages) {
     const auto it = components.find(wheel.name);
     if (it == components.end()) continue;
-    recipes::Artifact replacement = *it->second;
+    recipes::Artifact replacement = it->second;
     replacement.url = wheel.url;
     replacement.sha256 = wheel.sha256;
     replacement.size = wheel.size;
@@ -262,7 +262,10 @@ void framework_build_check(const LockInputs& inputs, const lock::PlatformLock& l
   const auto* framework = framework_of(locked);
   if (framework == nullptr || framework->build.empty()) return;
   const auto served = resolved_build(*locked.python, *framework);
-  if (!served || served->first == framework->build) return;
+  // Builds for other platforms carry a suffix: `cu130-aarch64` is the cu130 build.
+  if (!served || framework->build == served->first ||
+      framework->build.starts_with(served->first + "-"))
+    return;
   const auto indexes = effective_indexes(inputs);
   findings.unavailable.push_back(
       {.package = framework->name,

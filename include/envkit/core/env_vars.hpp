@@ -45,8 +45,8 @@ inline constexpr Variable kNoPython{"ENVKIT_NO_PYTHON",
                                     "1: lock without a Python closure (the CUDA stack only; "
                                     "no pip, no network)"};
 inline constexpr Variable kUv{"ENVKIT_UV",
-                              "the uv that resolves Python requirements for other platforms "
-                              "(default: uv on PATH)"};
+                              "the uv that resolves Python closures (default: the pinned uv "
+                              "envkit downloads into its cache)"};
 
 // Download tuning (`envkit install`); tests set them to milliseconds.
 inline constexpr Variable kRetries{"ENVKIT_RETRIES", "tries per URL before the next (default 5)"};
