@@ -30,6 +30,9 @@ sys::ProcessOutput run_envkit(const EnvkitRun& run) {
                  // Tests never reach PyPI: no Python closure unless a test asks for one
                  // (and brings its own index).
                  {"ENVKIT_NO_PYTHON", "1"}};
+  // envkit would otherwise download its pinned uv from PyPI: tests use the copy
+  // scripts/fetch-test-tools made.
+  if (const auto uv = test_uv()) options.env["ENVKIT_UV"] = uv->string();
   for (const auto& [name, value] : run.env)
     options.env[name] = value;
   auto result = sys::run_process(argv, options);
