@@ -12,10 +12,10 @@
 #include "envkit/core/text.hpp"
 #include "envkit/core/url.hpp"
 #include "envkit/net/transport.hpp"
+#include "envkit/project/external.hpp"
 #include "envkit/python/uv.hpp"
 #include "envkit/store/cache.hpp"
 #include "envkit/store/tool.hpp"
-#include "envkit/project/external.hpp"
 #include "envkit/sys/fs.hpp"
 #include "prefix_option.hpp"
 #include "python_lock.hpp"
@@ -364,10 +364,11 @@ Result<void> check_machine(const lock::Lockfile& lockfile, const gpu::ProbeSourc
   auto host = gpu::probe_host(sources);
   if (!host) return std::move(host).error();
   if (!host->driver || spec->contains(*host->driver)) return {};
-  return Error::failed(fmt::format("this machine's NVIDIA driver {} is older than envkit.lock needs",
-                                   host->driver->original()))
-      .because(fmt::format("the locked CUDA needs a driver {} (envkit.lock `system.driver`)",
-                           *needed))
+  return Error::failed(
+             fmt::format("this machine's NVIDIA driver {} is older than envkit.lock needs",
+                         host->driver->original()))
+      .because(
+          fmt::format("the locked CUDA needs a driver {} (envkit.lock `system.driver`)", *needed))
       .hint(fmt::format("upgrade the driver to {} or newer, or run `envkit lock` on this machine "
                         "to solve for its driver (that rewrites envkit.lock)",
                         needed->substr(2)));
@@ -472,8 +473,8 @@ Result<LockAttempt> solve_lock(const recipes::Database& database, const LockInpu
       return attempt;
     }
   }
-  Error error = Error::failed(fmt::format(
-      "the solver and the Python closure did not agree after {} rounds", kRounds));
+  Error error = Error::failed(
+      fmt::format("the solver and the Python closure did not agree after {} rounds", kRounds));
   for (const auto& note : notes)
     error.because(note);
   return error.hint("pin the framework's build or CUDA in envkit.yaml (`requires:`)");
@@ -496,14 +497,13 @@ Result<python::Uv> locking_uv(const Context& context, const LockInputs& inputs) 
   net::Transport transport(transport_options(settings->jobs.value, std::nullopt));
   const store::Cache cache(cache_dir_of(*settings));
   const auto& release = store::pinned_uv();
-  auto path = store::provide_tool(cache, release,
-                                  {.transport = &transport,
-                                   .mirrors = settings->mirrors.value,
-                                   .indexes = inputs.manifest.indexes,
-                                   .index_fetch = {},
-                                   .note = [&](const std::string& line) {
-                                     context.console.detail(line);
-                                   }});
+  auto path =
+      store::provide_tool(cache, release,
+                          {.transport = &transport,
+                           .mirrors = settings->mirrors.value,
+                           .indexes = inputs.manifest.indexes,
+                           .index_fetch = {},
+                           .note = [&](const std::string& line) { context.console.detail(line); }});
   if (!path) return std::move(path).error();
   return python::Uv{.path = *path, .version = release.version};
 }
@@ -515,10 +515,9 @@ ResolverFactory closure_resolver(const Context& context, const LockInputs& input
     auto uv = locking_uv(context, inputs);
     if (!uv) return std::move(uv).error();
     const auto& mirror = inputs.mirror;
-    context.console.detail(fmt::format("resolving Python closures with uv {} ({}){}", uv->version,
-                                        uv->path.string(),
-                                        mirror ? " through the mirror " + url::redacted(*mirror)
-                                               : std::string()));
+    context.console.detail(
+        fmt::format("resolving Python closures with uv {} ({}){}", uv->version, uv->path.string(),
+                    mirror ? " through the mirror " + url::redacted(*mirror) : std::string()));
     return resolver_with_uv(*std::move(uv), mirror);
   };
 }

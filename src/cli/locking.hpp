@@ -61,7 +61,6 @@ struct Project {
 [[nodiscard]] Result<Project> open_project(const Context& context,
                                            const std::vector<specs::Platform>& platforms);
 
-
 struct Solved {
   std::map<specs::Platform, solve::Solution> solutions;
   // The first platform that has no solution, with the explanation.

@@ -9,8 +9,8 @@
 #include "envkit/core/sha256.hpp"
 #include "envkit/core/text.hpp"
 #include "envkit/core/url.hpp"
-#include "envkit/project/project_files.hpp"
 #include "envkit/net/transport.hpp"
+#include "envkit/project/project_files.hpp"
 #include "envkit/python/uv.hpp"
 #include "envkit/python/wheel_filename.hpp"
 #include "envkit/recipes/import_pypi_torch.hpp"
@@ -185,8 +185,7 @@ void provide_from_closure(lock::LockedPackage& package, lock::PythonClosure& clo
   }
 }
 
-const lock::PythonWheel* closure_wheel(const lock::PythonClosure& closure,
-                                       std::string_view stem) {
+const lock::PythonWheel* closure_wheel(const lock::PythonClosure& closure, std::string_view stem) {
   for (const auto& wheel : closure.packages) {
     if (wheel.name == stem) return &wheel;
     if (wheel.name.starts_with(stem) && wheel.name.size() > stem.size() + 3 &&
@@ -275,10 +274,10 @@ void framework_build_check(const LockInputs& inputs, const lock::PlatformLock& l
                              text::join(indexes, ", "), framework->name,
                              framework->version.original(), served->first, served->second),
        .hint = index_hint(framework->name, framework->build)});
-  findings.notes.push_back(fmt::format(
-      "{} {} ({}) is not what the indexes serve: {} {} is the {} build there ({})",
-      framework->name, framework->version.original(), framework->build, framework->name,
-      framework->version.original(), served->first, served->second));
+  findings.notes.push_back(
+      fmt::format("{} {} ({}) is not what the indexes serve: {} {} is the {} build there ({})",
+                  framework->name, framework->version.original(), framework->build, framework->name,
+                  framework->version.original(), served->first, served->second));
 }
 
 lock::PythonClosure closure_of(const python::Closure& resolved, std::string inputs_hash,
@@ -384,8 +383,8 @@ ClosureResolver resolver_with_uv(python::Uv uv, std::optional<std::string> mirro
   };
 }
 
-Result<ClosureFindings> add_python_closures(const LockInputs& inputs,
-                                            const PythonRequest& base, lock::Lockfile& lockfile,
+Result<ClosureFindings> add_python_closures(const LockInputs& inputs, const PythonRequest& base,
+                                            lock::Lockfile& lockfile,
                                             const lock::Lockfile* previous,
                                             const ClosureResolver& resolve) {
   ClosureFindings findings;
@@ -430,7 +429,7 @@ Result<ClosureFindings> add_python_closures(const LockInputs& inputs,
 }
 
 Result<std::vector<solve::UnavailableBuild>> unavailable_builds(const recipes::Database& database,
-                                                               const LockInputs& inputs) {
+                                                                const LockInputs& inputs) {
   std::vector<solve::UnavailableBuild> unavailable;
   const auto& framework = inputs.manifest.framework;
   if (!framework || !database.contains(framework->name)) return unavailable;
@@ -438,8 +437,9 @@ Result<std::vector<solve::UnavailableBuild>> unavailable_builds(const recipes::D
   if (!recipe) return std::move(recipe).error();
   const auto indexes = effective_indexes(inputs);
   for (const auto& version : (*recipe)->versions) {
-    const auto on_pypi = std::find_if(version.builds.begin(), version.builds.end(),
-                                      [](const recipes::Build& b) { return !b.wheel_index.empty(); });
+    const auto on_pypi =
+        std::find_if(version.builds.begin(), version.builds.end(),
+                     [](const recipes::Build& b) { return !b.wheel_index.empty(); });
     if (on_pypi == version.builds.end()) continue;
     for (const auto& build : version.builds) {
       if (&build == &*on_pypi || index_named_after(indexes, build.id)) continue;

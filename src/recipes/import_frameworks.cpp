@@ -429,8 +429,8 @@ Result<TorchRelease> parse_previous_row(const csv::Table& table, const csv::Row&
 }
 
 Result<std::vector<TorchRelease>> read_previous_versions(const UpstreamText& source) {
-  auto table = parse_table(source,
-                           {"torch", "wheel_cuda_variants", "pypi_default_linux_wheel_cuda", "notes"});
+  auto table = parse_table(
+      source, {"torch", "wheel_cuda_variants", "pypi_default_linux_wheel_cuda", "notes"});
   if (!table) return std::move(table).error();
   std::vector<TorchRelease> releases;
   for (const auto& row : table->rows()) {

@@ -189,7 +189,8 @@ void Problem::facts_about(PackageId package, std::vector<Incompatibility>& out) 
         ruled_out.insert(c);
     }
     if (ruled_out.empty()) continue;
-    const auto id = add_fact({.kind = Fact::Kind::unavailable, .package = package, .unavailable = u});
+    const auto id =
+        add_fact({.kind = Fact::Kind::unavailable, .package = package, .unavailable = u});
     out.push_back({{Term{package, true, ruled_out}}, {Cause::Kind::fact, id}});
   }
   for (std::size_t g = 0; g < request_.system.gpus.size(); ++g) {

@@ -63,15 +63,14 @@ TEST_CASE("uv platform names", "[python][uv]") {
   CHECK(python::python_platform(target(UvPlatform::windows_x86_64, py311())) ==
         "x86_64-pc-windows-msvc");
   // uv knows manylinux_2_17 and newer: an older glibc is asked as 2_17.
-  CHECK(python::python_platform({.python = py311(), .glibc_minor = 12}) ==
-        "x86_64-manylinux_2_17");
-  CHECK(python::python_platform({.python = py311(), .glibc_minor = 35}) ==
-        "x86_64-manylinux_2_35");
+  CHECK(python::python_platform({.python = py311(), .glibc_minor = 12}) == "x86_64-manylinux_2_17");
+  CHECK(python::python_platform({.python = py311(), .glibc_minor = 35}) == "x86_64-manylinux_2_35");
 }
 
 TEST_CASE("parse_pylock() reads uv 0.13.9's pylock.toml for Windows", "[python][uv]") {
-  auto closure = python::parse_pylock(python_fixture(kWindowsLock), "pylock.toml",
-                                      target(UvPlatform::windows_x86_64, Version::parse("3.11").value()));
+  auto closure =
+      python::parse_pylock(python_fixture(kWindowsLock), "pylock.toml",
+                           target(UvPlatform::windows_x86_64, Version::parse("3.11").value()));
   REQUIRE(closure);
   CHECK(closure->resolver == "uv");
   REQUIRE(closure->wheels.size() == 3);
@@ -114,8 +113,8 @@ TEST_CASE("parse_pylock() picks the fitting wheel where uv 0.6.15 lists them all
   };
   for (const auto& c : cases) {
     INFO(python::python_platform(target(c.platform, py311())) << " " << c.python);
-    auto closure =
-        python::parse_pylock(lock, "pylock.toml", target(c.platform, Version::parse(c.python).value()));
+    auto closure = python::parse_pylock(lock, "pylock.toml",
+                                        target(c.platform, Version::parse(c.python).value()));
     REQUIRE(closure);
     REQUIRE(closure->wheels.size() == 1);
     CHECK(closure->wheels[0].name == "markupsafe");
@@ -124,8 +123,8 @@ TEST_CASE("parse_pylock() picks the fitting wheel where uv 0.6.15 lists them all
     CHECK(closure->wheels[0].sha256 == c.sha256);
   }
   // MarkupSafe 3.0.2 has no wheel for 3.14: its sdist is taken (built at install).
-  auto none = python::parse_pylock(lock, "pylock.toml", target(UvPlatform::linux_aarch64,
-                                   Version::parse("3.14").value()));
+  auto none = python::parse_pylock(
+      lock, "pylock.toml", target(UvPlatform::linux_aarch64, Version::parse("3.14").value()));
   REQUIRE(none);
   CHECK(none->wheels.at(0).kind == python::Distribution::sdist);
   CHECK_THAT(none->wheels[0].url, Catch::EndsWith("/markupsafe-3.0.2.tar.gz"));
@@ -195,15 +194,15 @@ TEST_CASE("parse_pylock() fits CPython 3.6's `m` ABI and the machines' glibc", "
     return url.substr(url.rfind('/') + 1);
   };
   const auto py36 = Version::parse("3.6.9").value();
-  CHECK(file(python::parse_pylock(lock({"p-1.0-py2.py3-none-any.whl",
-                                        "p-1.0-cp36-cp36m-manylinux1_x86_64.whl"}),
-                                   "pylock.toml", target(UvPlatform::linux_x86_64, py36))) ==
+  CHECK(file(python::parse_pylock(
+            lock({"p-1.0-py2.py3-none-any.whl", "p-1.0-cp36-cp36m-manylinux1_x86_64.whl"}),
+            "pylock.toml", target(UvPlatform::linux_x86_64, py36))) ==
         "p-1.0-cp36-cp36m-manylinux1_x86_64.whl");
   // Machines with glibc 2.17 cannot load a manylinux_2_28 wheel.
   const python::ResolveTarget old_glibc{.python = py311(), .glibc_minor = 17};
   CHECK(file(python::parse_pylock(lock({"p-1.0-cp311-cp311-manylinux_2_28_x86_64.whl",
                                         "p-1.0-cp311-cp311-manylinux2014_x86_64.whl"}),
-                                   "pylock.toml", old_glibc)) ==
+                                  "pylock.toml", old_glibc)) ==
         "p-1.0-cp311-cp311-manylinux2014_x86_64.whl");
 }
 
@@ -253,8 +252,8 @@ TEST_CASE("parse_pylock(): sizes, credentials, and what it refuses", "[python][u
           "`pylock.toml`: a pylock.toml of lock-version `2.0`; envkit reads 1.x");
   }
   SECTION("not TOML") {
-    auto closure =
-        python::parse_pylock("lock-version = \n", "pylock.toml", target(UvPlatform::linux_x86_64, py311()));
+    auto closure = python::parse_pylock("lock-version = \n", "pylock.toml",
+                                        target(UvPlatform::linux_x86_64, py311()));
     REQUIRE_FALSE(closure);
     CHECK(closure.error().message() == "`pylock.toml`: not a pylock.toml file (not TOML)");
   }
@@ -353,9 +352,10 @@ TEST_CASE("resolve_with_uv() quotes uv's refusal", "[python][uv]") {
       "hint: Wheels are available for `nvidia-cudnn-cu12` (v9.1.0.70) on the following "
       "platforms: `manylinux2014_x86_64`, `win_amd64`",
       1);
-  auto closure = python::resolve_with_uv({.path = fake, .version = "0.13.9"},
-                                         {.requirements = {"nvidia-cudnn-cu12==9.1.0.70"},
-                                          .index_urls = {"https://user:s3cret@a.test/simple"}},
+  auto closure =
+      python::resolve_with_uv({.path = fake, .version = "0.13.9"},
+                              {.requirements = {"nvidia-cudnn-cu12==9.1.0.70"},
+                               .index_urls = {"https://user:s3cret@a.test/simple"}},
                               target(UvPlatform::linux_aarch64, Version::parse("3.12").value()));
   REQUIRE_FALSE(closure);
   CHECK(closure.error().message() == "uv could not resolve the Python requirements");
@@ -433,7 +433,8 @@ TEST_CASE("resolve_with_uv() resolves for other platforms from PyPI (live)", "[p
   }
   CHECK(found);
 
-  auto arm = python::resolve_with_uv(*uv, {.requirements = {"anyio==4.0.0"}},
+  auto arm =
+      python::resolve_with_uv(*uv, {.requirements = {"anyio==4.0.0"}},
                               target(UvPlatform::linux_aarch64, Version::parse("3.9").value()));
   REQUIRE(arm);
   std::vector<std::string> names;
