@@ -94,6 +94,12 @@ std::vector<std::string> differences(const lock::Lockfile& before, const lock::L
   return out;
 }
 
+int up_to_date(const Context& context, const fs::path& lock_path) {
+  context.console.info(fmt::format("{} is up to date", lock_path.string()));
+  if (context.options.json) std::cout << nlohmann::json{{"up_to_date", true}}.dump() << '\n';
+  return 0;
+}
+
 int run_lock(Context& context, const LockOptions& options) {
   auto platforms = parse_platform_flags(options.platforms);
   if (!platforms) return report(context, platforms.error());
@@ -123,6 +129,9 @@ int run_lock(Context& context, const LockOptions& options) {
         error.because(reason);
       return report(context, error.hint("run `envkit lock` to update it"));
     }
+    // Solved with a machine's facts: another machine would solve differently,
+    // yet the lock is current wherever its inputs are (install checks the machine).
+    if (existing->system.source != "manifest") return up_to_date(context, lock_path);
   }
 
   if (!existing) {
@@ -150,9 +159,7 @@ int run_lock(Context& context, const LockOptions& options) {
         error.because(difference);
       return report(context, error.hint("run `envkit lock` to update it"));
     }
-    context.console.info(fmt::format("{} is up to date", lock_path.string()));
-    if (context.options.json) std::cout << nlohmann::json{{"up_to_date", true}}.dump() << '\n';
-    return 0;
+    return up_to_date(context, lock_path);
   }
   if (auto written = write_lock_text(lock_path, text); !written) {
     return report(context, written.error());

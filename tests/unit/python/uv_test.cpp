@@ -305,7 +305,8 @@ TEST_CASE("resolve_with_uv() builds uv's command line and marks what was asked f
                               {.requirements = {"nvidia_cudnn_cu12==9.1.0.70"},
                                .requirement_files = {"more.txt"},
                                .index_urls = {"https://a.test/simple", "https://b.test/simple"},
-                               .cwd = dir.path() / "work"},
+                               .cwd = dir.path() / "work",
+                               .only_binary = true},
                               target(UvPlatform::windows_x86_64, Version::parse("3.11").value()));
   REQUIRE(closure);
   CHECK(closure->resolver == "uv 0.13.9 (for CPython 3.11, x86_64-pc-windows-msvc)");
@@ -316,13 +317,11 @@ TEST_CASE("resolve_with_uv() builds uv's command line and marks what was asked f
 
   const auto args = envkit::sys::read_file(dir.path() / "args.txt").value();
   const auto lines = envkit::text::split(args, '\n');
-  REQUIRE(lines.size() == 21);  // 20 arguments, then the final newline
+  REQUIRE(lines.size() == 23);  // 22 arguments, then the final newline
   const std::vector<std::string> expected = {"pip",
                                              "compile",
                                              "--quiet",
                                              "--no-header",
-                                             "--only-binary",
-                                             ":all:",
                                              "--python-platform",
                                              "x86_64-pc-windows-msvc",
                                              "--python-version",
@@ -332,13 +331,18 @@ TEST_CASE("resolve_with_uv() builds uv's command line and marks what was asked f
                                              "-o"};
   for (std::size_t i = 0; i < expected.size(); ++i)
     CHECK(lines[i] == expected[i]);
-  CHECK(fs::path(lines[13]).filename() == "pylock.toml");
+  CHECK(fs::path(lines[11]).filename() == "pylock.toml");
+  CHECK(lines[12] == "--only-binary");
+  CHECK(lines[13] == ":all:");
   CHECK(lines[14] == "--index-url");
   CHECK(lines[15] == "https://a.test/simple");
   CHECK(lines[16] == "--extra-index-url");
   CHECK(lines[17] == "https://b.test/simple");
-  CHECK(fs::path(lines[18]).filename() == "requirements.in");
-  CHECK(lines[19] == "more.txt");
+  // Merged best-match, as pip does: `torch==2.4.1+cu124` from the second index.
+  CHECK(lines[18] == "--index-strategy");
+  CHECK(lines[19] == "unsafe-best-match");
+  CHECK(fs::path(lines[20]).filename() == "requirements.in");
+  CHECK(lines[21] == "more.txt");
 }
 
 TEST_CASE("resolve_with_uv() quotes uv's refusal", "[python][uv]") {
@@ -359,8 +363,9 @@ TEST_CASE("resolve_with_uv() quotes uv's refusal", "[python][uv]") {
                               target(UvPlatform::linux_aarch64, Version::parse("3.12").value()));
   REQUIRE_FALSE(closure);
   CHECK(closure.error().message() == "uv could not resolve the Python requirements");
-  REQUIRE(closure.error().causes().size() == 2);
+  REQUIRE(closure.error().causes().size() == 3);
   CHECK(closure.error().causes()[0] == "uv: No solution found when resolving dependencies");
+  CHECK(closure.error().causes()[2] == "envkit resolved for CPython 3.12, aarch64-manylinux_2_28");
   CHECK_THAT(closure.error().causes()[1],
              Catch::StartsWith("uv: Because nvidia-cudnn-cu12==9.1.0.70 has no wheels"));
   REQUIRE(closure.error().hints().size() == 1);
@@ -379,7 +384,8 @@ TEST_CASE("resolve_with_uv() with a uv too old for pylock.toml says to upgrade",
                               target(UvPlatform::linux_x86_64, py311()));
   REQUIRE_FALSE(closure);
   CHECK(closure.error().causes() ==
-        std::vector<std::string>{"uv: unexpected argument '--format' found"});
+        std::vector<std::string>{"uv: unexpected argument '--format' found",
+                                 "envkit resolved for CPython 3.11, x86_64-manylinux_2_28"});
   REQUIRE(closure.error().hints().size() == 1);
   CHECK_THAT(closure.error().hints()[0], Catch::Contains("needs uv 0.6.15 or newer"));
 }

@@ -105,7 +105,7 @@ TEST_CASE("a new artifact for the same version is a change", "[store][plan]") {
   CHECK_FALSE(plan->packages[0].unchanged);
 }
 
-TEST_CASE("external and Python packages are left out with a reason, runfiles refused",
+TEST_CASE("a machine's Python becomes a venv, Python packages are left out, runfiles refused",
           "[store][plan]") {
   auto external = package("python", "3.11.2", {});
   external.external = "system";
@@ -113,7 +113,10 @@ TEST_CASE("external and Python packages are left out with a reason, runfiles ref
                                   .packages = {external, package("torch", "2.4.1", {})}};
   auto plan = plan_install(locked, std::nullopt, Packaging::archive);
   REQUIRE(plan);
-  CHECK(plan->packages.empty());
+  // `external: {python: system}`: the prefix is made a venv of the machine's Python.
+  REQUIRE(plan->packages.size() == 1);
+  CHECK(plan->packages[0].name == "python");
+  CHECK(plan->packages[0].packaging == Packaging::venv);
   REQUIRE(plan->skipped.size() == 1);
   CHECK_THAT(plan->skipped[0], Catch::Contains("torch 2.4.1 is a Python package"));
 
