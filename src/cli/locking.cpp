@@ -453,7 +453,7 @@ Result<LockAttempt> solve_lock(const recipes::Database& database, const LockInpu
   if (!resolver) return std::move(resolver).error();
   // Each round agrees or rules something out for good (a pin, a build), so a
   // few rounds settle it; the bound guards against a self-contradicting database.
-  constexpr int kRounds = 6;
+  constexpr int kRounds = 24;
   std::vector<std::string> notes;
   const lock::Lockfile* lend = previous;
   std::optional<lock::Lockfile> last;

@@ -212,7 +212,7 @@ void nvidia_pins(const lock::PlatformLock& locked, ClosureFindings& findings) {
     if (!cudnn || (!cudnn->external && cudnn->version.original() != cudnn_wheel->version)) {
       auto spec = specs::VersionSpec::parse("==" + cudnn_wheel->version);
       if (spec) {
-        findings.constraints.push_back({"cudnn", *spec, "requires"});
+        findings.constraints.push_back({"cudnn", *spec, "wheels"});
         findings.notes.push_back(fmt::format("cudnn =={}: the framework's wheels pin {} {}",
                                              cudnn_wheel->version, cudnn_wheel->name,
                                              cudnn_wheel->version));
@@ -223,7 +223,7 @@ void nvidia_pins(const lock::PlatformLock& locked, ClosureFindings& findings) {
     const auto* cuda = find_package(locked, "cuda");
     const auto series = series_of(runtime->version);
     if (series && (!cuda || (!cuda->external && !series->contains(cuda->version)))) {
-      findings.constraints.push_back({"cuda", *series, "requires"});
+      findings.constraints.push_back({"cuda", *series, "wheels"});
       findings.notes.push_back(fmt::format("cuda {}: the framework's wheels pin {} {}",
                                            series->to_string(), runtime->name, runtime->version));
     }
@@ -255,16 +255,17 @@ std::string index_hint(std::string_view package, std::string_view build) {
       build, recipes::kPypiIndex, build);
 }
 
-// The framework wheel the indexes served is another build than the lock names.
-void framework_build_check(const LockInputs& inputs, const lock::PlatformLock& locked,
+// The framework wheel the indexes served is another build than the lock names:
+// that build becomes unavailable; returns whether it did.
+bool framework_build_check(const LockInputs& inputs, const lock::PlatformLock& locked,
                            ClosureFindings& findings) {
   const auto* framework = framework_of(locked);
-  if (framework == nullptr || framework->build.empty()) return;
+  if (framework == nullptr || framework->build.empty()) return false;
   const auto served = resolved_build(*locked.python, *framework);
   // Builds for other platforms carry a suffix: `cu130-aarch64` is the cu130 build.
   if (!served || framework->build == served->first ||
       framework->build.starts_with(served->first + "-"))
-    return;
+    return false;
   const auto indexes = effective_indexes(inputs);
   findings.unavailable.push_back(
       {.package = framework->name,
@@ -278,6 +279,36 @@ void framework_build_check(const LockInputs& inputs, const lock::PlatformLock& l
       fmt::format("{} {} ({}) is not what the indexes serve: {} {} is the {} build there ({})",
                   framework->name, framework->version.original(), framework->build, framework->name,
                   framework->version.original(), served->first, served->second));
+  return true;
+}
+
+// Whether the framework release alone has no wheel for the target on the
+// indexes (a closure failed: the framework's fault or the project's?). If so,
+// every build of that release becomes unavailable. Asked only after a failure.
+bool framework_unserved(const lock::PlatformLock& locked, const python::ResolveRequest& base,
+                        const python::ResolveTarget& target, const ClosureResolver& resolve,
+                        ClosureFindings& findings) {
+  const auto* framework = framework_of(locked);
+  if (framework == nullptr) return false;
+  python::ResolveRequest alone{.requirements = {framework_pin(*framework, base.index_urls)},
+                               .requirement_files = {},
+                               .index_urls = base.index_urls,
+                               .cwd = base.cwd,
+                               .timeout = base.timeout,
+                               .only_binary = base.only_binary};
+  if (resolve(alone, target)) return false;
+  const auto& version = framework->version.original();
+  findings.unavailable.push_back(
+      {.package = framework->name,
+       .version = version,
+       .build = {},
+       .reason = fmt::format("the configured indexes ({}) have no {} {} for {}",
+                             text::join(base.index_urls, ", "), framework->name, version,
+                             target.description()),
+       .hint = {}});
+  findings.notes.push_back(fmt::format("{} {} is not on the indexes for {}", framework->name,
+                                       version, target.description()));
+  return true;
 }
 
 lock::PythonClosure closure_of(const python::Closure& resolved, std::string inputs_hash,
@@ -407,6 +438,7 @@ Result<ClosureFindings> add_python_closures(const LockInputs& inputs, const Pyth
                                     framework_pin(*framework, request.index_urls));
       }
       auto resolved = resolve(request, *target);
+      if (!resolved && framework_unserved(locked, base.resolve, *target, resolve, findings)) continue;
       if (!resolved) {
         Error error = resolved.error();
         return error.hint(
@@ -418,7 +450,8 @@ Result<ClosureFindings> add_python_closures(const LockInputs& inputs, const Pyth
       }
       locked.python = closure_of(*resolved, inputs_hash, target->python.original());
     }
-    framework_build_check(inputs, locked, findings);
+    // The pins of a build the lock will not keep say nothing about the next solve.
+    if (framework_build_check(inputs, locked, findings)) continue;
     nvidia_pins(locked, findings);
     for (auto& package : locked.packages) {
       if ((package.name == "cuda" || package.name == "cudnn") && !package.external)

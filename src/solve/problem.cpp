@@ -185,7 +185,8 @@ void Problem::facts_about(PackageId package, std::vector<Incompatibility>& out) 
     auto ruled_out = VersionSet::none(universe);
     for (std::size_t c = 0; c < universe; ++c) {
       const auto& candidate = info.candidates[c];
-      if (candidate.build_id == build.build && candidate.version.original() == build.version)
+      if ((build.build.empty() || candidate.build_id == build.build) &&
+          candidate.version.original() == build.version)
         ruled_out.insert(c);
     }
     if (ruled_out.empty()) continue;

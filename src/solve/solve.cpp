@@ -125,7 +125,8 @@ std::vector<std::string> hints_for(const recipes::Database& database, const Requ
              problem.package(f->dependency).name == requirement.package &&
              f->spec.to_string() == requirement.spec.to_string();
     });
-    if (!involved || requirement.spec.empty()) continue;
+    // Pins the framework's own wheels state are not the user's to drop.
+    if (!involved || requirement.spec.empty() || requirement.origin == "wheels") continue;
     // Any version of the package first; then without it at all.
     auto relaxed = request;
     relaxed.requirements[i].spec = {};

@@ -42,7 +42,9 @@ struct SystemFacts {
 struct Requirement {
   std::string package;
   specs::VersionSpec spec;
-  std::string origin;  // how envkit.yaml states it: "framework" or "requires"
+  // How it is stated: envkit.yaml's "framework" or "requires", or "wheels" (a pin
+  // of the framework's wheels, which no hint proposes to drop).
+  std::string origin;
 };
 
 // A package the machine provides (envkit.yaml `external:`), resolved to a version.
@@ -57,7 +59,7 @@ struct External {
 struct UnavailableBuild {
   std::string package;
   std::string version;  // as the database spells it
-  std::string build;    // build id
+  std::string build;    // build id; empty: every build of the version
   std::string reason;   // "the configured indexes serve torch 2.4.1 as its cu121 build"
   std::string hint;     // what would make it available; empty when nothing would
 };
