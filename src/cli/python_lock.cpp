@@ -438,7 +438,8 @@ Result<ClosureFindings> add_python_closures(const LockInputs& inputs, const Pyth
                                     framework_pin(*framework, request.index_urls));
       }
       auto resolved = resolve(request, *target);
-      if (!resolved && framework_unserved(locked, base.resolve, *target, resolve, findings)) continue;
+      if (!resolved && framework_unserved(locked, base.resolve, *target, resolve, findings))
+        continue;
       if (!resolved) {
         Error error = resolved.error();
         return error.hint(
