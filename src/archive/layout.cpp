@@ -17,7 +17,7 @@ namespace envkit::archive {
 namespace {
 
 namespace fs = std::filesystem;
-using recipes::Layout;
+using specs::Layout;
 
 // The first component of `path` and what follows its '/' ("" when none).
 std::pair<std::string_view, std::string_view> split_first(std::string_view path) {

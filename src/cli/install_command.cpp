@@ -57,48 +57,40 @@ Result<store::Cache> configured_cache(const Context& context) {
 // to date first. Returns an exit code when it cannot give one.
 std::variant<lock::Lockfile, int> lock_for_install(Context& context, const InstallFlags& flags) {
   const auto lock_path = (context.options.directory / lock::kFileName).lexically_normal();
-  std::error_code ignored;
-  const bool exists = fs::exists(lock_path, ignored);
-  if (flags.frozen || flags.locked) {
-    if (!exists) {
-      return report(context, Error::failed(fmt::format("{} does not exist", lock_path.string()))
-                                 .hint("run `envkit lock` first"));
-    }
+  auto existing = locking::read_lock(lock_path);
+  if (!existing) return report(context, existing.error());
+  if (!*existing && (flags.frozen || flags.locked)) {
+    return report(context, Error::failed(fmt::format("{} does not exist", lock_path.string()))
+                               .hint("run `envkit lock` first"));
   }
-  std::optional<lock::Lockfile> existing;
-  if (exists) {
-    auto loaded = lock::load(lock_path);
-    if (!loaded) return report(context, loaded.error());
-    existing = *std::move(loaded);
-    if (flags.frozen) return *std::move(existing);
-  }
+  if (*existing && flags.frozen) return **std::move(existing);
   auto project = open_project(context, {});
   if (!project) return report(context, project.error());
   const auto& database = project->database;
   const auto& inputs = project->inputs;
-  if (existing) {
-    auto staleness = lock_staleness(database, inputs, *existing);
+  if (*existing) {
+    auto staleness = locking::lock_staleness(database, inputs, **existing);
     if (!staleness) return report(context, staleness.error());
-    if (!staleness->stale()) return *std::move(existing);
+    if (!staleness->stale()) return **std::move(existing);
     if (flags.locked) {
-      Error error = Error::failed(fmt::format("{} is out of date", lock_path.string()));
-      for (const auto& reason : staleness->reasons)
-        error.because(reason);
-      return report(context, error.hint("run `envkit lock`, or install it as it is with --frozen"));
+      return report(context, locking::out_of_date(lock_path, staleness->reasons)
+                                 .hint("run `envkit lock`, or install it as it is with --frozen"));
     }
+    // Only the manifest or the recipes make a lock stale, never this machine.
+    for (const auto& reason : staleness->reasons)
+      context.console.info(fmt::format("envkit.lock is out of date: {}", reason));
   }
   for (const auto& warning : inputs.warnings)
     context.console.warn(warning);
-  auto attempt = solve_lock(database, inputs, existing ? &*existing : nullptr,
-                            closure_resolver(context, inputs));
+  const auto* previous = *existing ? &**existing : nullptr;
+  auto attempt =
+      locking::relock(database, inputs, previous, closure_resolver(context, inputs), lock_path);
   if (!attempt) return report(context, attempt.error());
   if (attempt->failure)
     return report_unsolvable(context, attempt->failure->first, attempt->failure->second);
   for (const auto& warning : attempt->warnings)
     context.console.warn(warning);
-  if (auto written = write_lock_text(lock_path, lock::write(*attempt->lockfile)); !written)
-    return report(context, written.error());
-  context.console.info(fmt::format("{} {}", existing ? "updated" : "wrote", lock_path.string()));
+  context.console.info(fmt::format("{} {}", previous ? "updated" : "wrote", lock_path.string()));
   return *std::move(attempt->lockfile);
 }
 
@@ -153,7 +145,8 @@ int run_install(Context& context, const InstallFlags& flags) {
   const auto link_mode = store::parse_link_mode(settings->link_mode.value);
   auto lockfile = lock_for_install(context, flags);
   if (const int* code = std::get_if<int>(&lockfile)) return *code;
-  if (auto fits = check_machine(std::get<lock::Lockfile>(lockfile), gpu::host_sources()); !fits)
+  if (auto fits = locking::check_machine(std::get<lock::Lockfile>(lockfile), gpu::host_sources());
+      !fits)
     return report(context, fits.error());
 
   std::unique_ptr<net::Transport> transport;

@@ -111,38 +111,30 @@ int run_lock(Context& context, const LockOptions& options) {
     context.console.warn(warning);
   const auto lock_path = (context.options.directory / lock::kFileName).lexically_normal();
 
-  std::optional<lock::Lockfile> existing;
+  auto existing = locking::read_lock(lock_path);
+  if (!existing) return report(context, existing.error());
   if (options.check) {
-    std::error_code ignored;
-    if (!fs::exists(lock_path, ignored)) {
+    if (!*existing) {
       return report(context, Error::failed(fmt::format("{} does not exist", lock_path.string()))
                                  .hint("run `envkit lock` to write it"));
     }
-    auto loaded = lock::load(lock_path);
-    if (!loaded) return report(context, loaded.error());
-    existing = *std::move(loaded);
-    auto staleness = lock_staleness(database, inputs, *existing);
+    auto staleness = locking::lock_staleness(database, inputs, **existing);
     if (!staleness) return report(context, staleness.error());
     if (staleness->stale()) {
-      Error error = Error::failed(fmt::format("{} is out of date", lock_path.string()));
-      for (const auto& reason : staleness->reasons)
-        error.because(reason);
-      return report(context, error.hint("run `envkit lock` to update it"));
+      return report(context, locking::out_of_date(lock_path, staleness->reasons)
+                                 .hint("run `envkit lock` to update it"));
     }
     // Solved with a machine's facts: another machine would solve differently,
     // yet the lock is current wherever its inputs are (install checks the machine).
-    if (existing->system.source != "manifest") return up_to_date(context, lock_path);
+    if ((*existing)->system.source != specs::FactSource::manifest)
+      return up_to_date(context, lock_path);
   }
 
-  if (!existing) {
-    // Its Python closures are kept where their inputs did not change.
-    std::error_code ignored;
-    if (fs::exists(lock_path, ignored)) {
-      if (auto loaded = lock::load(lock_path)) existing = *std::move(loaded);
-    }
-  }
-  auto attempt = solve_lock(database, inputs, existing ? &*existing : nullptr,
-                            closure_resolver(context, inputs));
+  // The previous lock lends its Python closures where their inputs did not change.
+  const auto* previous = *existing ? &**existing : nullptr;
+  const auto resolver = closure_resolver(context, inputs);
+  auto attempt = options.check ? locking::solve_lock(database, inputs, previous, resolver)
+                               : locking::relock(database, inputs, previous, resolver, lock_path);
   if (!attempt) return report(context, attempt.error());
   if (attempt->failure) {
     return report_unsolvable(context, attempt->failure->first, attempt->failure->second);
@@ -150,19 +142,13 @@ int run_lock(Context& context, const LockOptions& options) {
   for (const auto& warning : attempt->warnings)
     context.console.warn(warning);
   const auto& lockfile = attempt->lockfile;
-  const auto text = lock::write(*lockfile);
 
   if (options.check) {
-    if (lock::write(*existing) != text) {
-      Error error = Error::failed(fmt::format("{} is out of date", lock_path.string()));
-      for (const auto& difference : differences(*existing, *lockfile))
-        error.because(difference);
-      return report(context, error.hint("run `envkit lock` to update it"));
+    if (lock::write(**existing) != lock::write(*lockfile)) {
+      return report(context, locking::out_of_date(lock_path, differences(**existing, *lockfile))
+                                 .hint("run `envkit lock` to update it"));
     }
     return up_to_date(context, lock_path);
-  }
-  if (auto written = write_lock_text(lock_path, text); !written) {
-    return report(context, written.error());
   }
   for (const auto& platform : lockfile->platforms) {
     context.console.info(

@@ -53,11 +53,17 @@ int run_why(Context& context, const WhyOptions& options) {
   const auto& inputs = project->inputs;
   for (const auto& warning : inputs.warnings)
     context.console.detail("warning: " + warning);
-  auto solved = solve_platforms(database, inputs);
-  if (!solved) return report(context, solved.error());
-  if (solved->failure) {
-    return report_unsolvable(context, solved->failure->first, solved->failure->second);
+  // As `envkit lock` decides, closure included: the framework builds the
+  // indexes serve, the CUDA the wheels pin. The lock on disk lends its closures.
+  auto existing = locking::read_lock(context.options.directory / lock::kFileName);
+  if (!existing) return report(context, existing.error());
+  auto attempt = locking::solve_lock(database, inputs, *existing ? &**existing : nullptr,
+                                     closure_resolver(context, inputs));
+  if (!attempt) return report(context, attempt.error());
+  if (attempt->failure) {
+    return report_unsolvable(context, attempt->failure->first, attempt->failure->second);
   }
+  const auto& solved = attempt->solved;
   const auto name = specs::known_package(options.package)
                         .value_or(specs::canonical_package_name(options.package));
   nlohmann::json per_platform = nlohmann::json::array();

@@ -45,7 +45,7 @@ std::optional<std::string_view> difference(const fs::path& root, const store::Fi
 // for this platform, a CUDA that is only a runfile. Their absence is expected.
 bool installable(const lock::LockedPackage& package) {
   for (const auto& artifact : package.artifacts) {
-    if (artifact.kind != recipes::ArtifactKind::runfile) return true;
+    if (artifact.kind != specs::ArtifactKind::runfile) return true;
   }
   return false;
 }

@@ -20,16 +20,13 @@ namespace envkit::lock {
 namespace {
 
 namespace fs = std::filesystem;
-using recipes::Artifact;
+using specs::Artifact;
 using yaml::Entry;
 using yaml::Source;
 
 constexpr std::string_view kHeader =
     "# envkit.lock: written by `envkit lock` from envkit.yaml. Do not edit by hand;\n"
     "# rerun `envkit lock`. Format: docs/lockfile.md\n";
-
-// Where the system facts came from (SystemAssumptions::source).
-constexpr std::string_view kSources[] = {"manifest", "override", "host", "none"};
 
 constexpr std::string_view kHashPrefix = "sha256:";
 
@@ -61,7 +58,7 @@ std::string hash_scalar(std::string_view hash) {
 
 void write_system(std::string& out, const SystemAssumptions& system) {
   out += "system:\n";
-  out += fmt::format("  source: {}\n", yaml::scalar(system.source));
+  out += fmt::format("  source: {}\n", specs::to_string(system.source));
   if (system.driver) out += fmt::format("  driver: {}\n", yaml::scalar(*system.driver));
   if (!system.cuda_arch.empty()) {
     out += fmt::format("  cuda-arch: {}\n", yaml::flow_list(system.cuda_arch, [](const auto& cc) {
@@ -74,13 +71,13 @@ void write_system(std::string& out, const SystemAssumptions& system) {
 void write_artifact(std::string& out, const Artifact& a) {
   constexpr std::string_view in = "            ";
   out += fmt::format("          - component: {}\n", yaml::scalar(a.component));
-  out += fmt::format("{}kind: {}\n", in, recipes::to_string(a.kind));
+  out += fmt::format("{}kind: {}\n", in, specs::to_string(a.kind));
   out += fmt::format("{}format: {}\n", in, yaml::scalar(a.format));
-  out += fmt::format("{}layout: {}\n", in, recipes::to_string(a.layout));
+  out += fmt::format("{}layout: {}\n", in, specs::to_string(a.layout));
   if (!a.wheel_root.empty())
     out += fmt::format("{}wheel-root: {}\n", in, yaml::scalar(a.wheel_root));
   if (a.build_system)
-    out += fmt::format("{}build-system: {}\n", in, recipes::to_string(*a.build_system));
+    out += fmt::format("{}build-system: {}\n", in, specs::to_string(*a.build_system));
   // Credentials never reach a lock file: it is committed and shared.
   out += fmt::format("{}url: {}\n", in, yaml::scalar(url::without_credentials(a.url)));
   out += fmt::format("{}sha256: {}\n", in, hash_scalar(a.sha256));
@@ -307,11 +304,10 @@ Result<void> read_system(const Source& source, const Entry& entry, SystemAssumpt
       {{"source", true,
         [&](const Entry& e) -> Result<void> {
           constexpr std::string_view expected = "`manifest`, `override`, `host` or `none`";
-          if (!e.value.IsScalar() || std::find(std::begin(kSources), std::end(kSources),
-                                               e.value.Scalar()) == std::end(kSources)) {
-            return wrong(source, e, "system.source", expected);
-          }
-          system.source = e.value.Scalar();
+          const auto read =
+              e.value.IsScalar() ? specs::parse_fact_source(e.value.Scalar()) : std::nullopt;
+          if (!read) return wrong(source, e, "system.source", expected);
+          system.source = *read;
           return {};
         }},
        {"driver", false,
@@ -396,7 +392,7 @@ Result<Artifact> read_artifact(const Source& source, const YAML::Node& node) {
       {{"component", true, text_field(a.component)},
        {"kind", true,
         [&](const Entry& e) -> Result<void> {
-          auto kind = recipes::parse_artifact_kind(e.value.IsScalar() ? e.value.Scalar() : "");
+          auto kind = specs::parse_artifact_kind(e.value.IsScalar() ? e.value.Scalar() : "");
           if (!kind) return wrong(source, e, "kind", "archive, wheel, runfile or source");
           a.kind = *kind;
           return {};
@@ -404,7 +400,7 @@ Result<Artifact> read_artifact(const Source& source, const YAML::Node& node) {
        {"format", true, text_field(a.format)},
        {"layout", true,
         [&](const Entry& e) -> Result<void> {
-          auto layout = recipes::parse_layout(e.value.IsScalar() ? e.value.Scalar() : "");
+          auto layout = specs::parse_layout(e.value.IsScalar() ? e.value.Scalar() : "");
           if (!layout) {
             return wrong(source, e, "layout",
                          "nvidia-redist, cudnn-legacy, python-standalone, nvidia-wheel, "
@@ -416,8 +412,7 @@ Result<Artifact> read_artifact(const Source& source, const YAML::Node& node) {
        {"wheel-root", false, text_field(a.wheel_root)},
        {"build-system", false,
         [&](const Entry& e) -> Result<void> {
-          auto build_system =
-              recipes::parse_build_system(e.value.IsScalar() ? e.value.Scalar() : "");
+          auto build_system = specs::parse_build_system(e.value.IsScalar() ? e.value.Scalar() : "");
           if (!build_system) return wrong(source, e, "build-system", "configure or cmake");
           a.build_system = *build_system;
           return {};
@@ -710,18 +705,17 @@ std::optional<Distribution> parse_distribution(std::string_view text) {
   return std::nullopt;
 }
 
-recipes::Artifact wheel_artifact(const PythonWheel& wheel, specs::Platform platform) {
+specs::Artifact wheel_artifact(const PythonWheel& wheel, specs::Platform platform) {
   const bool sdist = wheel.kind == Distribution::sdist;
-  return recipes::Artifact{
-      .platform = platform,
-      .component = wheel.name,
-      .kind = sdist ? recipes::ArtifactKind::source : recipes::ArtifactKind::wheel,
-      .url = wheel.url,
-      .sha256 = wheel.sha256,
-      .size = wheel.size,
-      .format = sdist ? "sdist" : "whl",
-      .layout = recipes::Layout::none,
-      .wheel_root = {}};
+  return specs::Artifact{.platform = platform,
+                         .component = wheel.name,
+                         .kind = sdist ? specs::ArtifactKind::source : specs::ArtifactKind::wheel,
+                         .url = wheel.url,
+                         .sha256 = wheel.sha256,
+                         .size = wheel.size,
+                         .format = sdist ? "sdist" : "whl",
+                         .layout = specs::Layout::none,
+                         .wheel_root = {}};
 }
 
 void canonicalize(Lockfile& lockfile) {
@@ -744,14 +738,13 @@ void canonicalize(Lockfile& lockfile) {
     for (auto& package : platform.packages) {
       for (auto& artifact : package.artifacts)
         artifact.platform = platform.platform;
-      std::stable_sort(
-          package.artifacts.begin(), package.artifacts.end(),
-          [](const Artifact& a, const Artifact& b) {
-            return std::make_tuple(std::string_view(a.component), recipes::to_string(a.kind),
-                                   std::string_view(a.url)) <
-                   std::make_tuple(std::string_view(b.component), recipes::to_string(b.kind),
-                                   std::string_view(b.url));
-          });
+      std::stable_sort(package.artifacts.begin(), package.artifacts.end(),
+                       [](const Artifact& a, const Artifact& b) {
+                         return std::make_tuple(std::string_view(a.component),
+                                                specs::to_string(a.kind), std::string_view(a.url)) <
+                                std::make_tuple(std::string_view(b.component),
+                                                specs::to_string(b.kind), std::string_view(b.url));
+                       });
     }
   }
 }

@@ -81,6 +81,7 @@ std::string content_hash(const Manifest& manifest) {
     out.line("python-requirements", {file});
   for (const auto& index : manifest.indexes)
     out.line("indexes", {index});
+  if (manifest.only_binary) out.line("only-binary", {"true"});  // absent keeps older hashes
   out.line("smoke.steps", {std::to_string(manifest.smoke.steps)});
   return "sha256:" + core::sha256_hex(out.text());
 }

@@ -497,6 +497,19 @@ Result<void> read_indexes(const Entry& entry, const Source& source, Manifest& ma
       });
 }
 
+// -------------------------------------------------------------- only-binary
+
+Result<void> read_only_binary(const Entry& entry, const Source& source, Manifest& manifest) {
+  const auto& value = entry.value;
+  const std::string text = value.IsScalar() ? value.Scalar() : "";
+  if (text != "true" && text != "false") {
+    return wrong_value(source, entry, "only-binary", "`true` or `false`")
+        .hint("`only-binary: true` locks wheels only; `false` (the default) also sdists");
+  }
+  manifest.only_binary = text == "true";
+  return {};
+}
+
 // ------------------------------------------------------------------ document
 
 constexpr Field<Manifest> kManifestFields[] = {
@@ -504,7 +517,7 @@ constexpr Field<Manifest> kManifestFields[] = {
     {"requires", read_requires},   {"external", read_external},
     {"platforms", read_platforms}, {"system", read_system},
     {"smoke", read_smoke},         {"python-requirements", read_python_requirements},
-    {"indexes", read_indexes},
+    {"indexes", read_indexes},     {"only-binary", read_only_binary},
 };
 
 Result<Manifest> read_manifest(const Source& source) {

@@ -6,6 +6,7 @@
 #include <iterator>
 
 #include "envkit/core/text.hpp"
+#include "envkit/project/marker.hpp"
 #include "envkit/specs/package_name.hpp"
 
 namespace envkit::project {
@@ -34,7 +35,8 @@ Result<std::vector<Pin>> pins_of(const ProjectScan& scan, Wanted wanted) {
       if (!package || !wanted(*package)) continue;
       auto spec = requirement.version_spec();
       if (!spec) return std::move(spec).error();
-      pins.push_back({*package, std::move(spec).value(), requirement.where, requirement.written});
+      pins.push_back({*package, std::move(spec).value(), requirement.where, requirement.written,
+                      requirement.marker});
     }
   }
   return pins;
@@ -76,20 +78,53 @@ std::vector<const Pin*> first_of_each(const std::vector<Pin>& pins, Key key) {
 
 }  // namespace
 
+namespace {
+
+// The pins whose markers can hold on Linux, where envkit's locks run: a
+// Windows-only `torch>=1.8; sys_platform == 'win32'` pins nothing here. Of
+// pins that differ, those without a condition win; with only conditional pins
+// (Poetry's per-Python lists) the one for the newest Python does.
+std::vector<Pin> applicable(std::vector<Pin> pins) {
+  const auto environment = linux_cpython_environment();
+  std::erase_if(
+      pins, [&](const Pin& pin) { return evaluate_marker(pin.marker, environment) == Truth::no; });
+  const auto distinct = first_of_each(pins, [](const Pin& pin) { return pin.spec.to_string(); });
+  if (distinct.size() < 2) return pins;
+  std::vector<Pin> unconditional;
+  std::copy_if(pins.begin(), pins.end(), std::back_inserter(unconditional), [&](const Pin& pin) {
+    return evaluate_marker(pin.marker, environment) == Truth::yes;
+  });
+  if (!unconditional.empty()) return unconditional;
+  auto newest = environment;
+  newest.emplace("python_version", "3.99");
+  newest.emplace("python_full_version", "3.99.0");
+  std::vector<Pin> for_newest;
+  std::copy_if(pins.begin(), pins.end(), std::back_inserter(for_newest),
+               [&](const Pin& pin) { return evaluate_marker(pin.marker, newest) != Truth::no; });
+  return for_newest.empty() ? pins : for_newest;
+}
+
+}  // namespace
+
 Result<Pin> infer_framework(const ProjectScan& scan) {
-  auto pins =
-      pins_of(scan, [](const std::string& package) { return specs::is_framework(package); });
-  if (!pins) return std::move(pins).error();
-  if (pins->empty()) return nothing_found(scan);
-  const auto frameworks = first_of_each(*pins, [](const Pin& pin) { return pin.name; });
+  auto all = pins_of(scan, [](const std::string& package) { return specs::is_framework(package); });
+  if (!all) return std::move(all).error();
+  if (all->empty()) return nothing_found(scan);
+  auto pins = applicable(*std::move(all));
+  if (pins.empty()) {
+    return nothing_found(scan).because(
+        "every framework requirement has a marker that excludes Linux (e.g. `sys_platform == "
+        "'win32'`)");
+  }
+  const auto frameworks = first_of_each(pins, [](const Pin& pin) { return pin.name; });
   if (frameworks.size() > 1) {
     return disagreement("the project names more than one framework", frameworks);
   }
   // A bare `torch` (or a URL) does not disagree with a version pin elsewhere.
   std::vector<Pin> pinned;
-  std::copy_if(pins->begin(), pins->end(), std::back_inserter(pinned),
+  std::copy_if(pins.begin(), pins.end(), std::back_inserter(pinned),
                [](const Pin& pin) { return !pin.spec.empty(); });
-  if (pinned.empty()) return pins->front();
+  if (pinned.empty()) return pins.front();
   const auto versions = first_of_each(pinned, [](const Pin& pin) { return pin.spec.to_string(); });
   if (versions.size() > 1) {
     return disagreement(

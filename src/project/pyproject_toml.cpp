@@ -69,6 +69,31 @@ Result<void> read_pep621(const toml::table& project, std::string_view file, File
 constexpr std::string_view kPoetryExpected =
     "a version constraint, a table such as `{ version = \"^2.1\" }`, or an array of such tables";
 
+// A Poetry dependency table's conditions as one PEP 508 marker: its
+// `markers`, `python = "<3.9"` (Poetry syntax) and `platform = "linux"`.
+Result<std::string> poetry_marker(const toml::table& table) {
+  std::vector<std::string> conditions;
+  const auto markers = table["markers"].value<std::string>();
+  if (markers && !markers->empty()) conditions.push_back(*markers);
+  if (auto python = table["python"].value<std::string>()) {
+    auto pep440 = poetry_to_pep440(*python);
+    if (!pep440) return std::move(pep440).error();
+    for (const auto& clause : text::split(*pep440, ',')) {
+      const auto trimmed = text::trim(clause);
+      const auto op_end = trimmed.find_first_of("0123456789");
+      if (trimmed.empty() || op_end == std::string_view::npos) continue;
+      conditions.push_back(fmt::format("python_full_version {} \"{}\"", trimmed.substr(0, op_end),
+                                       trimmed.substr(op_end)));
+    }
+  }
+  if (auto platform = table["platform"].value<std::string>())
+    conditions.push_back(fmt::format("sys_platform == \"{}\"", *platform));
+  // `a or b` joined to more conditions keeps its own meaning.
+  if (conditions.size() > 1 && markers && !markers->empty())
+    conditions.front() = fmt::format("({})", conditions.front());
+  return text::join(conditions, " and ");
+}
+
 // `torch = { version = "^2.1", extras = ["x"], markers = "..." }`, or a source
 // without a version: `{ git = "..." }`, `{ path = "..." }`, `{ url = "..." }`.
 Result<Requirement> poetry_table(const toml::table& table, Requirement requirement,
@@ -90,8 +115,11 @@ Result<Requirement> poetry_table(const toml::table& table, Requirement requireme
       if (const auto* name = extra.as_string()) requirement.extras.push_back(name->get());
     }
   }
-  requirement.marker = table["markers"].value_or(std::string());
+  auto marker = poetry_marker(table);
+  if (!marker) return std::move(marker).error();
+  requirement.marker = *std::move(marker);
   requirement.written = fmt::format("{} = \"{}\"", requirement.name, requirement.spec);
+  if (!requirement.marker.empty()) requirement.written += fmt::format(" ; {}", requirement.marker);
   return requirement;
 }
 

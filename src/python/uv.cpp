@@ -44,25 +44,10 @@ std::optional<int> platform_rank(std::string_view tag, const ResolveTarget& targ
   if (target.platform == UvPlatform::windows_x86_64)
     return tag == "win_amd64" ? std::optional(1) : std::nullopt;
   const std::string arch = target.platform == UvPlatform::linux_x86_64 ? "x86_64" : "aarch64";
-  const int glibc_minor = static_cast<int>(target.glibc_minor);
   if (tag == "linux_" + arch) return 1;
-  const std::pair<std::string_view, int> legacy[] = {
-      {"manylinux1_", 5}, {"manylinux2010_", 12}, {"manylinux2014_", 17}};
-  for (const auto& [prefix, minor] : legacy) {
-    if (tag == std::string(prefix) + arch && minor <= glibc_minor) return 10 + minor;
-  }
-  // manylinux_2_<minor>_<arch>
-  constexpr std::string_view kPerennial = "manylinux_2_";
-  const std::string suffix = "_" + arch;
-  if (!tag.starts_with(kPerennial) || !tag.ends_with(suffix)) return std::nullopt;
-  const auto digits = tag.substr(kPerennial.size(), tag.size() - kPerennial.size() - suffix.size());
-  int minor = 0;
-  for (char c : digits) {
-    if (c < '0' || c > '9') return std::nullopt;
-    minor = minor * 10 + (c - '0');
-  }
-  if (digits.empty() || minor > glibc_minor) return std::nullopt;
-  return 10 + minor;
+  const auto minor = manylinux_glibc_minor(tag, arch);
+  if (!minor || *minor > target.glibc_minor) return std::nullopt;
+  return 10 + static_cast<int>(*minor);
 }
 
 // How well one python-abi pair fits CPython `python`: its own ABI (cp312-cp312) 3,
@@ -464,6 +449,7 @@ Result<Closure> resolve_with_uv(const Uv& uv, const ResolveRequest& request,
     argv.emplace_back("--only-binary");
     argv.emplace_back(":all:");
   }
+  if (request.no_deps) argv.emplace_back("--no-deps");
   add_index_arguments(request, argv);
   if (!request.requirements.empty()) argv.push_back(input.string());
   for (const auto& file : request.requirement_files)

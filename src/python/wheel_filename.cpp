@@ -82,4 +82,34 @@ Result<WheelFilename> parse_wheel_filename(std::string_view filename) {
   return out;
 }
 
+std::optional<unsigned> manylinux_glibc_minor(std::string_view tag, std::string_view arch) {
+  const std::string suffix = "_" + std::string(arch);
+  if (!tag.ends_with(suffix)) return std::nullopt;
+  const auto stem = tag.substr(0, tag.size() - suffix.size());
+  if (stem == "manylinux1") return 5;
+  if (stem == "manylinux2010") return 12;
+  if (stem == "manylinux2014") return 17;
+  constexpr std::string_view kPerennial = "manylinux_2_";  // PEP 600
+  if (!stem.starts_with(kPerennial) || stem.size() == kPerennial.size()) return std::nullopt;
+  unsigned minor = 0;
+  for (char c : stem.substr(kPerennial.size())) {
+    if (c < '0' || c > '9') return std::nullopt;
+    minor = minor * 10 + static_cast<unsigned>(c - '0');
+  }
+  return minor;
+}
+
+std::optional<unsigned> wheel_glibc_minor(const WheelFilename& wheel, std::string_view arch) {
+  std::optional<unsigned> lowest;
+  std::string_view tags = wheel.platform_tag;
+  while (!tags.empty()) {
+    const auto dot = tags.find('.');
+    const auto tag = tags.substr(0, dot);
+    if (const auto minor = manylinux_glibc_minor(tag, arch); minor && (!lowest || *minor < *lowest))
+      lowest = minor;
+    tags = dot == std::string_view::npos ? std::string_view() : tags.substr(dot + 1);
+  }
+  return lowest;
+}
+
 }  // namespace envkit::python

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 
 #include "envkit/core/text.hpp"
@@ -20,6 +21,24 @@ std::string with_build(const PackageInfo& info, const CandidateInfo& candidate) 
                           (info.is_framework() || info.has_several_builds(candidate.version_rank));
   return show_build ? fmt::format("{} ({})", candidate.version.original(), candidate.build_id)
                     : candidate.version.original();
+}
+
+// The driver fact as a sentence: "this machine's driver is 375.26", "the
+// machines' drivers are >=390.30 (envkit.yaml system.driver)".
+std::string driver_sentence(const SystemFacts& system) {
+  if (system.source != specs::FactSource::manifest) {
+    return fmt::format("this machine's driver is {}",
+                       system.driver ? system.driver->original() : "unknown");
+  }
+  const auto& written = system.driver_written;
+  const bool bare = !written.empty() && std::isdigit(static_cast<unsigned char>(written[0])) != 0;
+  return bare ? fmt::format("the machines' driver is {} (envkit.yaml system.driver)", written)
+              : fmt::format("the machines' drivers are {} (envkit.yaml system.driver)", written);
+}
+
+// Whose GPUs: this machine's, or those envkit.yaml `system.cuda-arch` lists.
+std::string_view gpus_owner(const SystemFacts& system) {
+  return system.source == specs::FactSource::manifest ? "the machines'" : "your";
 }
 
 }  // namespace
@@ -139,7 +158,7 @@ std::string Describer::nothing_satisfies(const Fact& fact) const {
   const auto& dependency = problem_.package(fact.dependency);
   switch (dependency.kind) {
     case PackageKind::driver:
-      return problem_.request().system.driver_statement;
+      return driver_sentence(problem_.request().system);
     case PackageKind::missing:
       return fmt::format("the recipe database has no package `{}`", dependency.name);
     case PackageKind::external:
@@ -160,7 +179,7 @@ std::string Describer::unsupported_gpu(PackageId package, const VersionSet& set,
                                        std::size_t gpu_index) const {
   const auto& info = problem_.package(package);
   const auto& gpu = problem_.request().system.gpus[gpu_index];
-  const auto& owner = problem_.request().system.gpus_owner;
+  const auto owner = gpus_owner(problem_.request().system);
   const auto whose =
       gpu.name.empty() ? fmt::format("{} GPUs", owner) : fmt::format("{} {}", owner, gpu.name);
   // "dropped" when older versions had code for it.
@@ -169,7 +188,7 @@ std::string Describer::unsupported_gpu(PackageId package, const VersionSet& set,
   for (std::size_t c = 0; c < lowest; ++c) {
     const auto* build = info.candidates[c].build;
     older_ran_it =
-        older_ran_it || (build != nullptr && Problem::runs_on(build->cuda_arch, gpu.capability));
+        older_ran_it || (build != nullptr && specs::runs_on(build->cuda_arch, gpu.capability));
   }
   const auto subject = candidates(package, set);
   if (info.name == "cuda") {
@@ -439,7 +458,7 @@ std::vector<std::string> explain_choice(const Problem& problem, const Describer&
   const auto& system = problem.request().system;
   if (info.name == "cuda" && system.driver) {
     const auto& chosen = info.candidates[decided.at(package)];
-    add(fmt::format("{}; {}", system.driver_statement,
+    add(fmt::format("{}; {}", driver_sentence(system),
                     problem.driver_runs_natively(chosen)
                         ? fmt::format("it runs CUDA {} natively", chosen.version.original())
                         : fmt::format("it runs CUDA {} only through minor-version compatibility "

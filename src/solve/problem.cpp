@@ -153,19 +153,13 @@ std::uint32_t Problem::add_fact(Fact fact) {
   return static_cast<std::uint32_t>(facts_.size() - 1);
 }
 
-bool Problem::runs_on(const std::vector<specs::ComputeCapability>& archs,
-                      specs::ComputeCapability capability) {
-  return std::any_of(archs.begin(), archs.end(), [&](const specs::ComputeCapability& code) {
-    return code.major == capability.major && code.minor <= capability.minor;
-  });
-}
-
 // A build with no known architecture list is assumed to run everywhere.
 bool Problem::runs_everywhere(const CandidateInfo& candidate) const {
   if (candidate.build == nullptr || candidate.build->cuda_arch.empty()) return true;
-  return std::all_of(
-      request_.system.gpus.begin(), request_.system.gpus.end(),
-      [&](const GpuFact& gpu) { return runs_on(candidate.build->cuda_arch, gpu.capability); });
+  return std::all_of(request_.system.gpus.begin(), request_.system.gpus.end(),
+                     [&](const GpuFact& gpu) {
+                       return specs::runs_on(candidate.build->cuda_arch, gpu.capability);
+                     });
 }
 
 void Problem::facts_about(PackageId package, std::vector<Incompatibility>& out) {
@@ -199,7 +193,7 @@ void Problem::facts_about(PackageId package, std::vector<Incompatibility>& out) 
     for (std::size_t c = 0; c < universe; ++c) {
       const auto* build = info.candidates[c].build;
       if (build != nullptr && !build->cuda_arch.empty() &&
-          !runs_on(build->cuda_arch, request_.system.gpus[g].capability)) {
+          !specs::runs_on(build->cuda_arch, request_.system.gpus[g].capability)) {
         unsupported.insert(c);
       }
     }

@@ -92,10 +92,6 @@ class Problem final : public Provider {
   // Why choose() picked what it picked last for `package` (for `envkit why`).
   [[nodiscard]] const std::string& preference(PackageId package) const;
   [[nodiscard]] bool driver_runs_natively(const CandidateInfo& cuda) const;
-  // Whether `capability` can run code a build ships for `archs` (same major,
-  // minor at least the code's: sm_60 code runs on sm_61).
-  [[nodiscard]] static bool runs_on(const std::vector<specs::ComputeCapability>& archs,
-                                    specs::ComputeCapability capability);
 
  private:
   Problem(const recipes::Database& database, Request request);

@@ -177,7 +177,7 @@ std::vector<std::string> hints_for(const recipes::Database& database, const Requ
       const CandidateInfo* newest = nullptr;
       for (const auto& candidate : problem.package(*cuda).candidates) {
         if (candidate.build != nullptr &&
-            Problem::runs_on(candidate.build->cuda_arch, gpu.capability)) {
+            specs::runs_on(candidate.build->cuda_arch, gpu.capability)) {
           newest = &candidate;
         }
       }

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
+#include <map>
 
 #include "envkit/core/text.hpp"
 
@@ -84,6 +86,40 @@ Result<ComputeCapability> ComputeCapability::parse(std::string_view text) {
 
 std::string ComputeCapability::to_string() const {
   return fmt::format("{}.{}", major, minor);
+}
+
+bool runs_on(std::span<const ComputeCapability> archs, ComputeCapability capability) {
+  return std::any_of(archs.begin(), archs.end(), [&](const ComputeCapability& code) {
+    return code.major == capability.major && code.minor <= capability.minor;
+  });
+}
+
+std::optional<std::vector<ComputeCapability>> common_archs(
+    std::span<const std::vector<ComputeCapability>> lists) {
+  std::optional<std::map<unsigned, unsigned>> common;  // major -> lowest minor
+  for (const auto& list : lists) {
+    if (list.empty()) continue;
+    std::map<unsigned, unsigned> lowest;
+    for (const auto& code : list) {
+      const auto [it, added] = lowest.emplace(code.major, code.minor);
+      if (!added) it->second = std::min(it->second, code.minor);
+    }
+    if (!common) {
+      common = std::move(lowest);
+      continue;
+    }
+    std::map<unsigned, unsigned> both;
+    for (const auto& [major, minor] : *common) {
+      if (const auto it = lowest.find(major); it != lowest.end())
+        both.emplace(major, std::max(minor, it->second));
+    }
+    common = std::move(both);
+  }
+  if (!common) return std::nullopt;
+  std::vector<ComputeCapability> out;
+  for (const auto& [major, minor] : *common)
+    out.push_back({major, minor});
+  return out;
 }
 
 }  // namespace envkit::specs

@@ -32,7 +32,7 @@ std::uint64_t remove_tree(const fs::path& path) {
 // How an artifact is unpacked: the same bytes unpacked for another layout are another entry.
 std::string layout_key(const ArtifactTarget& target) {
   const auto& artifact = target.artifact;
-  return fmt::format("{}\n{}\n{}\n{}", recipes::to_string(artifact.layout), target.package,
+  return fmt::format("{}\n{}\n{}\n{}", specs::to_string(artifact.layout), target.package,
                      artifact.component, artifact.wheel_root);
 }
 
@@ -46,7 +46,7 @@ std::uint64_t unpacked_bytes(const EntryRecord& record) {
 }  // namespace
 
 std::string ArtifactTarget::label() const {
-  const auto kind = recipes::to_string(artifact.kind);
+  const auto kind = specs::to_string(artifact.kind);
   if (artifact.component.empty() || artifact.component == package)
     return fmt::format("{} {} ({})", package, version, kind);
   return fmt::format("{} of {} {} ({})", artifact.component, package, version, kind);
@@ -63,7 +63,7 @@ std::string Cache::source_entry_id(const ArtifactTarget& target,
   const auto& build_system = target.artifact.build_system;
   const auto key =
       fmt::format("{}\n{}\n{}", layout_key(target),
-                  build_system ? recipes::to_string(*build_system) : "detect", toolchain_identity);
+                  build_system ? specs::to_string(*build_system) : "detect", toolchain_identity);
   return target.artifact.sha256 + "-source-" + core::sha256_hex(key).substr(0, 8);
 }
 

@@ -77,18 +77,18 @@ class SlotGuard {
   std::counting_semaphore<>* slots_;
 };
 
-bool is_zip(const recipes::Artifact& artifact) {
-  return artifact.kind == recipes::ArtifactKind::wheel || artifact.format == "zip" ||
+bool is_zip(const specs::Artifact& artifact) {
+  return artifact.kind == specs::ArtifactKind::wheel || artifact.format == "zip" ||
          artifact.format == "whl";
 }
 
-bool is_xz(const recipes::Artifact& artifact) {
+bool is_xz(const specs::Artifact& artifact) {
   return artifact.format == "tar.xz" || artifact.format == "txz";
 }
 
 // Limits against decompression bombs: generous for real CUDA archives (they
 // unpack to 2-4 times their size), far below what a bomb would write.
-std::uint64_t unpack_limit(const recipes::Artifact& artifact) {
+std::uint64_t unpack_limit(const specs::Artifact& artifact) {
   constexpr std::uint64_t kFloor = std::uint64_t{4} << 30;
   constexpr std::uint64_t kWithoutSize = std::uint64_t{32} << 30;
   if (!artifact.size) return kWithoutSize;
@@ -187,7 +187,7 @@ Result<archive::ExtractResult> spool_unpack(const ArtifactTarget& target, net::B
 // tags, an sdist's archive suffix.
 Result<std::string> kept_file_name(const ArtifactTarget& target) {
   const auto name = url::file_name(target.artifact.url);
-  const bool wheel = target.artifact.kind == recipes::ArtifactKind::wheel;
+  const bool wheel = target.artifact.kind == specs::ArtifactKind::wheel;
   if ((wheel && !name.ends_with(".whl")) || (!wheel && name.ends_with(".whl")) || name.empty() ||
       name.starts_with('.') ||
       name.find_first_of(std::string_view("/\0", 2)) != std::string::npos) {
@@ -228,10 +228,10 @@ Result<archive::ExtractResult> spool_keep(const ArtifactTarget& target, net::Byt
 }
 
 // A closure package's wheel or sdist (layout none): kept as downloaded.
-bool kept_whole(const recipes::Artifact& artifact) {
-  return (artifact.kind == recipes::ArtifactKind::wheel ||
-          artifact.kind == recipes::ArtifactKind::source) &&
-         artifact.layout == recipes::Layout::none;
+bool kept_whole(const specs::Artifact& artifact) {
+  return (artifact.kind == specs::ArtifactKind::wheel ||
+          artifact.kind == specs::ArtifactKind::source) &&
+         artifact.layout == specs::Layout::none;
 }
 
 // An artifact downloaded, verified and unpacked: what was unpacked, and the download.
@@ -289,7 +289,7 @@ FillOutcome commit_entry(const Cache& cache, const ArtifactTarget& target, const
                      .url = url::without_credentials(target.artifact.url),
                      .package = target.package,
                      .component = target.artifact.component,
-                     .layout = std::string(recipes::to_string(target.artifact.layout)),
+                     .layout = std::string(specs::to_string(target.artifact.layout)),
                      .files = std::move(files)};
   if (auto committed = cache.commit(staging, record); !committed) {
     std::error_code ignored;
@@ -316,9 +316,9 @@ FillOutcome download_and_unpack(const Cache& cache, const ArtifactTarget& target
   auto files = std::move(unpacked->files);
   // Links the packaging cannot hold (wheels) or leaves out (python, pip).
   const auto layout = target.artifact.layout;
-  if (layout == recipes::Layout::nvidia_wheel || layout == recipes::Layout::python_standalone) {
-    auto links = layout == recipes::Layout::nvidia_wheel ? archive::add_library_links(*staging)
-                                                         : archive::add_python_links(*staging);
+  if (layout == specs::Layout::nvidia_wheel || layout == specs::Layout::python_standalone) {
+    auto links = layout == specs::Layout::nvidia_wheel ? archive::add_library_links(*staging)
+                                                       : archive::add_python_links(*staging);
     if (!links) {
       discard();
       return failure(std::move(links).error());
@@ -393,7 +393,7 @@ FillOutcome fill_entry(const Cache& cache, const ArtifactTarget& target,
   // A source artifact's entry is its build with this machine's compiler; a
   // Python sdist (kept whole) is built later, by the environment's Python.
   std::optional<Toolchain> toolchain;
-  if (target.artifact.kind == recipes::ArtifactKind::source && !kept_whole(target.artifact)) {
+  if (target.artifact.kind == specs::ArtifactKind::source && !kept_whole(target.artifact)) {
     auto found = find_toolchain(
         {.cc = std::nullopt, .label = fmt::format("{} {}", target.package, target.version)});
     if (!found) return failure(std::move(found).error());

@@ -247,7 +247,7 @@ Result<PackageReceipt> place_unchanged(GenerationBuilder& builder, const Cache& 
 std::optional<std::string> missing_nvcc(const PlannedPackage& package, const fs::path& root) {
   const bool wants_nvcc = std::any_of(
       package.artifacts.begin(), package.artifacts.end(),
-      [](const recipes::Artifact& artifact) { return artifact.component == "cuda_nvcc"; });
+      [](const specs::Artifact& artifact) { return artifact.component == "cuda_nvcc"; });
   std::error_code ignored;
   if (!wants_nvcc || fs::exists(root / "bin" / "nvcc", ignored)) return std::nullopt;
   return fmt::format(

@@ -20,8 +20,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using recipes::Artifact;
-using recipes::ArtifactKind;
+using specs::Artifact;
+using specs::ArtifactKind;
 
 // Where the downloads are written before they are verified, beside the files
 // so that the rename into place never crosses file systems.

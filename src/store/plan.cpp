@@ -12,8 +12,8 @@ namespace envkit::store {
 
 namespace {
 
-using recipes::Artifact;
-using recipes::ArtifactKind;
+using specs::Artifact;
+using specs::ArtifactKind;
 
 std::optional<Packaging> packaging_of(ArtifactKind kind) {
   if (kind == ArtifactKind::archive) return Packaging::archive;

@@ -69,7 +69,7 @@ Result<void> make_venvs(const PythonStepInput& input) {
 // A closure package locked as its source distribution (`kind: sdist`).
 bool is_sdist(const PlannedPackage& package) {
   return !package.artifacts.empty() &&
-         package.artifacts.front().kind == recipes::ArtifactKind::source;
+         package.artifacts.front().kind == specs::ArtifactKind::source;
 }
 
 // A fresh closure package's verified download in the cache.
@@ -191,7 +191,7 @@ Result<void> link_provided(const PythonStepInput& input, const std::string& site
       const auto& artifact = provided.artifact;
       auto view = python::link_prefix_view(
           input.root, site_packages, wheel->second.files,
-          {.layout = recipes::Layout::nvidia_wheel,
+          {.layout = specs::Layout::nvidia_wheel,
            .package = package.name,
            .component = artifact.component.empty() ? package.name : artifact.component,
            .wheel_root = artifact.wheel_root});

@@ -15,7 +15,7 @@
 namespace envkit::store {
 
 namespace fs = std::filesystem;
-using recipes::BuildSystem;
+using specs::BuildSystem;
 
 namespace {
 
@@ -247,7 +247,7 @@ Result<SourceBuildResult> build_from_source(const SourceBuild& build) {
   auto started = start_build_log(
       log, fmt::format("# envkit: building {} from source\n# build system: {}{}\n# prefix: {}\n"
                        "# CC: {}\n# compiler: {} ({})\n",
-                       build.label, recipes::to_string(build_system),
+                       build.label, specs::to_string(build_system),
                        build.build_system ? "" : " (detected)", build.prefix.string(),
                        joined(tools.cc), tools.cc_version, tools.cc_path.string()));
   if (!started) return std::move(started).error();

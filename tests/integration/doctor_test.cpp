@@ -82,7 +82,7 @@ struct DoctorFixture {
                   {.path = "lib/libcudnn.so.9", .symlink_target = "libcudnn.so.9.1.0"},
                   {.path = "include/cudnn.h", .content = "#define CUDNN_MAJOR 9\n"}}};
     const auto url = server.url("");
-    std::vector<recipes::Artifact> cuda_artifacts;
+    std::vector<specs::Artifact> cuda_artifacts;
     for (const auto* component : {&runtime, &nvcc, &blas})
       cuda_artifacts.push_back(lock_artifact(mirror.add_archive(*component), url));
     project.write(

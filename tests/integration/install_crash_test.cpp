@@ -69,8 +69,8 @@ TEST_CASE("kill -9 at any moment of an install leaves a whole environment",
   }
   TempDir work;
   const RedistMirror mirror(work.path() / "www");
-  std::vector<recipes::Artifact> first;
-  std::vector<recipes::Artifact> second;
+  std::vector<specs::Artifact> first;
+  std::vector<specs::Artifact> second;
   const StaticHttpServer server(mirror.root());
   for (int i = 0; i < kComponents; ++i) {
     first.push_back(lock_artifact(mirror.add_archive(component(i, "1.0.0")), server.url("")));
@@ -86,7 +86,7 @@ TEST_CASE("kill -9 at any moment of an install leaves a whole environment",
     REQUIRE(result);
     return *result;
   };
-  const auto write_lock = [&](const std::string& version, const std::vector<recipes::Artifact>& a) {
+  const auto write_lock = [&](const std::string& version, const std::vector<specs::Artifact>& a) {
     std::ofstream(project / "envkit.lock") << lock_text({{"cuda", version, a}});
   };
   const auto prefix = project / ".envkit" / "env";
@@ -136,7 +136,7 @@ TEST_CASE("installs running at once share the cache and the prefix safely",
   TempDir work;
   const RedistMirror mirror(work.path() / "www");
   const StaticHttpServer server(mirror.root());
-  std::vector<recipes::Artifact> artifacts;
+  std::vector<specs::Artifact> artifacts;
   for (int i = 0; i < 8; ++i)
     artifacts.push_back(lock_artifact(mirror.add_archive(component(i, "1.0.0")), server.url("")));
   const auto project = work.path() / "project";

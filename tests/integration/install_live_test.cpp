@@ -50,8 +50,8 @@ fs::path lock_and_install(const fs::path& work, const std::string& manifest,
       return p.name != "cuda" && p.name != "cudnn";
     });
     for (auto& package : platform.packages) {
-      std::erase_if(package.artifacts, [&](const recipes::Artifact& a) {
-        return a.kind != recipes::ArtifactKind::wheel || !components.contains(a.component);
+      std::erase_if(package.artifacts, [&](const specs::Artifact& a) {
+        return a.kind != specs::ArtifactKind::wheel || !components.contains(a.component);
       });
     }
   }

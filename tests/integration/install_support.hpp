@@ -18,16 +18,16 @@
 namespace envkit::test {
 
 // An artifact of the lock for a fixture artifact served at `base_url`.
-inline recipes::Artifact lock_artifact(const BuiltArtifact& built, const std::string& base_url) {
-  recipes::Artifact artifact;
+inline specs::Artifact lock_artifact(const BuiltArtifact& built, const std::string& base_url) {
+  specs::Artifact artifact;
   artifact.platform = specs::Platform::linux_x86_64;
   artifact.component = built.component;
-  artifact.kind = built.wheel ? recipes::ArtifactKind::wheel : recipes::ArtifactKind::archive;
+  artifact.kind = built.wheel ? specs::ArtifactKind::wheel : specs::ArtifactKind::archive;
   artifact.url = base_url + "/" + built.relative_path;
   artifact.sha256 = built.sha256;
   if (!built.wheel) artifact.size = built.size;
   artifact.format = built.wheel ? "whl" : "tar.xz";
-  artifact.layout = built.wheel ? recipes::Layout::nvidia_wheel : recipes::Layout::nvidia_redist;
+  artifact.layout = built.wheel ? specs::Layout::nvidia_wheel : specs::Layout::nvidia_redist;
   artifact.wheel_root = built.wheel_root;
   return artifact;
 }
@@ -36,7 +36,7 @@ inline recipes::Artifact lock_artifact(const BuiltArtifact& built, const std::st
 struct LockedSpec {
   std::string name;
   std::string version;
-  std::vector<recipes::Artifact> artifacts;
+  std::vector<specs::Artifact> artifacts;
 };
 
 // A lock of several platforms: platform -> its packages.
@@ -44,7 +44,7 @@ inline std::string lock_text(
     const std::vector<std::pair<specs::Platform, std::vector<LockedSpec>>>& platforms) {
   lock::Lockfile lockfile;
   lockfile.manifest_hash = "sha256:" + std::string(64, '0');
-  lockfile.system.source = "none";
+  lockfile.system.source = envkit::specs::FactSource::none;
   for (const auto& [platform, packages] : platforms) {
     lock::PlatformLock entry{.platform = platform};
     for (const auto& spec : packages) {

@@ -164,7 +164,7 @@ TEST_CASE("install rides out broken transfers: resets, 500s, 429s, short bodies"
   Project project;
   const RedistMirror mirror(project.dir.path() / "www");
   FaultServer server;
-  std::vector<recipes::Artifact> artifacts;
+  std::vector<specs::Artifact> artifacts;
   const std::vector<std::pair<std::string, Behaviour>> cases = {
       {"cut", {.cut_first = 2}},
       {"fail", {.fail_first = 2, .fail_status = 503}},
@@ -504,15 +504,15 @@ TEST_CASE("two packages writing one path with different content is an error nami
 
 TEST_CASE("a CUDA that NVIDIA ships only as a runfile is refused precisely", "[cli][install]") {
   Project project;
-  recipes::Artifact runfile;
+  specs::Artifact runfile;
   runfile.component = "cuda";
-  runfile.kind = recipes::ArtifactKind::runfile;
+  runfile.kind = specs::ArtifactKind::runfile;
   runfile.url =
       "https://developer.download.nvidia.com/compute/cuda/11.2.2/local_installers/"
       "cuda_11.2.2_460.32.03_linux.run";
   runfile.sha256 = std::string(64, 'a');
   runfile.format = "run";
-  runfile.layout = recipes::Layout::none;
+  runfile.layout = specs::Layout::none;
   project.lock({{"cuda", "11.2.2", {runfile}}});
   const auto r = project.install();
   CHECK(r.exit_code == 1);

@@ -115,6 +115,20 @@ TEST_CASE("tensorflow-gpu 1.6.0 locks CPython 3.6 wheels and the sdists PyPI has
     CHECK_THAT(package.url, StartsWith(std::string(kPypi)));
 }
 
+TEST_CASE("only-binary: true refuses a requirement that has only a source distribution",
+          "[lock][python][closure]") {
+  ClosureProject fixture;
+  if (fixture.skip()) return;
+  const auto locked = fixture.lock(
+      "framework: tensorflow-gpu ==1.6.0\nexternal: {python: \"3.6.9\"}\nonly-binary: true\n"
+      "system: {driver: \"390.48\", cuda-arch: [\"6.1\"]}\n");
+  CHECK(locked.exit_code == 1);
+  // html5lib 0.9999999 and termcolor 1.1.0 exist on PyPI as sdists only.
+  CHECK_THAT(locked.err, Contains("html5lib") || Contains("termcolor"));
+  CHECK_THAT(locked.err, Contains("CPython 3.6.9"));
+  CHECK_FALSE(fs::exists(fixture.project.root / "envkit.lock"));
+}
+
 TEST_CASE("torch 1.8.0 with Python 3.8 locks cp38 wheels", "[lock][python][closure]") {
   ClosureProject fixture;
   if (fixture.skip()) return;

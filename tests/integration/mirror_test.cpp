@@ -19,19 +19,19 @@ using Catch::Contains;
 using nlohmann::json;
 
 // An artifact that is only a file to keep (a runfile installer).
-recipes::Artifact runfile_artifact(const RedistMirror& origin, const std::string& base_url) {
+specs::Artifact runfile_artifact(const RedistMirror& origin, const std::string& base_url) {
   const std::string content = "#!/bin/sh\necho installer\n";
   const std::string relative = "local_installers/cuda_11.2.2_linux.run";
   fs::create_directories((origin.root() / relative).parent_path());
   std::ofstream(origin.root() / relative) << content;
-  recipes::Artifact artifact;
+  specs::Artifact artifact;
   artifact.component = "cuda";
-  artifact.kind = recipes::ArtifactKind::runfile;
+  artifact.kind = specs::ArtifactKind::runfile;
   artifact.url = base_url + "/" + relative;
   artifact.sha256 = core::sha256_hex(content);
   artifact.size = content.size();
   artifact.format = "run";
-  artifact.layout = recipes::Layout::none;
+  artifact.layout = specs::Layout::none;
   return artifact;
 }
 

@@ -116,7 +116,7 @@ struct SdistProject {
   // envkit.lock: the machine's python3 as a venv, and `packages` as its closure.
   void write_lock(std::vector<lock::PythonWheel> packages) const {
     lock::Lockfile lockfile{.manifest_hash = "sha256:" + std::string(64, '0'),
-                            .system = {.source = "none"}};
+                            .system = {.source = envkit::specs::FactSource::none}};
     lock::PlatformLock platform{.platform = specs::Platform::linux_x86_64};
     platform.packages.push_back(
         {.name = "python", .version = specs::Version::parse("3.11").value(), .external = "system"});

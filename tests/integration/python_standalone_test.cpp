@@ -86,15 +86,15 @@ struct PythonArchive {
   std::string sha256;
   std::uint64_t size = 0;
 
-  [[nodiscard]] recipes::Artifact artifact(const StaticHttpServer& server) const {
+  [[nodiscard]] specs::Artifact artifact(const StaticHttpServer& server) const {
     return {.platform = specs::Platform::linux_x86_64,
             .component = "python",
-            .kind = recipes::ArtifactKind::archive,
+            .kind = specs::ArtifactKind::archive,
             .url = server.url("/" + file),
             .sha256 = sha256,
             .size = size,
             .format = "tar.gz",
-            .layout = recipes::Layout::python_standalone,
+            .layout = specs::Layout::python_standalone,
             .wheel_root = "",
             .build_system = std::nullopt};
   }

@@ -33,19 +33,18 @@ struct SourceProject {
     return pack_tarball(tree, www / ("tiny-" + tiny.version + ".tar.gz"));
   }
   // A lock whose package `name` is built from `tarball`, served by `server`.
-  void lock(
-      const std::string& name, const std::string& version, const Tarball& tarball,
-      const StaticHttpServer& server,
-      std::optional<recipes::BuildSystem> build_system = recipes::BuildSystem::configure) const {
-    recipes::Artifact artifact;
+  void lock(const std::string& name, const std::string& version, const Tarball& tarball,
+            const StaticHttpServer& server,
+            std::optional<specs::BuildSystem> build_system = specs::BuildSystem::configure) const {
+    specs::Artifact artifact;
     artifact.platform = specs::Platform::linux_x86_64;
     artifact.component = name;
-    artifact.kind = recipes::ArtifactKind::source;
+    artifact.kind = specs::ArtifactKind::source;
     artifact.url = server.url("/" + tarball.path.filename().string());
     artifact.sha256 = tarball.sha256;
     artifact.size = tarball.size;
     artifact.format = "tar.gz";
-    artifact.layout = recipes::Layout::source_tree;
+    artifact.layout = specs::Layout::source_tree;
     artifact.build_system = build_system;
     std::ofstream(root / "envkit.lock") << lock_text({{name, version, {artifact}}});
   }
@@ -202,13 +201,13 @@ TEST_CASE("a source build without a compiler says to install build-essential",
   const TinyLibrary tiny;
   const auto tarball = pack_tarball(write_tiny_source(project.dir.path() / "trees", tiny),
                                     project.www / "tiny-1.0.tar.gz");
-  recipes::Artifact artifact;
+  specs::Artifact artifact;
   artifact.component = "zlib";
-  artifact.kind = recipes::ArtifactKind::source;
+  artifact.kind = specs::ArtifactKind::source;
   artifact.url = "http://127.0.0.1:9/tiny-1.0.tar.gz";  // never asked: the compiler comes first
   artifact.sha256 = tarball.sha256;
   artifact.format = "tar.gz";
-  artifact.layout = recipes::Layout::source_tree;
+  artifact.layout = specs::Layout::source_tree;
   std::ofstream(project.root / "envkit.lock") << lock_text({{"zlib", "1.3.1", {artifact}}});
 
   const auto r = project.install({}, {{"CC", "/nonexistent/cc"}});

@@ -419,7 +419,8 @@ std::vector<MirroredFile> build_mirror(const fs::path& root,
           wheel.sdist = !name.ends_with(".whl");
           if (!wheel.sdist) {
             // {name}-{version}[-{build}]-{python}-{abi}-{platform}.whl
-            const auto parts = text::split(name.substr(0, name.size() - 4), '-');
+            const std::string stem = name.substr(0, name.size() - 4);  // split() views into it
+            const auto parts = text::split(stem, '-');
             if (parts.size() < 5) throw std::runtime_error("not a wheel file name: " + name);
             wheel.tag = std::string(parts[parts.size() - 3]) + "-" +
                         std::string(parts[parts.size() - 2]) + "-" + std::string(parts.back());

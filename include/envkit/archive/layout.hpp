@@ -7,14 +7,14 @@
 
 #include "envkit/archive/extract.hpp"
 #include "envkit/core/result.hpp"
-#include "envkit/recipes/recipe.hpp"
+#include "envkit/specs/artifact.hpp"
 
 // How each packaging's entries map into a prefix that works as a CUDA root
 // (docs/how-it-works.md, "Layout").
 namespace envkit::archive {
 
 struct LayoutTarget {
-  recipes::Layout layout = recipes::Layout::nvidia_redist;
+  specs::Layout layout = specs::Layout::nvidia_redist;
   std::string package;     // `cuda`, `cudnn`, `python`: names the licence folder
   std::string component;   // `cuda_cudart`, `cudnn`: names the licence folder
   std::string wheel_root;  // wheels: `nvidia/cuda_runtime`, `nvidia/cu13`

@@ -9,7 +9,8 @@
 #include <vector>
 
 #include "envkit/core/result.hpp"
-#include "envkit/recipes/recipe.hpp"
+#include "envkit/specs/artifact.hpp"
+#include "envkit/specs/fact_source.hpp"
 #include "envkit/specs/platform.hpp"
 #include "envkit/specs/version.hpp"
 
@@ -23,9 +24,9 @@ inline constexpr std::string_view kFileName = "envkit.lock";
 
 // The facts about the machines the lock was solved for.
 struct SystemAssumptions {
-  // Where the facts came from: "manifest" (its `system:` section), "override"
-  // (ENVKIT_OVERRIDE_*), "host" (the probe), or "none" (nothing known).
-  std::string source;
+  // Where the facts came from. From the manifest they describe every machine;
+  // otherwise they are what the locked stack needs of a machine.
+  specs::FactSource source = specs::FactSource::none;
   // The NVIDIA driver(s): a specifier for a fleet (">=390.30") or one driver
   // ("535.104.05"); absent when no driver was known (no driver constraint).
   std::optional<std::string> driver;
@@ -44,7 +45,7 @@ struct LockedPackage {
   // The build's requirements as the recipe states them (package -> spec text, "" = any).
   std::map<std::string, std::string> requires_;
   // Sorted by (component, kind, url). Artifacts of other platforms never appear here.
-  std::vector<recipes::Artifact> artifacts;
+  std::vector<specs::Artifact> artifacts;
   friend bool operator==(const LockedPackage&, const LockedPackage&) = default;
 };
 
@@ -84,7 +85,7 @@ struct PythonClosure {
 // A closure package as an artifact envkit downloads, kept whole: a wheel
 // (kind wheel, format whl) pip installs, or an sdist (kind source, format
 // tar.gz, zip, ...) built into a wheel first. Layout `none` for both.
-[[nodiscard]] recipes::Artifact wheel_artifact(const PythonWheel& wheel, specs::Platform platform);
+[[nodiscard]] specs::Artifact wheel_artifact(const PythonWheel& wheel, specs::Platform platform);
 
 struct PlatformLock {
   specs::Platform platform = specs::Platform::linux_x86_64;

@@ -55,6 +55,10 @@ struct Manifest {
   // order: the first replaces pip's default index, the others are extra.
   // Empty: what pip is configured with (PIP_INDEX_URL, pip.conf), else PyPI.
   std::vector<std::string> indexes;
+  // `only-binary: true`: the Python closure is wheels only (uv's `--only-binary
+  // :all:`); a requirement with nothing but a source distribution is an error.
+  // Off: such a requirement is locked as its sdist and built at install.
+  bool only_binary = false;
 };
 
 // The `framework:` syntax, shared by the manifest and `envkit init --framework`:

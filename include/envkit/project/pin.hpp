@@ -16,6 +16,7 @@ struct Pin {
   specs::VersionSpec spec;  // PEP 440; empty: any version
   SourceLocation source;    // where it is written (the first place, when several agree)
   std::string written;      // the requirement as written there
+  std::string marker;       // its PEP 508 environment marker, "" when unconditional
 };
 
 // The framework the project pins: torch (or pytorch), tensorflow, tensorflow-gpu

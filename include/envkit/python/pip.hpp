@@ -28,6 +28,9 @@ struct ResolveRequest {
   // the target is locked as its sdist and built into a wheel at install. pip
   // (resolve_with_pip) resolves wheels only either way.
   bool only_binary = false;
+  // The requirements themselves, not what they require (uv's `--no-deps`):
+  // whether a release has a file for the target at all.
+  bool no_deps = false;
 };
 
 // Runs `python -I -m pip install --dry-run --ignore-installed --report FILE

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -25,5 +26,17 @@ struct WheelFilename {
 // an empty part, a distribution or tag with characters a wheel name cannot hold,
 // a version that is not PEP 440, a build tag that does not start with a digit.
 [[nodiscard]] Result<WheelFilename> parse_wheel_filename(std::string_view filename);
+
+// The glibc minor version (2.<minor>) one manylinux platform tag needs on
+// `arch` (`x86_64`, `aarch64`): manylinux1 5, manylinux2010 12, manylinux2014
+// 17, manylinux_2_<minor>. nullopt for other tags (`linux_x86_64`, `any`,
+// musllinux, another arch).
+[[nodiscard]] std::optional<unsigned> manylinux_glibc_minor(std::string_view tag,
+                                                            std::string_view arch);
+
+// The lowest glibc minor any of a wheel's platform tags (a compressed set,
+// `manylinux1_x86_64.manylinux_2_5_x86_64`) needs; nullopt when none is manylinux.
+[[nodiscard]] std::optional<unsigned> wheel_glibc_minor(const WheelFilename& wheel,
+                                                        std::string_view arch);
 
 }  // namespace envkit::python

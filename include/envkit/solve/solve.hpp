@@ -8,6 +8,7 @@
 
 #include "envkit/core/result.hpp"
 #include "envkit/recipes/database.hpp"
+#include "envkit/specs/fact_source.hpp"
 #include "envkit/specs/platform.hpp"
 #include "envkit/specs/version.hpp"
 #include "envkit/specs/version_spec.hpp"
@@ -29,13 +30,11 @@ struct GpuFact {
 struct SystemFacts {
   // The lowest NVIDIA driver among the machines; absent: unknown, no constraint.
   std::optional<specs::Version> driver;
-  // The driver fact as a sentence's subject and object, for explanations:
-  // "this machine's driver is 375.26", "the fleet's drivers are >=390.30 (envkit.yaml
-  // system.driver)".
-  std::string driver_statement;
+  // The driver as the manifest writes it (`390.48`, `>=390.30`); empty otherwise.
+  std::string driver_written;
   std::vector<GpuFact> gpus;
-  // Whose GPUs: "your" (this machine) or "the fleet's" (envkit.yaml system.cuda-arch).
-  std::string gpus_owner = "your";
+  // This machine's facts (host, override) or every machine's (manifest).
+  specs::FactSource source = specs::FactSource::host;
 };
 
 // A requirement of the project (envkit.yaml).

@@ -1,9 +1,11 @@
 #pragma once
 
 #include <compare>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "envkit/core/result.hpp"
 
@@ -32,5 +34,15 @@ struct ComputeCapability {
   [[nodiscard]] std::string to_string() const;  // "8.6"
   friend auto operator<=>(const ComputeCapability&, const ComputeCapability&) = default;
 };
+
+// Whether a GPU of `capability` runs code a build ships for `archs`: same
+// major, minor at least the code's (sm_60 code runs on sm_61).
+[[nodiscard]] bool runs_on(std::span<const ComputeCapability> archs, ComputeCapability capability);
+
+// The GPUs that every one of `lists` runs, in the same form: for each major
+// all lists have, the highest of their lowest minors. Empty lists (nothing
+// known) are skipped; nullopt when all are.
+[[nodiscard]] std::optional<std::vector<ComputeCapability>> common_archs(
+    std::span<const std::vector<ComputeCapability>> lists);
 
 }  // namespace envkit::specs

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "envkit/core/result.hpp"
-#include "envkit/recipes/recipe.hpp"
+#include "envkit/specs/artifact.hpp"
 #include "envkit/store/records.hpp"
 #include "envkit/sys/file_lock.hpp"
 
@@ -27,7 +27,7 @@ namespace envkit::store {
 struct ArtifactTarget {
   std::string package;
   std::string version;
-  recipes::Artifact artifact;
+  specs::Artifact artifact;
 
   // "cuda_cudart 12.4.127 (wheel)": how progress and messages name it.
   [[nodiscard]] std::string label() const;

@@ -25,15 +25,15 @@ struct PlannedPackage {
   std::string version;  // as the lock writes it
   std::string build;
   Packaging packaging = Packaging::archive;
-  std::vector<recipes::Artifact> artifacts;  // the chosen packaging's
+  std::vector<specs::Artifact> artifacts;  // the chosen packaging's
   // The other packaging covering every component, for when the first is unreachable.
-  std::optional<std::vector<recipes::Artifact>> fallback;
+  std::optional<std::vector<specs::Artifact>> fallback;
   // Installed already from the same artifacts: nothing to fetch.
   bool unchanged = false;
   // Artifacts that are wheels of the Python closure (`provides:` in the lock):
   // not fetched for the package, but linked from what pip installed.
   struct Provided {
-    recipes::Artifact artifact;
+    specs::Artifact artifact;
     std::string wheel;  // the closure's name for it: `nvidia-cudnn-cu12`
   };
   std::vector<Provided> provided;

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "envkit/core/result.hpp"
-#include "envkit/recipes/recipe.hpp"
+#include "envkit/specs/artifact.hpp"
 
 // Packages built from source at install (zlib; docs/install.md): the host's
 // tools, and one build of an unpacked source tree into a prefix layout
@@ -73,13 +73,13 @@ struct ToolchainOptions {
 // Whether `toolchain` can build with `build_system`: CMake builds need cmake
 // (an error naming the Debian package `cmake`).
 [[nodiscard]] Result<void> require_build_tools(const Toolchain& toolchain,
-                                               recipes::BuildSystem build_system,
+                                               specs::BuildSystem build_system,
                                                const std::string& label);
 
 // How the tree at `source` is built: a `configure` script first, else
 // CMakeLists.txt; an error when it has neither.
-[[nodiscard]] Result<recipes::BuildSystem> detect_build_system(const std::filesystem::path& source,
-                                                               const std::string& label);
+[[nodiscard]] Result<specs::BuildSystem> detect_build_system(const std::filesystem::path& source,
+                                                             const std::string& label);
 
 struct SourceBuild {
   std::string label;                   // "zlib 1.3.1": names the package in errors
@@ -88,7 +88,7 @@ struct SourceBuild {
   std::filesystem::path prefix;        // where the installed files will live (--prefix)
   std::filesystem::path install_root;  // where they are put now: absent, or an empty folder
   std::filesystem::path log;           // the build log, written as the build goes
-  std::optional<recipes::BuildSystem> build_system;  // nullopt: detect_build_system
+  std::optional<specs::BuildSystem> build_system;  // nullopt: detect_build_system
   Toolchain toolchain;
   unsigned jobs = 0;  // make -jN; 0: one per core
   // Per step (configure, make, install): generous, a slow machine builds zlib in a minute.
@@ -96,7 +96,7 @@ struct SourceBuild {
 };
 
 struct SourceBuildResult {
-  recipes::BuildSystem build_system = recipes::BuildSystem::configure;  // as used
+  specs::BuildSystem build_system = specs::BuildSystem::configure;  // as used
 };
 
 // Configures, builds and installs `build.source`: the tree `make install`

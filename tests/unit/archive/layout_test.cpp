@@ -12,7 +12,7 @@ using envkit::archive::EntryType;
 using envkit::archive::ExtractOptions;
 using envkit::archive::layout_options;
 using envkit::archive::LayoutTarget;
-using envkit::recipes::Layout;
+using envkit::specs::Layout;
 using envkit::test::Entry;
 using envkit::test::Format;
 using envkit::test::make_archive;

@@ -18,7 +18,7 @@ const std::string kHashB(64, 'b');
 Lockfile closure_lock() {
   Lockfile lockfile;
   lockfile.manifest_hash = "sha256:" + std::string(64, '1');
-  lockfile.system.source = "none";
+  lockfile.system.source = envkit::specs::FactSource::none;
   PlatformLock platform;
   platform.python = PythonClosure{
       .inputs = "sha256:" + std::string(64, '2'),
@@ -146,13 +146,13 @@ TEST_CASE("a closure package becomes the artifact install downloads", "[lock][py
   const auto lockfile = sdist_lock();
   const auto& packages = lockfile.platforms[0].python->packages;
   const auto wheel = wheel_artifact(packages[1], specs::Platform::linux_x86_64);  // cudnn
-  CHECK(wheel.kind == recipes::ArtifactKind::wheel);
+  CHECK(wheel.kind == specs::ArtifactKind::wheel);
   CHECK(wheel.format == "whl");
-  CHECK(wheel.layout == recipes::Layout::none);
+  CHECK(wheel.layout == specs::Layout::none);
   const auto sdist = wheel_artifact(packages[2], specs::Platform::linux_x86_64);  // html5lib
-  CHECK(sdist.kind == recipes::ArtifactKind::source);
+  CHECK(sdist.kind == specs::ArtifactKind::source);
   CHECK(sdist.format == "sdist");
-  CHECK(sdist.layout == recipes::Layout::none);
+  CHECK(sdist.layout == specs::Layout::none);
   CHECK(sdist.component == "html5lib");
   CHECK(sdist.sha256 == std::string(64, 'c'));
   CHECK(sdist.size == 889U);

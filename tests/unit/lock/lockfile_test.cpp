@@ -11,9 +11,9 @@
 namespace envkit::lock {
 namespace {
 
-using recipes::Artifact;
-using recipes::ArtifactKind;
-using recipes::Layout;
+using specs::Artifact;
+using specs::ArtifactKind;
+using specs::Layout;
 using specs::Platform;
 
 specs::Version v(std::string_view text) {
@@ -115,14 +115,14 @@ Lockfile realistic() {
                                           .format = "tar.gz",
                                           .layout = Layout::source_tree,
                                           .wheel_root = "",
-                                          .build_system = recipes::BuildSystem::cmake}}};
+                                          .build_system = specs::BuildSystem::cmake}}};
   Lockfile lock{.version = kFormatVersion,
                 .manifest_hash = hash('1'),
                 .recipes = {{"cuda", hash('2')},
                             {"cudnn", hash('3')},
                             {"torch", hash('4')},
                             {"zlib", hash('5')}},
-                .system = {.source = "manifest",
+                .system = {.source = envkit::specs::FactSource::manifest,
                            .driver = ">=450.80.02",
                            .cuda_arch = {{7, 0}, {8, 6}},
                            .glibc = ">=2.28"},
@@ -193,7 +193,9 @@ Lockfile small() {
       .version = 1,
       .manifest_hash = hash('1'),
       .recipes = {{"zlib", hash('3')}, {"cudnn", hash('2')}},
-      .system = {.source = "manifest", .driver = ">=390.30", .cuda_arch = {{7, 0}, {6, 1}, {7, 0}}},
+      .system = {.source = envkit::specs::FactSource::manifest,
+                 .driver = ">=390.30",
+                 .cuda_arch = {{7, 0}, {6, 1}, {7, 0}}},
       .platforms = {{.platform = Platform::linux_x86_64,
                      .packages = {
                          {.name = "zlib",
@@ -207,7 +209,7 @@ Lockfile small() {
                                          .size = 1512791,
                                          .format = "tar.gz",
                                          .layout = Layout::source_tree,
-                                         .build_system = recipes::BuildSystem::configure}}},
+                                         .build_system = specs::BuildSystem::configure}}},
                          {.name = "python", .version = v("3.6.9"), .external = "3.6.9"},
                          {.name = "cudnn",
                           .version = v("8.9.7.29"),
@@ -291,7 +293,7 @@ TEST_CASE("optional keys are left out, empty lists written empty", "[lock][write
   Lockfile lock{.version = 1,
                 .manifest_hash = hash('1'),
                 .recipes = {},
-                .system = {.source = "none"},
+                .system = {.source = envkit::specs::FactSource::none},
                 .platforms = {{.platform = Platform::windows_x86_64, .packages = {}}}};
   const std::string text = write(lock);
   CHECK_THAT(text, Catch::EndsWith("recipes: {}\nsystem:\n  source: none\nplatforms:\n"
@@ -325,7 +327,7 @@ version: 1
 )");
   CHECK(read.manifest_hash == hash('1'));
   CHECK(read.recipes.at("zlib") == hash('3'));
-  CHECK(read.system.source == "host");
+  CHECK(read.system.source == envkit::specs::FactSource::host);
   CHECK(read.platforms.at(0).packages.at(0).version.original() == "1.3.1");
 }
 

@@ -167,7 +167,7 @@ TEST_CASE("an unknown key with nothing close lists the keys", "[manifest][errors
   CHECK(error.headline() == "envkit.yaml:2:1: unknown key `channels`");
   CHECK(error.hints() ==
         Strings{"the keys are `name`, `framework`, `requires`, `external`, `platforms`, "
-                "`system`, `smoke`, `python-requirements` and `indexes`"});
+                "`system`, `smoke`, `python-requirements`, `indexes` and `only-binary`"});
 }
 
 TEST_CASE("a package at the top level belongs under `requires:`", "[manifest][errors][keys]") {
@@ -470,6 +470,12 @@ TEST_CASE("a compute capability as a mapping", "[manifest][errors][system]") {
   CHECK(error.headline() ==
         "envkit.yaml:2:14: `system.cuda-arch`: expected a compute capability or a list of them, "
         "such as `[\"8.0\", \"9.0\"]`, found a mapping");
+}
+
+TEST_CASE("only-binary takes true or false", "[manifest][errors]") {
+  const Error error = error_for("framework: torch\nonly-binary: wheels\n");
+  CHECK(error.to_string().find("envkit.yaml:2:14") != std::string::npos);
+  CHECK(error.to_string().find("`true` or `false`") != std::string::npos);
 }
 
 }  // namespace

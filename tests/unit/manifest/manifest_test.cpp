@@ -305,5 +305,15 @@ TEST_CASE("load() of a missing file says it cannot read it", "[manifest][load]")
   CHECK(manifest.error().causes() == std::vector<std::string>{"No such file or directory"});
 }
 
+TEST_CASE("only-binary: true asks for wheels only, and changes the content hash", "[manifest]") {
+  CHECK(parsed("framework: torch\nonly-binary: true\n").only_binary);
+  CHECK_FALSE(parsed("framework: torch\nonly-binary: false\n").only_binary);
+  CHECK_FALSE(parsed("framework: torch\n").only_binary);
+  CHECK(content_hash(parsed("framework: torch\nonly-binary: false\n")) ==
+        envkit::manifest::content_hash(parsed("framework: torch\n")));
+  CHECK(content_hash(parsed("framework: torch\nonly-binary: true\n")) !=
+        envkit::manifest::content_hash(parsed("framework: torch\n")));
+}
+
 }  // namespace
 }  // namespace envkit::manifest

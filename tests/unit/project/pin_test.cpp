@@ -140,3 +140,28 @@ TEST_CASE("the project's Python constraints are intersected", "[project]") {
       scan_of({{"pyproject.toml", "[tool.poetry.dependencies]\npython = \"^3.8\"\n"}}));
   CHECK((*poetry)->spec.to_string() == "<4,>=3.8");
 }
+
+TEST_CASE("a framework pin whose marker excludes Linux pins nothing", "[project]") {
+  const auto pin = framework(
+      scan_of({{"requirements.txt", "torch>=1.8; sys_platform == 'win32'\ntorch==2.1.2\n"}}));
+  CHECK(pin.spec.to_string() == "==2.1.2");
+  CHECK(pin.source.to_string() == "requirements.txt:2:1");
+}
+
+TEST_CASE("Poetry's per-Python constraint lists keep their markers", "[project]") {
+  const auto scan = scan_of({{"pyproject.toml", R"([tool.poetry.dependencies]
+torch = [
+  { version = "^1.8", python = "<3.9" },
+  { version = "^2.1", python = ">=3.9", markers = "platform_machine == 'x86_64'" },
+]
+)"}});
+  const auto& requirements = scan.files.front().requirements;
+  REQUIRE(requirements.size() == 2);
+  CHECK(requirements[0].marker == "python_full_version < \"3.9\"");
+  CHECK(requirements[1].marker ==
+        "(platform_machine == 'x86_64') and python_full_version >= \"3.9\"");
+  // Neither holds everywhere: the pin for the newest Python is the framework's.
+  const auto pin = framework(scan);
+  CHECK(pin.spec.to_string() == "<3,>=2.1");
+  CHECK(pin.source.to_string() == "pyproject.toml:2:1");
+}

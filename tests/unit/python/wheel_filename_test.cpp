@@ -99,3 +99,24 @@ TEST_CASE("names that are not wheels are refused, saying why", "[python][wheel]"
     CHECK_THAT(parsed.error().causes()[0], Catch::Contains(c.because));
   }
 }
+
+TEST_CASE("the glibc a wheel's manylinux tags need", "[python]") {
+  using envkit::python::manylinux_glibc_minor;
+  using envkit::python::wheel_glibc_minor;
+  CHECK(manylinux_glibc_minor("manylinux1_x86_64", "x86_64") == 5u);
+  CHECK(manylinux_glibc_minor("manylinux2010_x86_64", "x86_64") == 12u);
+  CHECK(manylinux_glibc_minor("manylinux2014_aarch64", "aarch64") == 17u);
+  CHECK(manylinux_glibc_minor("manylinux_2_28_x86_64", "x86_64") == 28u);
+  CHECK_FALSE(manylinux_glibc_minor("manylinux_2_28_x86_64", "aarch64"));
+  CHECK_FALSE(manylinux_glibc_minor("linux_x86_64", "x86_64"));
+  CHECK_FALSE(manylinux_glibc_minor("musllinux_1_2_x86_64", "x86_64"));
+  // A compressed tag set needs only the lowest of its tags.
+  const auto markupsafe = parse_wheel_filename(
+      "markupsafe-3.0.4-cp312-cp312-manylinux2014_x86_64.manylinux_2_17_x86_64.manylinux_2_28_"
+      "x86_64.whl");
+  REQUIRE(markupsafe.ok());
+  CHECK(wheel_glibc_minor(*markupsafe, "x86_64") == 17u);
+  const auto pure = parse_wheel_filename("six-1.16.0-py2.py3-none-any.whl");
+  REQUIRE(pure.ok());
+  CHECK_FALSE(wheel_glibc_minor(*pure, "x86_64"));
+}

@@ -44,7 +44,6 @@ Request& requires_(Request& request, std::string package, std::string_view versi
 
 Request& driver(Request& request, std::string_view version) {
   request.system.driver = v(version);
-  request.system.driver_statement = "this machine's driver is " + std::string(version);
   return request;
 }
 

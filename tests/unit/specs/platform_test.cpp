@@ -46,3 +46,25 @@ TEST_CASE("package names", "[specs][package]") {
   CHECK(is_framework("tensorflow-gpu"));
   CHECK_FALSE(is_framework("cuda"));
 }
+
+TEST_CASE("a GPU runs code of its own major and an older or equal minor", "[specs]") {
+  const std::vector<ComputeCapability> archs = {{6, 0}, {7, 0}, {8, 0}, {8, 6}};
+  CHECK(runs_on(archs, {6, 1}));
+  CHECK(runs_on(archs, {8, 9}));
+  CHECK_FALSE(runs_on(archs, {5, 2}));
+  CHECK_FALSE(runs_on(archs, {9, 0}));  // no sm_90 code: a Hopper GPU does not run it
+}
+
+TEST_CASE("the GPUs several builds all run", "[specs]") {
+  const std::vector<std::vector<ComputeCapability>> lists = {
+      {{5, 0}, {6, 0}, {7, 0}, {7, 5}, {8, 0}, {8, 6}, {9, 0}},
+      {},  // a build without a known list restricts nothing
+      {{6, 1}, {7, 0}, {8, 0}},
+  };
+  const auto common = common_archs(lists);
+  REQUIRE(common);
+  CHECK(*common == std::vector<ComputeCapability>{{6, 1}, {7, 0}, {8, 0}});
+  CHECK_FALSE(runs_on(*common, {6, 0}));
+  CHECK(runs_on(*common, {8, 6}));
+  CHECK_FALSE(common_archs(std::vector<std::vector<ComputeCapability>>{{}, {}}));
+}

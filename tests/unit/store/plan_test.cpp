@@ -5,21 +5,21 @@
 namespace envkit::store {
 namespace {
 
-recipes::Artifact artifact(const std::string& component, recipes::ArtifactKind kind,
-                           const std::string& sha) {
-  recipes::Artifact a;
+specs::Artifact artifact(const std::string& component, specs::ArtifactKind kind,
+                         const std::string& sha) {
+  specs::Artifact a;
   a.component = component;
   a.kind = kind;
   a.url = "https://example.invalid/" + component + "/" + sha;
   a.sha256 = std::string(63, '0') + sha;
-  a.format = kind == recipes::ArtifactKind::wheel ? "whl" : "tar.xz";
-  a.layout = kind == recipes::ArtifactKind::wheel ? recipes::Layout::nvidia_wheel
-                                                  : recipes::Layout::nvidia_redist;
+  a.format = kind == specs::ArtifactKind::wheel ? "whl" : "tar.xz";
+  a.layout = kind == specs::ArtifactKind::wheel ? specs::Layout::nvidia_wheel
+                                                : specs::Layout::nvidia_redist;
   return a;
 }
 
 lock::LockedPackage package(const std::string& name, const std::string& version,
-                            std::vector<recipes::Artifact> artifacts) {
+                            std::vector<specs::Artifact> artifacts) {
   return {.name = name,
           .version = specs::Version::parse(version).value(),
           .build = "",
@@ -28,7 +28,7 @@ lock::LockedPackage package(const std::string& name, const std::string& version,
           .artifacts = std::move(artifacts)};
 }
 
-using Kind = recipes::ArtifactKind;
+using Kind = specs::ArtifactKind;
 
 const lock::PlatformLock kCudaBothPackagings{
     .platform = specs::Platform::linux_x86_64,
@@ -120,7 +120,7 @@ TEST_CASE("a machine's Python becomes a venv, Python packages are left out, runf
   REQUIRE(plan->skipped.size() == 1);
   CHECK_THAT(plan->skipped[0], Catch::Contains("torch 2.4.1 is a Python package"));
 
-  recipes::Artifact runfile = artifact("cuda", Kind::runfile, "6");
+  specs::Artifact runfile = artifact("cuda", Kind::runfile, "6");
   const lock::PlatformLock old{.platform = specs::Platform::linux_x86_64,
                                .packages = {package("cuda", "11.2.2", {runfile})}};
   auto refused = plan_install(old, std::nullopt, Packaging::archive);
@@ -131,10 +131,10 @@ TEST_CASE("a machine's Python becomes a venv, Python packages are left out, runf
 }
 
 TEST_CASE("a package of sources only is planned to be built from them", "[store][plan]") {
-  recipes::Artifact source = artifact("zlib", Kind::source, "5");
+  specs::Artifact source = artifact("zlib", Kind::source, "5");
   source.format = "tar.gz";
-  source.layout = recipes::Layout::source_tree;
-  source.build_system = recipes::BuildSystem::configure;
+  source.layout = specs::Layout::source_tree;
+  source.build_system = specs::BuildSystem::configure;
   const lock::PlatformLock locked{.platform = specs::Platform::linux_x86_64,
                                   .packages = {package("zlib", "1.3.1", {source})}};
   for (const auto preferred : {Packaging::archive, Packaging::wheel}) {
@@ -145,7 +145,7 @@ TEST_CASE("a package of sources only is planned to be built from them", "[store]
     const auto& zlib = plan->packages[0];
     CHECK(zlib.packaging == Packaging::source);
     CHECK(to_string(zlib.packaging) == "source");
-    CHECK(zlib.artifacts == std::vector<recipes::Artifact>{source});
+    CHECK(zlib.artifacts == std::vector<specs::Artifact>{source});
     CHECK_FALSE(zlib.fallback);
     CHECK_FALSE(zlib.unchanged);
   }

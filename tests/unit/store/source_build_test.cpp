@@ -17,7 +17,7 @@ namespace envkit::store {
 namespace {
 
 namespace fs = std::filesystem;
-using recipes::BuildSystem;
+using specs::BuildSystem;
 using test::TempDir;
 using test::TinyLibrary;
 
@@ -225,12 +225,12 @@ TEST_CASE("a missing compiler, make or cmake names the Debian package to install
 
 TEST_CASE("the cache entry of a source build is keyed by its compiler and build system",
           "[store][source]") {
-  recipes::Artifact artifact;
+  specs::Artifact artifact;
   artifact.component = "zlib";
-  artifact.kind = recipes::ArtifactKind::source;
+  artifact.kind = specs::ArtifactKind::source;
   artifact.sha256 = std::string(64, 'a');
   artifact.format = "tar.gz";
-  artifact.layout = recipes::Layout::source_tree;
+  artifact.layout = specs::Layout::source_tree;
   const ArtifactTarget target{.package = "zlib", .version = "1.3.1", .artifact = artifact};
   const Toolchain gcc{.cc = {"cc"}, .cc_path = "/usr/bin/gcc-12", .cc_version = "gcc 12.2.0"};
   const Toolchain clang{.cc = {"cc"}, .cc_path = "/usr/bin/clang-16", .cc_version = "clang 16"};

@@ -1,4 +1,4 @@
-#include "python_lock.hpp"
+#include "envkit/locking/python_closure.hpp"
 
 #include <fmt/format.h>
 
@@ -9,6 +9,7 @@
 #include "envkit/core/sha256.hpp"
 #include "envkit/core/text.hpp"
 #include "envkit/core/url.hpp"
+#include "envkit/locking/inputs.hpp"
 #include "envkit/net/transport.hpp"
 #include "envkit/project/project_files.hpp"
 #include "envkit/python/uv.hpp"
@@ -16,9 +17,8 @@
 #include "envkit/recipes/import_pypi_torch.hpp"
 #include "envkit/specs/package_name.hpp"
 #include "envkit/sys/fs.hpp"
-#include "locking.hpp"
 
-namespace envkit::cli {
+namespace envkit::locking {
 
 namespace fs = std::filesystem;
 
@@ -282,9 +282,10 @@ bool framework_build_check(const LockInputs& inputs, const lock::PlatformLock& l
   return true;
 }
 
-// Whether the framework release alone has no wheel for the target on the
-// indexes (a closure failed: the framework's fault or the project's?). If so,
-// every build of that release becomes unavailable. Asked only after a failure.
+// Whether the framework release itself has no file for the target on the
+// indexes (a closure failed: the framework's fault or a requirement's?). If
+// so, every build of that release becomes unavailable; if not, the closure's
+// own error names the requirement. Asked only after a failure.
 bool framework_unserved(const lock::PlatformLock& locked, const python::ResolveRequest& base,
                         const python::ResolveTarget& target, const ClosureResolver& resolve,
                         ClosureFindings& findings) {
@@ -295,7 +296,8 @@ bool framework_unserved(const lock::PlatformLock& locked, const python::ResolveR
                                .index_urls = base.index_urls,
                                .cwd = base.cwd,
                                .timeout = base.timeout,
-                               .only_binary = base.only_binary};
+                               .only_binary = base.only_binary,
+                               .no_deps = true};
   if (resolve(alone, target)) return false;
   const auto& version = framework->version.original();
   findings.unavailable.push_back(
@@ -491,4 +493,4 @@ Result<std::vector<solve::UnavailableBuild>> unavailable_builds(const recipes::D
   return unavailable;
 }
 
-}  // namespace envkit::cli
+}  // namespace envkit::locking

@@ -18,7 +18,7 @@
 // this machine's interpreter, into a closure of exact wheels recorded in each
 // platform's `python:` section. NVIDIA wheels of the closure become the lock's
 // CUDA components and cuDNN, so the environment loads one copy of each.
-namespace envkit::cli {
+namespace envkit::locking {
 
 struct LockInputs;
 
@@ -75,4 +75,4 @@ struct ClosureFindings {
 [[nodiscard]] Result<std::vector<solve::UnavailableBuild>> unavailable_builds(
     const recipes::Database& database, const LockInputs& inputs);
 
-}  // namespace envkit::cli
+}  // namespace envkit::locking

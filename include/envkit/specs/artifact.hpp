@@ -1,0 +1,64 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "envkit/specs/platform.hpp"
+
+// A downloadable file of a package and how it is unpacked into a prefix.
+// Recipes list them, the lock records them, archive and store act on them.
+namespace envkit::specs {
+
+// What an artifact is, which decides what `install` can do with it.
+enum class ArtifactKind : std::uint8_t {
+  archive,  // NVIDIA redist / legacy cuDNN / python-build-standalone archive
+  wheel,    // a wheel on PyPI (NVIDIA's CUDA and cuDNN wheels)
+  runfile,  // an NVIDIA .run installer (CUDA before 11.4.2): recorded, not unpacked
+  source,   // a source tarball built at install (zlib)
+};
+
+// How an archive's entries map into the prefix.
+enum class Layout : std::uint8_t {
+  nvidia_redist,      // strip the single top folder; {bin,include,lib,...} land in the prefix
+  cudnn_legacy,       // cuda/include -> include, cuda/lib64 -> lib (legacy cuDNN .tgz)
+  python_standalone,  // python/ -> prefix (python-build-standalone install_only)
+  nvidia_wheel,       // nvidia/<name>/... or nvidia/cu13/... -> prefix
+  source_tree,        // strip the single top folder into a build directory
+  none,               // not unpacked (runfile)
+};
+
+// How a source artifact is built (docs/recipes.md). Absent on an artifact:
+// detected from the unpacked tree (a `configure` script first, else CMakeLists.txt).
+enum class BuildSystem : std::uint8_t {
+  configure,  // ./configure --prefix=P; make; make install
+  cmake,      // cmake -S . -B build; cmake --build build; cmake --install build
+};
+
+[[nodiscard]] std::string_view to_string(ArtifactKind kind);
+[[nodiscard]] std::string_view to_string(Layout layout);
+[[nodiscard]] std::optional<ArtifactKind> parse_artifact_kind(std::string_view text);
+[[nodiscard]] std::optional<Layout> parse_layout(std::string_view text);
+[[nodiscard]] std::string_view to_string(BuildSystem build_system);
+[[nodiscard]] std::optional<BuildSystem> parse_build_system(std::string_view text);
+
+struct Artifact {
+  specs::Platform platform = specs::Platform::linux_x86_64;
+  std::string component;  // CUDA component (`cuda_cudart`) or the package name itself
+  ArtifactKind kind = ArtifactKind::archive;
+  std::string url;
+  std::string sha256;                 // 64 lowercase hex digits
+  std::optional<std::uint64_t> size;  // bytes, where upstream gives it
+  std::string format;                 // tar.xz, tar.gz, tgz, zip, whl, run
+  Layout layout = Layout::nvidia_redist;
+  // For wheels: the folder inside the wheel that maps to the prefix
+  // (`nvidia/cuda_runtime`, `nvidia/cu13`).
+  std::string wheel_root;
+  // For sources: how to build them; nullopt = detect from the unpacked tree.
+  std::optional<BuildSystem> build_system;
+
+  friend bool operator==(const Artifact&, const Artifact&) = default;
+};
+
+}  // namespace envkit::specs

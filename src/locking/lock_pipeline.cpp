@@ -1,0 +1,389 @@
+#include "envkit/locking/lock_pipeline.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <future>
+#include <memory>
+
+#include "envkit/core/text.hpp"
+#include "envkit/core/url.hpp"
+#include "envkit/locking/python_closure.hpp"
+#include "envkit/python/wheel_filename.hpp"
+#include "envkit/sys/fs.hpp"
+
+namespace envkit::locking {
+
+Result<Solved> solve_platforms(const recipes::Database& database, const LockInputs& inputs) {
+  solve::Request request{
+      .external = inputs.external, .system = inputs.facts, .unavailable = inputs.unavailable};
+  const auto& manifest = inputs.manifest;
+  if (manifest.framework) {
+    request.requirements.push_back(
+        {manifest.framework->name, manifest.framework->spec, "framework"});
+  }
+  for (const auto& [package, spec] : manifest.requires_) {
+    request.requirements.push_back({package, spec, "requires"});
+  }
+  for (const auto& requirement : inputs.extra_requirements)
+    request.requirements.push_back(requirement);
+  Solved solved;
+  for (const auto platform : inputs.platforms) {
+    request.platform = platform;
+    auto outcome = solve::solve(database, request);
+    if (!outcome) return outcome.error();
+    if (auto* unsolvable = std::get_if<solve::Unsolvable>(&*outcome)) {
+      solved.failure.emplace(platform, std::move(*unsolvable));
+      return solved;
+    }
+    solved.solutions.emplace(platform, std::get<solve::Solution>(std::move(*outcome)));
+  }
+  return solved;
+}
+
+namespace {
+
+// The chosen versions with their artifacts, read from the per-version files;
+// the files are parsed in parallel (each is independent once the facts are cached).
+using VersionFiles = std::map<std::pair<std::string, std::string>, recipes::Recipe>;
+
+Result<VersionFiles> read_version_files(const recipes::Database& database, const Solved& solved,
+                                        const LockInputs& inputs) {
+  std::vector<std::pair<std::string, specs::Version>> wanted;
+  for (const auto& [platform, solution] : solved.solutions) {
+    for (const auto& choice : solution.packages) {
+      if (inputs.manifest.external.contains(choice.name)) continue;
+      const auto known = std::find_if(wanted.begin(), wanted.end(), [&](const auto& w) {
+        return w.first == choice.name && w.second.original() == choice.version.original();
+      });
+      if (known == wanted.end()) wanted.emplace_back(choice.name, choice.version);
+    }
+  }
+  for (const auto& [name, version] : wanted) {
+    if (auto facts = database.facts(name); !facts) return facts.error();
+  }
+  std::vector<std::future<Result<recipes::Recipe>>> reads;
+  for (const auto& [name, version] : wanted) {
+    reads.push_back(std::async(std::launch::async, [&database, &name, &version] {
+      return database.load_version(name, version);
+    }));
+  }
+  VersionFiles files;
+  for (std::size_t i = 0; i < wanted.size(); ++i) {
+    auto recipe = reads[i].get();
+    if (!recipe) return recipe.error();
+    files.emplace(std::pair(wanted[i].first, wanted[i].second.original()), *std::move(recipe));
+  }
+  return files;
+}
+
+// The artifacts of one chosen build on one platform. For CUDA only the
+// components a framework needs (the recipe's default components; a runfile
+// holds them all).
+std::vector<recipes::Artifact> artifacts_of(const recipes::Recipe& recipe,
+                                            const solve::Choice& choice, specs::Platform platform) {
+  std::vector<recipes::Artifact> out;
+  const auto* version = recipe.find(choice.version);
+  if (version == nullptr) return out;
+  const auto& wanted = recipe.default_components;
+  for (const auto& build : version->builds) {
+    if (build.id != choice.build) continue;
+    for (const auto& artifact : build.artifacts) {
+      if (artifact.platform != platform) continue;
+      const bool needed =
+          wanted.empty() || artifact.kind == recipes::ArtifactKind::runfile ||
+          std::find(wanted.begin(), wanted.end(), artifact.component) != wanted.end();
+      if (needed) out.push_back(artifact);
+    }
+  }
+  return out;
+}
+
+// package -> the versions a lock holds of it (for recipe hashes).
+std::map<std::string, std::vector<specs::Version>> locked_versions(const lock::Lockfile& lockfile) {
+  std::map<std::string, std::vector<specs::Version>> versions;
+  for (const auto& platform : lockfile.platforms) {
+    for (const auto& package : platform.packages) {
+      auto& list = versions[package.name];
+      if (package.external) continue;
+      if (std::find(list.begin(), list.end(), package.version) == list.end()) {
+        list.push_back(package.version);
+      }
+    }
+  }
+  for (auto& [name, list] : versions)
+    std::sort(list.begin(), list.end());
+  return versions;
+}
+
+// The build a solution chose, from the version files.
+const recipes::Build* chosen_build(const VersionFiles& files, const solve::Choice& choice) {
+  const auto file = files.find({choice.name, choice.version.original()});
+  if (file == files.end()) return nullptr;
+  const auto* version = file->second.find(choice.version);
+  if (version == nullptr) return nullptr;
+  for (const auto& build : version->builds) {
+    if (build.id == choice.build) return &build;
+  }
+  return nullptr;
+}
+
+// The driver the locked CUDA needs on `platform`: the family minimum where
+// minor-version compatibility applies, else the release's own.
+std::optional<specs::Version> driver_needed(const recipes::Build& cuda, specs::Platform platform) {
+  if (const auto it = cuda.min_driver_compat.find(platform); it != cuda.min_driver_compat.end())
+    return it->second;
+  if (const auto it = cuda.min_driver.find(platform); it != cuda.min_driver.end())
+    return it->second;
+  return std::nullopt;
+}
+
+// What a lock solved with one machine's facts needs of every machine, not the
+// writer's driver or GPUs: the driver its CUDA runs on (`>=525.60.13`) and
+// the GPUs every chosen build with a known architecture list has code for.
+// The glibc its wheels need is added once the closure is known.
+lock::SystemAssumptions machine_requirements(const VersionFiles& files, const Solved& solved,
+                                             specs::FactSource source) {
+  lock::SystemAssumptions needed{.source = source};
+  std::optional<specs::Version> driver;
+  std::vector<std::vector<specs::ComputeCapability>> archs;
+  for (const auto& [platform, solution] : solved.solutions) {
+    for (const auto& choice : solution.packages) {
+      const auto* build = choice.external ? nullptr : chosen_build(files, choice);
+      if (build == nullptr) continue;
+      archs.push_back(build->cuda_arch);
+      if (choice.name != "cuda") continue;
+      const auto minimum = driver_needed(*build, platform);
+      if (minimum && (!driver || *minimum > *driver)) driver = minimum;
+    }
+  }
+  if (driver) needed.driver = ">=" + driver->original();
+  if (auto common = specs::common_archs(archs)) needed.cuda_arch = *std::move(common);
+  return needed;
+}
+
+// The glibc the closure's manylinux wheels need (`>=2.28`), for a lock that
+// states what it needs of a machine.
+void add_glibc_needed(lock::Lockfile& lockfile) {
+  if (lockfile.system.source == specs::FactSource::manifest) return;
+  std::optional<unsigned> highest;
+  for (const auto& platform : lockfile.platforms) {
+    if (!platform.python || platform.platform == specs::Platform::windows_x86_64) continue;
+    const auto arch = platform.platform == specs::Platform::linux_aarch64 ? "aarch64" : "x86_64";
+    for (const auto& wheel : platform.python->packages) {
+      auto filename = python::parse_wheel_filename(url::file_name(wheel.url));
+      if (!filename) continue;  // an sdist
+      const auto minor = python::wheel_glibc_minor(*filename, arch);
+      if (minor && (!highest || *minor > *highest)) highest = minor;
+    }
+  }
+  if (highest) lockfile.system.glibc = fmt::format(">=2.{}", *highest);
+}
+
+}  // namespace
+
+Result<std::map<std::string, std::string>> recipe_hashes(const recipes::Database& database,
+                                                         const lock::Lockfile& lockfile) {
+  std::map<std::string, std::string> hashes;
+  for (const auto& [name, versions] : locked_versions(lockfile)) {
+    if (!database.contains(name)) continue;
+    auto digest = database.digest(name, versions);
+    if (!digest) return digest.error();
+    hashes.emplace(name, *std::move(digest));
+  }
+  return hashes;
+}
+
+Result<lock::Lockfile> make_lockfile(const recipes::Database& database, const LockInputs& inputs,
+                                     const Solved& solved) {
+  auto files = read_version_files(database, solved, inputs);
+  if (!files) return files.error();
+  lock::Lockfile lockfile;
+  lockfile.manifest_hash = inputs.manifest_hash;
+  lockfile.system = inputs.assumptions.source == specs::FactSource::manifest
+                        ? inputs.assumptions
+                        : machine_requirements(*files, solved, inputs.assumptions.source);
+  for (const auto& [platform, solution] : solved.solutions) {
+    lock::PlatformLock locked{.platform = platform};
+    for (const auto& choice : solution.packages) {
+      lock::LockedPackage package{
+          .name = choice.name, .version = choice.version, .build = choice.build};
+      for (const auto& [dependency, spec] : choice.requires_) {
+        package.requires_.emplace(dependency, spec.to_string());
+      }
+      if (const auto external = inputs.manifest.external.find(choice.name);
+          external != inputs.manifest.external.end()) {
+        package.external = std::visit(
+            [](const auto& source) -> std::string {
+              using T = std::decay_t<decltype(source)>;
+              if constexpr (std::is_same_v<T, specs::Version>) return source.original();
+              if constexpr (std::is_same_v<T, manifest::ExternalSystem>) return "system";
+              if constexpr (std::is_same_v<T, manifest::ExternalPath>) return source.path.string();
+            },
+            external->second);
+      } else {
+        package.artifacts =
+            artifacts_of(files->at({choice.name, choice.version.original()}), choice, platform);
+      }
+      locked.packages.push_back(std::move(package));
+    }
+    lockfile.platforms.push_back(std::move(locked));
+  }
+  auto hashes = recipe_hashes(database, lockfile);
+  if (!hashes) return hashes.error();
+  lockfile.recipes = *std::move(hashes);
+  lock::canonicalize(lockfile);
+  return lockfile;
+}
+
+namespace {
+
+Result<LockAttempt> solve_and_make(const recipes::Database& database, const LockInputs& inputs) {
+  auto solved = solve_platforms(database, inputs);
+  if (!solved) return std::move(solved).error();
+  if (solved->failure) return LockAttempt{.failure = std::move(solved->failure)};
+  auto lockfile = make_lockfile(database, inputs, *solved);
+  if (!lockfile) return std::move(lockfile).error();
+  return LockAttempt{.lockfile = *std::move(lockfile), .solved = *std::move(solved)};
+}
+
+// Made on the first resolution: a lock whose closures are all lent from the
+// previous lock runs (and downloads) no resolver.
+ClosureResolver made_when_needed(const ResolverFactory& factory) {
+  auto made = std::make_shared<std::optional<ClosureResolver>>();
+  return [factory, made](const python::ResolveRequest& request,
+                         const python::ResolveTarget& target) -> Result<python::Closure> {
+    if (!*made) {
+      auto resolver = factory();
+      if (!resolver) return std::move(resolver).error();
+      *made = *std::move(resolver);
+    }
+    return (**made)(request, target);
+  };
+}
+
+// A project with Python requirements and no Python among the solver's
+// requirements gets one: the newest the database allows.
+bool needs_python_requirement(const LockInputs& inputs) {
+  const auto& manifest = inputs.manifest;
+  return !manifest.requires_.contains("python") && !manifest.external.contains("python");
+}
+
+void add_findings(LockInputs& effective, const ClosureFindings& findings,
+                  std::vector<std::string>& notes) {
+  for (const auto& constraint : findings.constraints)
+    effective.extra_requirements.push_back(constraint);
+  for (const auto& build : findings.unavailable)
+    effective.unavailable.push_back(build);
+  notes.insert(notes.end(), findings.notes.begin(), findings.notes.end());
+}
+
+}  // namespace
+
+Result<LockAttempt> solve_lock(const recipes::Database& database, const LockInputs& inputs,
+                               const lock::Lockfile* previous, const ResolverFactory& factory) {
+  auto python = python_request(inputs);
+  if (!python) return std::move(python).error();
+  LockInputs effective = inputs;
+  auto unavailable = unavailable_builds(database, inputs);
+  if (!unavailable) return std::move(unavailable).error();
+  effective.unavailable.insert(effective.unavailable.end(), unavailable->begin(),
+                               unavailable->end());
+  if (*python && needs_python_requirement(inputs))
+    effective.extra_requirements.push_back({"python", specs::VersionSpec{}, "requires"});
+  auto attempt = solve_and_make(database, effective);
+  if (!attempt || !attempt->lockfile || !*python) return attempt;
+  const auto resolver = made_when_needed(factory);
+  // Each round agrees or rules something out for good (a pin, a build), so a
+  // few rounds settle it; the bound guards against a self-contradicting database.
+  constexpr int kRounds = 24;
+  std::vector<std::string> notes;
+  const lock::Lockfile* lend = previous;
+  std::optional<lock::Lockfile> last;
+  for (int round = 0; round < kRounds; ++round) {
+    auto findings = add_python_closures(effective, **python, *attempt->lockfile, lend, resolver);
+    if (!findings) return std::move(findings).error();
+    if (findings->empty()) {
+      add_glibc_needed(*attempt->lockfile);
+      attempt->warnings = std::move(notes);
+      return attempt;
+    }
+    add_findings(effective, *findings, notes);
+    last = *attempt->lockfile;
+    lend = &*last;
+    attempt = solve_and_make(database, effective);
+    if (!attempt || !attempt->lockfile) {
+      if (attempt) attempt->warnings = std::move(notes);
+      return attempt;
+    }
+  }
+  Error error = Error::failed(
+      fmt::format("the solver and the Python closure did not agree after {} rounds", kRounds));
+  for (const auto& note : notes)
+    error.because(note);
+  return error.hint("pin the framework's build or CUDA in envkit.yaml (`requires:`)");
+}
+
+Result<void> write_lock_text(const std::filesystem::path& path, const std::string& text) {
+  const auto current = sys::read_file(path);
+  if (current && *current == text) return {};
+  return sys::write_file_atomic(path, text);
+}
+
+Result<LockAttempt> relock(const recipes::Database& database, const LockInputs& inputs,
+                           const lock::Lockfile* previous, const ResolverFactory& resolver,
+                           const std::filesystem::path& path) {
+  auto attempt = solve_lock(database, inputs, previous, resolver);
+  if (!attempt || !attempt->lockfile) return attempt;
+  if (auto written = write_lock_text(path, lock::write(*attempt->lockfile)); !written)
+    return std::move(written).error();
+  return attempt;
+}
+
+Result<std::optional<lock::Lockfile>> read_lock(const std::filesystem::path& path) {
+  std::error_code ignored;
+  if (!std::filesystem::exists(path, ignored)) return std::optional<lock::Lockfile>();
+  auto loaded = lock::load(path);
+  if (!loaded) return std::move(loaded).error();
+  return std::optional<lock::Lockfile>(*std::move(loaded));
+}
+
+Error out_of_date(const std::filesystem::path& path, const std::vector<std::string>& reasons) {
+  Error error = Error::failed(fmt::format("{} is out of date", path.string()));
+  for (const auto& reason : reasons)
+    error.because(reason);
+  return error;
+}
+
+Result<lock::Staleness> lock_staleness(const recipes::Database& database, const LockInputs& inputs,
+                                       const lock::Lockfile& lockfile) {
+  auto hashes = recipe_hashes(database, lockfile);
+  if (!hashes) return hashes.error();
+  auto staleness = lock::compare(lockfile, inputs.manifest_hash, *hashes);
+  std::vector<std::string> wanted;
+  for (const auto platform : inputs.platforms)
+    wanted.emplace_back(specs::to_string(platform));
+  std::vector<std::string> locked;
+  for (const auto& platform : lockfile.platforms)
+    locked.emplace_back(specs::to_string(platform.platform));
+  std::sort(wanted.begin(), wanted.end());
+  if (wanted != locked) {
+    staleness.reasons.push_back(fmt::format("the lock is for {}, not {}", text::join(locked, ", "),
+                                            text::join(wanted, ", ")));
+  }
+  // A lock solved with a machine's facts stays current on other machines: it
+  // states what it needs of one (`machine:`), which install checks.
+  if (lockfile.system.source == specs::FactSource::manifest &&
+      lockfile.system != inputs.assumptions) {
+    staleness.reasons.push_back("envkit.yaml's `system:` section changed");
+  }
+  auto python = python_request(inputs);
+  if (!python) return std::move(python).error();
+  if (*python) {
+    for (auto& reason : python_staleness(**python, lockfile))
+      staleness.reasons.push_back(std::move(reason));
+  }
+  return staleness;
+}
+
+}  // namespace envkit::locking
