@@ -1,7 +1,7 @@
 #pragma once
 
-// Helpers shared by the interpreter probe, pip and uv: quoting what a program
-// printed, keeping credentials out of messages, a scratch folder.
+// Helpers of the uv runner: quoting what a program printed, keeping
+// credentials out of messages, a scratch folder.
 #include <filesystem>
 #include <string>
 #include <string_view>

@@ -452,6 +452,14 @@ std::vector<std::string> explain_choice(const Problem& problem, const Describer&
         }
       }
       add(describer.incompatibility(incompatibility));
+      // A build ruled out by the indexes says what would let it in.
+      if (incompatibility.cause.kind == Cause::Kind::fact) {
+        const auto& fact = problem.fact(incompatibility.cause.fact);
+        if (fact.kind == Fact::Kind::unavailable) {
+          const auto& hint = problem.request().unavailable[fact.unavailable].hint;
+          if (!hint.empty()) add("hint: " + hint);
+        }
+      }
     }
   }
   const auto& info = problem.package(package);

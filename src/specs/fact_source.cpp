@@ -1,13 +1,12 @@
 #include "envkit/specs/fact_source.hpp"
 
-#include <array>
-#include <utility>
+#include "enum_names.hpp"
 
 namespace envkit::specs {
 
 namespace {
 
-constexpr std::array<std::pair<FactSource, std::string_view>, 4> kNames = {{
+constexpr detail::EnumNames<FactSource, 4> kNames = {{
     {FactSource::manifest, "manifest"},
     {FactSource::override_variable, "override"},
     {FactSource::host, "host"},
@@ -17,17 +16,11 @@ constexpr std::array<std::pair<FactSource, std::string_view>, 4> kNames = {{
 }  // namespace
 
 std::string_view to_string(FactSource source) {
-  for (const auto& [value, name] : kNames) {
-    if (value == source) return name;
-  }
-  return "none";
+  return detail::name_of(kNames, source);
 }
 
 std::optional<FactSource> parse_fact_source(std::string_view text) {
-  for (const auto& [value, name] : kNames) {
-    if (name == text) return value;
-  }
-  return std::nullopt;
+  return detail::value_of(kNames, text);
 }
 
 }  // namespace envkit::specs

@@ -7,7 +7,7 @@
 
 #include "envkit/core/result.hpp"
 #include "envkit/lock/lockfile.hpp"
-#include "envkit/python/pip.hpp"
+#include "envkit/python/closure.hpp"
 #include "envkit/python/uv.hpp"
 #include "envkit/recipes/database.hpp"
 #include "envkit/solve/solve.hpp"

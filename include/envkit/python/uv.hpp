@@ -7,11 +7,11 @@
 
 #include "envkit/core/result.hpp"
 #include "envkit/python/closure.hpp"
-#include "envkit/python/pip.hpp"
 #include "envkit/specs/version.hpp"
 
-// Resolving for a platform other than this machine's with `uv pip compile
-// --python-platform`, which pip cannot do (docs/python.md).
+// Resolving a closure for the lock's target (its Python version and
+// platform, never this machine's) with `uv pip compile --python-platform
+// --python-version` (docs/python.md).
 namespace envkit::python {
 
 // A uv executable.

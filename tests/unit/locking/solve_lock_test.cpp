@@ -10,18 +10,14 @@
 #include "envkit/core/sha256.hpp"
 #include "envkit/locking/lock_pipeline.hpp"
 #include "envkit/locking/machine.hpp"
+#include "support/source_database.hpp"
 #include "support/temp_dir.hpp"
 
 namespace envkit::locking {
 namespace {
 
 const recipes::Database& database() {
-  static const recipes::Database db = [] {
-    auto opened = recipes::Database::open(ENVKIT_SOURCE_DIR "/recipes");
-    if (!opened) throw std::runtime_error(opened.error().to_string());
-    return std::move(opened).value();
-  }();
-  return db;
+  return test::source_database();
 }
 
 // A machine known only through ENVKIT_OVERRIDE_* values.

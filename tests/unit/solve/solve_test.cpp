@@ -8,18 +8,15 @@
 #include <string>
 #include <vector>
 
+#include "support/source_database.hpp"
+
 namespace envkit::solve {
 namespace {
 
 using specs::Platform;
 
 const recipes::Database& database() {
-  static const recipes::Database db = [] {
-    auto opened = recipes::Database::open(ENVKIT_SOURCE_DIR "/recipes");
-    if (!opened) throw std::runtime_error(opened.error().to_string());
-    return std::move(opened).value();
-  }();
-  return db;
+  return test::source_database();
 }
 
 specs::Version v(std::string_view text) {
