@@ -49,7 +49,8 @@ nlohmann::json lock_json(const lock::Lockfile& lockfile) {
   return {{"platforms", platforms}, {"packages", packages}};
 }
 
-// "cuda 12.1.1, cudnn 9.1.0.70 (cuda12), python 3.12.14 (external), ..."
+// "cuda 12.1.1, cudnn 9.1.0.70 (cuda12), python 3.12.14, ...; 23 Python packages, resolved by uv
+// ..."
 std::string summary(const lock::PlatformLock& platform) {
   std::vector<std::string> parts;
   for (const auto& package : platform.packages) {
@@ -58,7 +59,17 @@ std::string summary(const lock::PlatformLock& platform) {
     if (package.external) part += " (provided by the machine)";
     parts.push_back(std::move(part));
   }
-  return parts.empty() ? "no packages (envkit.yaml requires none)" : text::join(parts, ", ");
+  auto line = parts.empty() ? std::string("no packages (envkit.yaml requires none)")
+                            : text::join(parts, ", ");
+  if (const auto& closure = platform.python) {
+    std::size_t sdists = 0;
+    for (const auto& package : closure->packages)
+      sdists += package.kind == lock::Distribution::sdist ? 1 : 0;
+    line += fmt::format("; {} Python packages{}, resolved by {}", closure->packages.size(),
+                        sdists > 0 ? fmt::format(" ({} sdists to build)", sdists) : "",
+                        closure->resolver);
+  }
+  return line;
 }
 
 // Re-solving the current inputs must give the lock's exact bytes.

@@ -286,9 +286,10 @@ bool framework_build_check(const LockInputs& inputs, const lock::PlatformLock& l
 // indexes (a closure failed: the framework's fault or a requirement's?). If
 // so, every build of that release becomes unavailable; if not, the closure's
 // own error names the requirement. Asked only after a failure.
-bool framework_unserved(const lock::PlatformLock& locked, const python::ResolveRequest& base,
-                        const python::ResolveTarget& target, const ClosureResolver& resolve,
-                        ClosureFindings& findings) {
+Result<bool> framework_unserved(const lock::PlatformLock& locked,
+                                const python::ResolveRequest& base,
+                                const python::ResolveTarget& target, const ClosureResolver& resolve,
+                                ClosureFindings& findings) {
   const auto* framework = framework_of(locked);
   if (framework == nullptr) return false;
   python::ResolveRequest alone{.requirements = {framework_pin(*framework, base.index_urls)},
@@ -298,7 +299,10 @@ bool framework_unserved(const lock::PlatformLock& locked, const python::ResolveR
                                .timeout = base.timeout,
                                .only_binary = base.only_binary,
                                .no_deps = true};
-  if (resolve(alone, target)) return false;
+  auto served = resolve(alone, target);
+  if (served) return false;
+  // An index that cannot be read says nothing about what it serves.
+  if (served.error().message() != python::kUnresolvable) return std::move(served).error();
   const auto& version = framework->version.original();
   findings.unavailable.push_back(
       {.package = framework->name,
@@ -440,8 +444,11 @@ Result<ClosureFindings> add_python_closures(const LockInputs& inputs, const Pyth
                                     framework_pin(*framework, request.index_urls));
       }
       auto resolved = resolve(request, *target);
-      if (!resolved && framework_unserved(locked, base.resolve, *target, resolve, findings))
-        continue;
+      if (!resolved && resolved.error().message() == python::kUnresolvable) {
+        auto unserved = framework_unserved(locked, base.resolve, *target, resolve, findings);
+        if (!unserved) return std::move(unserved).error();
+        if (*unserved) continue;
+      }
       if (!resolved) {
         Error error = resolved.error();
         return error.hint(

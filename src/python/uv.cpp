@@ -257,9 +257,17 @@ bool has(std::string_view haystack, std::string_view needle) {
   return haystack.find(needle) != std::string_view::npos;
 }
 
+// uv could not read an index (DNS, connection, TLS, HTTP errors): it then says
+// "Failed to fetch: URL" or "Request failed after N retries", never "No solution".
+bool index_unreachable(std::string_view output) {
+  return !has(output, "No solution found") &&
+         (has(output, "Failed to fetch") || has(output, "Request failed after"));
+}
+
 // uv refused: its `error:` and `cause:` lines as causes, its `hint:` lines as hints.
 Error uv_refused(const sys::ProcessOutput& run) {
-  Error error = Error::failed("uv could not resolve the Python requirements");
+  Error error =
+      Error::failed(std::string(index_unreachable(run.err) ? kIndexUnreachable : kUnresolvable));
   bool quoted_any = false;
   for (auto raw : text::split(run.err, '\n')) {
     const std::string_view line = text::trim(raw);
@@ -277,6 +285,11 @@ Error uv_refused(const sys::ProcessOutput& run) {
     const std::string_view output = text::trim(run.err).empty() ? run.out : run.err;
     error.because(fmt::format("uv exited with code {} and printed {}", run.exit_code,
                               detail::quoted_tail(output, 5)));
+  }
+  if (index_unreachable(run.err)) {
+    error.hint(
+        "check that this machine reaches the URL above (a proxy is taken from https_proxy), or "
+        "reach the index through a mirror (`mirrors:` in .envkit/config.yaml, docs/config.md)");
   }
   if (has(run.err, "--format") || has(run.err, "pylock")) {
     error.hint(

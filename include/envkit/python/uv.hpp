@@ -14,6 +14,13 @@
 // --python-version` (docs/python.md).
 namespace envkit::python {
 
+// The headline of resolve_with_uv's refusals: the requirements have no
+// solution for the target, or an index could not be read (the causes name
+// its URL). A lock tells the two apart: only the first says anything about
+// what the indexes serve.
+inline constexpr std::string_view kUnresolvable = "uv could not resolve the Python requirements";
+inline constexpr std::string_view kIndexUnreachable = "uv could not read a package index";
+
 // A uv executable.
 struct Uv {
   std::filesystem::path path;
