@@ -39,7 +39,11 @@ struct InstallFlags {
 Result<config::Settings> install_settings(const Context& context, const InstallFlags& flags) {
   auto settings = load_settings(context);
   if (!settings) return settings;
-  if (!flags.mirrors.empty()) config::set_by_flag(settings->mirrors, flags.mirrors);
+  if (!flags.mirrors.empty()) {
+    if (auto applied = config::apply_flag(*settings, config::kMirrors, "--mirror", flags.mirrors);
+        !applied)
+      return std::move(applied).error();
+  }
   if (flags.jobs) config::set_by_flag(settings->jobs, *flags.jobs);
   if (flags.packaging) config::set_by_flag(settings->packaging, *flags.packaging);
   if (flags.link_mode) config::set_by_flag(settings->link_mode, *flags.link_mode);

@@ -75,7 +75,11 @@ void print_summary(const Context& context, const store::MirrorReport& report) {
 int run_mirror(Context& context, const MirrorFlags& flags) {
   auto settings = load_settings(context);
   if (!settings) return report(context, settings.error());
-  if (!flags.mirrors.empty()) config::set_by_flag(settings->mirrors, flags.mirrors);
+  if (!flags.mirrors.empty()) {
+    if (auto applied = config::apply_flag(*settings, config::kMirrors, "--mirror", flags.mirrors);
+        !applied)
+      return report(context, applied.error());
+  }
   if (flags.jobs) config::set_by_flag(settings->jobs, *flags.jobs);
   auto selection = selection_of(flags);
   if (!selection) return report(context, selection.error());

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <array>
 #include <cctype>
 #include <charconv>
@@ -443,11 +444,24 @@ std::vector<ParsedFile> usable_wheels(const std::vector<IndexFile>& files) {
   return wheels;
 }
 
+// A wheel of `version` itself, or a post-release of it (NVIDIA re-uploads a
+// component as `12.4.127.post1`: the same files, repackaged). 0 when neither;
+// the exact version ranks first, then the newest post-release.
+std::uint64_t rank_for(const specs::Version& wheel, const specs::Version& version) {
+  if (wheel == version) return std::numeric_limits<std::uint64_t>::max();
+  const bool post_of = wheel.is_postrelease() && !wheel.is_prerelease() && !wheel.has_local() &&
+                       !version.is_postrelease() && wheel.with_post(std::nullopt) == version;
+  return post_of ? *wheel.post() + 1 : 0;
+}
+
 std::map<specs::Platform, Candidate> best_per_platform(const std::vector<ParsedFile>& wheels,
                                                        const specs::Version& version) {
+  std::uint64_t wanted = 0;  // the best rank any wheel has: versions are not mixed
+  for (const auto& parsed : wheels)
+    wanted = std::max(wanted, rank_for(parsed.version, version));
   std::map<specs::Platform, Candidate> best;
   for (const auto& parsed : wheels) {
-    if (!(parsed.version == version)) continue;
+    if (wanted == 0 || rank_for(parsed.version, version) != wanted) continue;
     const Candidate candidate{
         .file = parsed.file,
         .platform = *wheel_platform(parsed.wheel),

@@ -399,6 +399,8 @@ Result<std::vector<FileRecord>> installed_files(const fs::path& root,
     if (relative.starts_with("..") || fs::path(relative).is_absolute()) continue;
     std::optional<std::string> sha256 =
         fields.size() > 1 ? record_hash_hex(fields[1]) : std::nullopt;
+    // pip compiles bytecode over any .pyc the wheel ships: record what is there.
+    if (relative.ends_with(".pyc")) sha256.reset();
     if (relative.starts_with("bin/")) {
       auto relocated = relocate_script(root, root / relative);
       if (!relocated) return std::move(relocated).error();

@@ -37,6 +37,13 @@ const FakeWheel kDependency{
     .version = "1.0",
     .requires_dist = {},
     .files = {{"fakedep/__init__.py", "def main():\n    print('hello from fakedep')\n"},
+              // Bytecode the wheel ships, which pip compiles again over it at install
+              // (numpy ships such files): one per CPython the host may have.
+              {"fakedep/__pycache__/__init__.cpython-39.pyc", "stale bytecode"},
+              {"fakedep/__pycache__/__init__.cpython-310.pyc", "stale bytecode"},
+              {"fakedep/__pycache__/__init__.cpython-311.pyc", "stale bytecode"},
+              {"fakedep/__pycache__/__init__.cpython-312.pyc", "stale bytecode"},
+              {"fakedep/__pycache__/__init__.cpython-313.pyc", "stale bytecode"},
               {"fakedep-1.0.dist-info/entry_points.txt",
                "[console_scripts]\nfakedep-hello = fakedep:main\n"}}};
 
@@ -208,6 +215,10 @@ TEST_CASE("envkit install puts the closure in the prefix, with one copy of cuDNN
   // A console script runs, whatever the generation's folder is called.
   const auto hello = fixture.project.envkit({"run", "--", "fakedep-hello"});
   CHECK(hello.out == "hello from fakedep\n");
+
+  // Bytecode pip rewrote at install is what envkit recorded: doctor finds every file intact.
+  const auto doctor = fixture.project.envkit({"doctor"});
+  CHECK_THAT(doctor.out + doctor.err, !Contains(".pyc") && !Contains("differs from what envkit"));
 
   const auto receipts = fixture.prefix() / ".envkit" / "receipts";
   for (const auto* name : {"torch", "fakedep", "nvidia-cudnn-cu12", "cudnn", "python"})

@@ -68,6 +68,11 @@ void set_by_flag(Sourced<T>& setting, U&& value) {
   setting.source = std::string(kFlagSource);
 }
 
+// A command-line flag's values for `key` (`--mirror URL`, repeatable), checked
+// as config.yaml's are: an input error names the flag and the value.
+[[nodiscard]] Result<void> apply_flag(Settings& settings, const Key& key, std::string_view flag,
+                                      std::vector<std::string> items);
+
 // Reads an environment variable (env::get, or a table in tests).
 using Lookup = std::function<std::optional<std::string>(const env::Variable&)>;
 

@@ -256,3 +256,20 @@ TEST_CASE("docs/config.md lists every ENVKIT_ variable envkit reads", "[config]"
 
 }  // namespace
 }  // namespace envkit::config
+
+TEST_CASE("a flag's values are checked as the config file's, naming the flag", "[config]") {
+  envkit::config::Settings settings;
+  const auto bad = envkit::config::apply_flag(settings, envkit::config::kMirrors, "--mirror",
+                                              {"http://mirror.lan/envkit", "not-a-url"});
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().exit_code() == 2);
+  CHECK(bad.error().message() == "invalid `--mirror` value `not-a-url`");
+  CHECK(bad.error().to_string().find("a URL such as") != std::string::npos);
+  CHECK(settings.mirrors.value.empty());
+
+  REQUIRE(envkit::config::apply_flag(settings, envkit::config::kMirrors, "--mirror",
+                                     {"http://mirror.lan/envkit"})
+              .ok());
+  CHECK(settings.mirrors.value == std::vector<std::string>{"http://mirror.lan/envkit"});
+  CHECK(settings.mirrors.source == "flag");
+}

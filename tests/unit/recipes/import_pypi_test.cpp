@@ -309,6 +309,38 @@ TEST_CASE("import: wheels land on the matching component versions and cuDNN buil
   CHECK(cuda.sources.size() == 1);
 }
 
+TEST_CASE("import: a post-release wheel serves its component's version", "[pypi]") {
+  // PyPI has nvidia-cuda-cccl-cu12 12.4.127.post1 and no 12.4.127: NVIDIA re-uploaded it.
+  FakeIndex index;
+  const auto wheel = [](std::string version, char hash) {
+    const auto name = "nvidia_cuda_cccl_cu12-" + version + "-py3-none-manylinux2014_x86_64.whl";
+    return R"({"filename": ")" + name + R"(", "url": "https://files.example.test/)" + name +
+           R"(", "hashes": {"sha256": ")" + std::string(64, hash) + R"("}})";
+  };
+  index.add("nvidia-cuda-cccl-cu12", std::string(kJsonType),
+            R"({"meta": {"api-version": "1.1"}, "name": "nvidia-cuda-cccl-cu12", "files": [)" +
+                wheel("12.4.127.post1", '1') + ", " + wheel("12.4.127.post2", '2') + ", " +
+                wheel("12.4.128", '3') + ", " + wheel("12.3.101.post1", '4') + "]}");
+  Recipe cuda{.name = "cuda"};
+  cuda.versions.push_back(RecipeVersion{.version = Version::parse("12.4.1").value(),
+                                        .components = {{"cuda_cccl", "12.4.127"}},
+                                        .builds = {Build{.id = ""}}});
+  cuda.versions.push_back(RecipeVersion{.version = Version::parse("12.3.2").value(),
+                                        .components = {{"cuda_cccl", "12.3.101"}},
+                                        .builds = {Build{.id = ""}}});
+  auto imported = import_pypi_nvidia(cuda, Recipe{.name = "cudnn"},
+                                     {.index_url = std::string(kIndex), .fetch = index.fetcher()});
+  REQUIRE(imported.ok());
+  const auto* cccl =
+      find_artifact(imported->cuda, "12.4.1", "", "cuda_cccl", Platform::linux_x86_64);
+  REQUIRE(cccl);
+  // The newest re-upload of exactly 12.4.127, never 12.4.128.
+  CHECK_THAT(cccl->url, Catch::EndsWith("nvidia_cuda_cccl_cu12-12.4.127.post2-py3-none-"
+                                        "manylinux2014_x86_64.whl"));
+  CHECK(cccl->wheel_root == "nvidia/cuda_cccl");
+  CHECK(find_artifact(imported->cuda, "12.3.2", "", "cuda_cccl", Platform::linux_x86_64));
+}
+
 TEST_CASE("import: the result merges as a second artifact beside the archive", "[pypi]") {
   auto base = cuda_recipe();
   base.versions[0].builds[0].artifacts.push_back(Artifact{
