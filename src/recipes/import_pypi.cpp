@@ -3,10 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <limits>
 #include <array>
 #include <cctype>
 #include <charconv>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <tuple>
 
