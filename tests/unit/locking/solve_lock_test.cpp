@@ -88,6 +88,23 @@ const lock::LockedPackage& package(const lock::Lockfile& lockfile, std::string_v
   return *it;
 }
 
+// A factory that must not be called: it notes that it was, and fails.
+ResolverFactory refusing_factory(bool& made) {
+  return [&made]() -> Result<ClosureResolver> {
+    made = true;
+    return Error::failed("no resolver here");
+  };
+}
+
+// The lock of `inputs` with `resolver`, which must succeed.
+lock::Lockfile locked(const LockInputs& inputs, const ResolverFactory& resolver,
+                      const lock::Lockfile* previous = nullptr) {
+  auto attempt = solve_lock(database(), inputs, previous, resolver);
+  if (!attempt) FAIL(attempt.error().to_string());
+  if (!attempt->lockfile) FAIL("no lock: " << attempt->failure->second.summary);
+  return *std::move(attempt->lockfile);
+}
+
 constexpr std::string_view kTorchFromPypi =
     "framework: torch ==2.4.1\nindexes: [https://pypi.org/simple]\n";
 
@@ -98,10 +115,7 @@ TEST_CASE("the closure's NVIDIA wheels decide the lock's CUDA and cuDNN", "[lock
   const auto inputs =
       inputs_for(project, kTorchFromPypi, machine({{"ENVKIT_OVERRIDE_DRIVER", "550.54.15"}}));
   FakeResolver resolver{.closure = pypi_torch_2_4_1()};
-  auto attempt = solve_lock(database(), inputs, nullptr, resolver.factory());
-  REQUIRE(attempt.ok());
-  REQUIRE(attempt->lockfile);
-  const auto& lockfile = *attempt->lockfile;
+  const auto lockfile = locked(inputs, resolver.factory());
   // PyPI serves the cu121 build: the lock names it, with CUDA 12.1 and the wheels' cuDNN.
   CHECK(package(lockfile, "torch").build == "cu121");
   CHECK(package(lockfile, "cuda").version.original().starts_with("12.1."));
@@ -132,10 +146,8 @@ TEST_CASE("a lock solved on one machine states what it needs of any machine", "[
       project, kTorchFromPypi,
       machine({{"ENVKIT_OVERRIDE_DRIVER", "550.54.15"}, {"ENVKIT_OVERRIDE_CUDA_ARCH", "8.9"}}));
   FakeResolver resolver{.closure = pypi_torch_2_4_1()};
-  auto attempt = solve_lock(database(), inputs, nullptr, resolver.factory());
-  REQUIRE(attempt.ok());
-  REQUIRE(attempt->lockfile);
-  const auto& system = attempt->lockfile->system;
+  const auto lockfile = locked(inputs, resolver.factory());
+  const auto& system = lockfile.system;
   CHECK(system.source == specs::FactSource::override_variable);
   // CUDA 12's family minimum, not the writer's 550.54.15.
   CHECK(system.driver == ">=525.60.13");
@@ -145,7 +157,6 @@ TEST_CASE("a lock solved on one machine states what it needs of any machine", "[
   // The newest manylinux tag of the closure (numpy's manylinux_2_17).
   CHECK(system.glibc == ">=2.17");
 
-  const auto& lockfile = *attempt->lockfile;
   const auto newer = machine({{"ENVKIT_OVERRIDE_DRIVER", "580.65.06"},
                               {"ENVKIT_OVERRIDE_CUDA_ARCH", "9.0"},
                               {"ENVKIT_OVERRIDE_GLIBC", "2.31"}});
@@ -173,19 +184,12 @@ TEST_CASE("closures the previous lock lends are not resolved again", "[locking]"
   const auto inputs =
       inputs_for(project, kTorchFromPypi, machine({{"ENVKIT_OVERRIDE_DRIVER", "550.54.15"}}));
   FakeResolver resolver{.closure = pypi_torch_2_4_1()};
-  auto first = solve_lock(database(), inputs, nullptr, resolver.factory());
-  REQUIRE(first.ok());
-  REQUIRE(first->lockfile);
+  const auto first = locked(inputs, resolver.factory());
   bool made = false;
-  const ResolverFactory refusing = [&made]() -> Result<ClosureResolver> {
-    made = true;
-    return Error::failed("no resolver here");
-  };
-  auto second = solve_lock(database(), inputs, &*first->lockfile, refusing);
-  REQUIRE(second.ok());
-  REQUIRE(second->lockfile);
+  const auto refusing = refusing_factory(made);
+  const auto second = locked(inputs, refusing, &first);
   CHECK_FALSE(made);
-  CHECK(lock::write(*second->lockfile) == lock::write(*first->lockfile));
+  CHECK(lock::write(second) == lock::write(first));
 }
 
 TEST_CASE("a framework build PyPI does not carry is ruled out before resolving", "[locking]") {
@@ -213,16 +217,11 @@ TEST_CASE("a project without Python requirements never makes a resolver", "[lock
   const auto inputs = inputs_for(project, "requires: {cuda: \"12.4.*\"}\n",
                                  machine({{"ENVKIT_OVERRIDE_DRIVER", "550.54.15"}}));
   bool made = false;
-  const ResolverFactory refusing = [&made]() -> Result<ClosureResolver> {
-    made = true;
-    return Error::failed("no resolver here");
-  };
-  auto attempt = solve_lock(database(), inputs, nullptr, refusing);
-  REQUIRE(attempt.ok());
-  REQUIRE(attempt->lockfile);
+  const auto refusing = refusing_factory(made);
+  const auto lockfile = locked(inputs, refusing);
   CHECK_FALSE(made);
-  CHECK_FALSE(attempt->lockfile->platforms.front().python);
-  CHECK(package(*attempt->lockfile, "cuda").version.original().starts_with("12.4."));
+  CHECK_FALSE(lockfile.platforms.front().python);
+  CHECK(package(lockfile, "cuda").version.original().starts_with("12.4."));
 }
 
 }  // namespace envkit::locking
