@@ -16,7 +16,8 @@ TEST_CASE("envkit --help lists the commands and exit codes", "[cli]") {
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.out, Catch::Contains("init") && Catch::Contains("debug") &&
                         Catch::Contains("--json") && Catch::Contains("-C") &&
-                        Catch::Contains("Exit codes: 0 success"));
+                        Catch::Contains("Exit codes: 0 success") &&
+                        Catch::Contains("ENVKIT_OVERRIDE_DRIVER"));
 }
 
 TEST_CASE("every command has --help", "[cli]") {
