@@ -199,6 +199,7 @@ int run_list(Context& context, const std::optional<fs::path>& prefix_flag) {
                                .hint("run `envkit install`"));
   }
   nlohmann::json packages = nlohmann::json::array();
+  std::vector<std::vector<std::string>> table = {{"name", "version", "build", "from", "files"}};
   for (const auto& package : (*state)->packages) {
     std::size_t files = 0;
     for (const auto& file : package.files)
@@ -208,12 +209,10 @@ int run_list(Context& context, const std::optional<fs::path>& prefix_flag) {
                         {"build", package.build},
                         {"packaging", package.packaging},
                         {"files", files}});
-    if (!context.options.json) {
-      std::cout << fmt::format("{:<10} {:<14} {:<8} {:<8} {} files\n", package.name,
-                               package.version, package.build.empty() ? "-" : package.build,
-                               package.packaging, files);
-    }
+    table.push_back({package.name, package.version, package.build.empty() ? "-" : package.build,
+                     package.packaging, std::to_string(files)});
   }
+  if (!context.options.json) std::cout << text::columns(table);
   if (context.options.json) {
     std::cout << nlohmann::json{{"prefix", prefix->path().string()},
                                 {"generation", (*state)->generation},

@@ -81,6 +81,10 @@ TEST_CASE("install lays a redist archive out as a prefix, links intact", "[cli][
   CHECK(listed.at("packages").at(0).at("name") == "cuda");
   CHECK(listed.at("packages").at(0).at("version") == "12.4.1");
   CHECK(listed.at("packages").at(0).at("files") == 6);  // 3 files, 2 links, LICENSE
+  const auto table = project.envkit({"list"});
+  CHECK(table.out ==
+        "name  version  build  from     files\n"
+        "cuda  12.4.1   -      archive  6\n");
 }
 
 TEST_CASE("a second install with nothing changed does nothing", "[cli][install]") {

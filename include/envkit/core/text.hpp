@@ -26,4 +26,8 @@ namespace envkit::text {
 // `name` in backticks, the way envkit quotes names in messages.
 [[nodiscard]] std::string quoted(std::string_view name);
 
+// Rows as aligned text columns: each column as wide as its widest cell, two
+// spaces between, the last cell unpadded; one line per row, each ending in '\n'.
+[[nodiscard]] std::string columns(const std::vector<std::vector<std::string>>& rows);
+
 }  // namespace envkit::text

@@ -39,3 +39,12 @@ TEST_CASE("did_you_mean prefers a candidate that extends the word on a tie", "[c
   CHECK(did_you_mean("cuda", packages) == "cuda");
   CHECK(did_you_mean("cdua", packages) == "cuda");
 }
+
+TEST_CASE("columns line cells up however long a name is", "[core][text]") {
+  CHECK(
+      columns({{"name", "version"}, {"nvidia-cuda-runtime-cu12", "12.1.105"}, {"six", "1.17.0"}}) ==
+      "name                      version\n"
+      "nvidia-cuda-runtime-cu12  12.1.105\n"
+      "six                       1.17.0\n");
+  CHECK(columns({}).empty());
+}
