@@ -1,6 +1,6 @@
 #pragma once
 
-// Helpers of the python module's tests: stand-in interpreters and scoped
+// Helpers of the python module's tests: stand-in tools and scoped
 // environment variables. Header-only: the test glob builds only *_test.cpp files.
 #include <stdlib.h>
 
@@ -36,18 +36,6 @@ inline std::filesystem::path write_tool(const TempDir& dir, const std::filesyste
   std::filesystem::permissions(path, std::filesystem::perms::owner_all,
                                std::filesystem::perm_options::replace);
   return path;
-}
-
-// A stand-in interpreter answering the probe as inspect() expects; `pip` empty: no pip.
-inline std::filesystem::path write_fake_python(const TempDir& dir,
-                                               const std::filesystem::path& relative,
-                                               std::string_view version, std::string_view pip) {
-  const std::string pip_json = pip.empty() ? "null" : "\"" + std::string(pip) + "\"";
-  return write_tool(dir, relative,
-                    "{\"version\": \"" + std::string(version) +
-                        "\", \"implementation\": \"cpython\", \"platform\": \"linux-x86_64\", "
-                        "\"pip\": " +
-                        pip_json + "}");
 }
 
 // Sets (or, with nullopt, unsets) an environment variable for a scope.
