@@ -5,7 +5,8 @@
 #
 # usage: smoke_compile.sh [SMOKE_SOURCE_DIR]
 # CUDA comes from $CUDA_HOME, else /usr/local/cuda. Exits 77 (skipped) where nvcc or cudnn.h is
-# missing.
+# missing. Run it by hand after changing smoke.cu: the CTest suite compiles the program once,
+# through `envkit smoke` (tests/integration/smoke_test.cpp), without these warning flags.
 set -euo pipefail
 
 source_dir=${1:-$(cd "$(dirname "$0")/../share/envkit/smoke" && pwd)}

@@ -8,13 +8,10 @@
 
 namespace envkit::core {
 
-namespace {
-struct ContextDeleter {
-  void operator()(EVP_MD_CTX* context) const { EVP_MD_CTX_free(context); }
-};
-}  // namespace
-
 struct Sha256::State {
+  struct ContextDeleter {
+    void operator()(EVP_MD_CTX* digest) const { EVP_MD_CTX_free(digest); }
+  };
   std::unique_ptr<EVP_MD_CTX, ContextDeleter> context{EVP_MD_CTX_new()};
 
   void start() {

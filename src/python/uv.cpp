@@ -7,6 +7,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <optional>
 #include <set>
 
 #include "envkit/core/env_vars.hpp"
@@ -420,6 +424,40 @@ std::string named_files(const ResolveRequest& request) {
   return text::join(names, ", ");
 }
 
+// `uv python find` for `request` ("3.12", or "" for the default interpreter), run in `cwd`.
+std::optional<std::string> find_interpreter(const fs::path& program, const std::string& request,
+                                            const std::optional<fs::path>& cwd) {
+  std::vector<std::string> argv = {program.string(), "python", "find", "--no-python-downloads"};
+  if (!request.empty()) argv.push_back(request);
+  sys::ProcessOptions options;
+  options.cwd = cwd;
+  options.timeout = std::chrono::seconds(60);
+  auto run = sys::run_process(argv, options);
+  if (!run || run->timed_out || run->exit_code != 0) return std::nullopt;
+  auto path = std::string(text::trim(run->out));
+  if (path.empty()) return std::nullopt;
+  return path;
+}
+
+// The interpreter uv builds source distributions with when resolving for `python`: one of
+// that minor version where the machine has it (a setup.py may run only there), else the
+// default one; nullopt where there is none. Left to itself, uv searches on every run, and
+// probing each python3.X on PATH takes half a second behind pyenv's shims; a lock runs uv
+// a dozen times. So envkit asks once per minor version and names the one it found.
+std::optional<std::string> build_interpreter(const fs::path& program, const specs::Version& python,
+                                             const std::optional<fs::path>& cwd) {
+  static std::mutex mutex;
+  static std::map<std::string, std::optional<std::string>> found;
+  const auto minor = python.major_minor().to_string();
+  const std::string key = program.string() + "\n" + minor + "\n" + (cwd ? cwd->string() : "");
+  const std::scoped_lock lock(mutex);
+  if (auto it = found.find(key); it != found.end()) return it->second;
+  auto interpreter = find_interpreter(program, minor, cwd);
+  if (!interpreter) interpreter = find_interpreter(program, "", cwd);
+  found.emplace(key, interpreter);
+  return interpreter;
+}
+
 }  // namespace
 
 Result<Closure> resolve_with_uv(const Uv& uv, const ResolveRequest& request,
@@ -444,25 +482,33 @@ Result<Closure> resolve_with_uv(const Uv& uv, const ResolveRequest& request,
     lines += std::string(text::trim(requirement)) + "\n";
   if (auto written = sys::write_file_atomic(input, lines); !written) return written.error();
 
-  std::vector<std::string> argv = {
-      uv.path.has_parent_path() ? uv.path.string() : (fs::path(".") / uv.path).string(),
-      "pip",
-      "compile",
-      "--quiet",
-      "--no-header",
-      "--python-platform",
-      python_platform(target),
-      "--python-version",
-      target.python.original(),
-      "--format",
-      "pylock.toml",
-      "-o",
-      lock.string()};
+  const fs::path program = uv.path.has_parent_path() ? uv.path : fs::path(".") / uv.path;
+  // --no-python-downloads: the target Python is named by version, and uv must not spend
+  // seconds fetching an interpreter of it from GitHub (unreachable behind firewalls).
+  std::vector<std::string> argv = {program.string(),
+                                   "pip",
+                                   "compile",
+                                   "--quiet",
+                                   "--no-header",
+                                   "--no-python-downloads",
+                                   "--python-platform",
+                                   python_platform(target),
+                                   "--python-version",
+                                   target.python.original(),
+                                   "--format",
+                                   "pylock.toml",
+                                   "-o",
+                                   lock.string()};
   if (request.only_binary) {
     argv.emplace_back("--only-binary");
     argv.emplace_back(":all:");
   }
   if (request.no_deps) argv.emplace_back("--no-deps");
+  // Without one, uv finds none either, and its refusal says so.
+  if (auto interpreter = build_interpreter(program, target.python, request.cwd)) {
+    argv.emplace_back("--python");
+    argv.push_back(*interpreter);
+  }
   add_index_arguments(request, argv);
   if (!request.requirements.empty()) argv.push_back(input.string());
   for (const auto& file : request.requirement_files)

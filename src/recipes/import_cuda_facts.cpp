@@ -32,10 +32,6 @@ const Version& first_redist_cuda() {
 constexpr std::uint64_t kFirstMinorCompatMajor = 11;
 constexpr std::uint64_t kOldestLegacyCudnnMajor = 7;
 
-Version major_minor(const Version& version) {
-  return Version::from_release({version.major(), version.minor()});
-}
-
 bool in_runfile_era(const Version& cuda) {
   return cuda >= oldest_cuda() && cuda < first_redist_cuda();
 }
@@ -131,7 +127,7 @@ const DriverRow* driver_row_for(const std::vector<DriverRow>& rows, const Versio
   }
   const DriverRow* best = nullptr;
   for (const auto& row : rows) {
-    if (major_minor(row.cuda) != major_minor(cuda) || row.cuda > cuda) continue;
+    if (row.cuda.major_minor() != cuda.major_minor() || row.cuda > cuda) continue;
     if (best == nullptr || row.cuda > best->cuda) best = &row;
   }
   return best;
@@ -223,10 +219,10 @@ std::vector<Version> rows_paired_with_runfiles(const std::vector<Version>& rows,
   };
   std::map<Version, Unmatched> by_series;
   for (const auto& row : rows) {
-    if (!has_version(runfiles, row)) by_series[major_minor(row)].rows.push_back(row);
+    if (!has_version(runfiles, row)) by_series[row.major_minor()].rows.push_back(row);
   }
   for (const auto& runfile : runfiles) {
-    if (!has_version(rows, runfile)) ++by_series[major_minor(runfile)].runfiles;
+    if (!has_version(rows, runfile)) ++by_series[runfile.major_minor()].runfiles;
   }
   std::vector<Version> paired;
   for (const auto& [series, unmatched] : by_series) {
@@ -328,11 +324,11 @@ Result<std::vector<CudnnTarball>> read_old_cudnn_tarballs(CsvSource source) {
 }
 
 std::string minor_text(const Version& version) {
-  return fmt::format("{}.{}", version.major(), version.minor());
+  return version.major_minor().to_string();
 }
 
 std::string legacy_build_id(const CudnnTarball& tarball) {
-  if (major_minor(tarball.min_cuda) == major_minor(tarball.max_cuda)) {
+  if (tarball.min_cuda.major_minor() == tarball.max_cuda.major_minor()) {
     return fmt::format("cuda{}", minor_text(tarball.min_cuda));
   }
   return fmt::format("cuda{}-{}", minor_text(tarball.min_cuda), minor_text(tarball.max_cuda));
@@ -452,7 +448,7 @@ Result<void> add_compute_capabilities(Recipe& cuda, CsvSource capabilities) {
     auto max_cuda = sheet->optional_version(row, "max_cuda_major_minor");  // empty: still supported
     if (!max_cuda) return std::move(max_cuda).error();
     for (auto& version : cuda.versions) {
-      const auto series = major_minor(version.version);
+      const auto series = version.version.major_minor();
       if (series < *min_cuda || (*max_cuda && series > **max_cuda)) continue;
       for (auto& build : version.builds)
         build.cuda_arch.push_back(*capability);

@@ -54,10 +54,6 @@ std::vector<std::string_view> parenthesized_groups(std::string_view s) {
   return groups;
 }
 
-std::string major_minor(const Version& v) {
-  return fmt::format("{}.{}", v.major(), v.minor());
-}
-
 // Specs built here from numbers always parse; a failure is a bug.
 VersionSpec spec_from(const std::string& text) {
   return VersionSpec::parse(text).value();
@@ -66,8 +62,8 @@ VersionSpec spec_from(const std::string& text) {
 // The series rule: the same major, at least the tested major.minor (`>=8.7,<9`), or
 // at least the major when only a major is given (`>=7,<8`).
 VersionSpec same_major_from(const Version& tested) {
-  const auto lowest =
-      tested.release().size() < 2 ? fmt::format("{}", tested.major()) : major_minor(tested);
+  const auto lowest = tested.release().size() < 2 ? fmt::format("{}", tested.major())
+                                                  : tested.major_minor().to_string();
   return spec_from(fmt::format(">={},<{}", lowest, tested.major() + 1));
 }
 
@@ -131,7 +127,7 @@ Result<std::string> python_upper_bound(std::string_view bound) {
   const auto first = split_top_level(bound.substr(1, bound.size() - 2)).front();
   auto experimental = python_minor(first);
   if (!experimental) return std::move(experimental).error();
-  return fmt::format("<{}", major_minor(*experimental));
+  return fmt::format("<{}", experimental->major_minor().to_string());
 }
 
 // `X.Y-X.Z` or a lone `X.Y`: both ends included. Python 2 gives no clauses.
@@ -142,7 +138,7 @@ Result<std::vector<std::string>> python_span(std::string_view clause) {
   auto high = dash == std::string_view::npos ? low : python_minor(clause.substr(dash + 1));
   if (!high) return std::move(high).error();
   if (low->major() != 3) return std::vector<std::string>{};
-  return std::vector<std::string>{">=" + major_minor(*low), below_next_minor(*high)};
+  return std::vector<std::string>{">=" + low->major_minor().to_string(), below_next_minor(*high)};
 }
 
 // The PEP 440 clauses of one comma-separated part of a range.
@@ -151,7 +147,7 @@ Result<std::vector<std::string>> python_clauses(std::string_view clause) {
   if (clause.starts_with(">=")) {
     auto low = python_minor(text::trim(clause.substr(2)));
     if (!low) return std::move(low).error();
-    return std::vector<std::string>{">=" + major_minor(*low)};
+    return std::vector<std::string>{">=" + low->major_minor().to_string()};
   }
   if (clause.starts_with("<=")) {
     auto high = python_upper_bound(text::trim(clause.substr(2)));
@@ -565,7 +561,7 @@ Result<TensorflowRow> parse_tensorflow_row(const csv::Table& table, const csv::R
   auto cudnn = parse_version_cell(table.at(row, "cuDNN"), "cuDNN");
   if (!cudnn) return std::move(cudnn).error();
   const CudaVariant variant{.cuda = *cuda, .cudnn = *cudnn};
-  auto build = framework_build("cuda" + major_minor(*cuda), variant, *python);
+  auto build = framework_build("cuda" + cuda->major_minor().to_string(), variant, *python);
   build.platforms = {platform};
   return TensorflowRow{.gpu_package = name->first, .version = name->second, .build = build};
 }
@@ -621,7 +617,7 @@ Result<void> read_tensorflow_table(const UpstreamText& source, Platform platform
 
 specs::VersionSpec cuda_series_spec(const specs::Version& tested) {
   if (tested.major() >= 11) return same_major_from(tested);
-  return spec_from(fmt::format("=={}.*", major_minor(tested)));
+  return spec_from(fmt::format("=={}.*", tested.major_minor().to_string()));
 }
 
 specs::VersionSpec cudnn_series_spec(const specs::Version& tested) {

@@ -10,17 +10,13 @@
 #include "envkit/core/text.hpp"
 #include "envkit/store/prefix.hpp"
 #include "envkit/sys/fs.hpp"
+#include "fs_error.hpp"
 
 namespace envkit::store {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-Error cannot(std::string_view what, const fs::path& path, const std::error_code& error) {
-  return Error::failed(fmt::format("cannot {} {}", what, text::quoted(path.string())))
-      .because(error.message());
-}
 
 // Removes a tree the cache made; its files are read-only, its folders are not.
 std::uint64_t remove_tree(const fs::path& path) {

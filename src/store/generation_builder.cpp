@@ -4,19 +4,13 @@
 #include <unistd.h>
 
 #include "envkit/core/text.hpp"
+#include "fs_error.hpp"
 
 namespace envkit::store {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-Error cannot_create(const fs::path& path, const std::error_code& error) {
-  Error failure = Error::failed(fmt::format("cannot create {}", text::quoted(path.string())))
-                      .because(error.message());
-  if (error == std::errc::no_space_on_device) failure.hint(std::string(kDiskFullHint));
-  return failure;
-}
 
 std::string fingerprint(const FileRecord& file) {
   switch (file.type) {
@@ -71,7 +65,7 @@ Result<void> GenerationBuilder::make_parent(const fs::path& path) {
   if (made_dirs_.contains(parent)) return {};
   std::error_code error;
   fs::create_directories(parent, error);
-  if (error) return cannot_create(parent, error);
+  if (error) return cannot("create", parent, error);
   for (auto dir = parent; dir != root_ && made_dirs_.insert(dir).second; dir = dir.parent_path()) {
   }
   return {};
@@ -80,7 +74,7 @@ Result<void> GenerationBuilder::make_parent(const fs::path& path) {
 Result<void> GenerationBuilder::make_symlink(const std::string& target, const fs::path& path) {
   if (auto parent = make_parent(path); !parent) return parent;
   if (::symlink(target.c_str(), path.c_str()) != 0) {
-    return cannot_create(path, std::error_code(errno, std::generic_category()));
+    return cannot("create", path, std::error_code(errno, std::generic_category()));
   }
   return {};
 }
@@ -96,7 +90,7 @@ Result<void> GenerationBuilder::place(const std::string& package, const fs::path
       case archive::EntryType::directory: {
         std::error_code error;
         fs::create_directories(to, error);
-        if (error) return cannot_create(to, error);
+        if (error) return cannot("create", to, error);
         made_dirs_.insert(to);
         break;
       }
@@ -143,11 +137,11 @@ Result<void> GenerationBuilder::carry_untracked(const fs::path& old_root,
       // The old generation goes away after the switch; a hard link keeps the file.
       if (::link(it->path().c_str(), to.c_str()) != 0) {
         fs::copy_file(it->path(), to, error);
-        if (error) return cannot_create(to, error);
+        if (error) return cannot("create", to, error);
       }
     } else if (fs::is_directory(status)) {
       fs::create_directories(to, error);
-      if (error) return cannot_create(to, error);
+      if (error) return cannot("create", to, error);
     }
   }
   if (error) {

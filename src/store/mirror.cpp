@@ -11,6 +11,7 @@
 #include "envkit/core/url.hpp"
 #include "envkit/store/fill.hpp"
 #include "envkit/sys/file_lock.hpp"
+#include "fs_error.hpp"
 #include "parallel.hpp"
 #include "spool.hpp"
 
@@ -28,11 +29,6 @@ using specs::ArtifactKind;
 constexpr std::string_view kStaging = ".tmp";
 // Held while a run writes into the folder: two runs into one folder take turns.
 constexpr std::string_view kLockFile = ".tmp.lock";
-
-Error cannot(std::string_view what, const fs::path& path, const std::error_code& error) {
-  return Error::failed(fmt::format("cannot {} {}", what, text::quoted(path.string())))
-      .because(error.message());
-}
 
 const lock::PlatformLock* find_platform(const lock::Lockfile& lockfile, specs::Platform platform) {
   const auto it =

@@ -6,6 +6,7 @@
 
 #include "envkit/core/text.hpp"
 #include "envkit/store/source_build.hpp"
+#include "fs_error.hpp"
 
 namespace envkit::store {
 
@@ -53,11 +54,6 @@ Result<fs::path> written_wheel(const fs::path& folder, const SdistBuild& build) 
       .hint(fmt::format("the whole log: {}", build.log.string()));
 }
 
-Error cannot_create(const fs::path& path, const std::error_code& error) {
-  return Error::failed(fmt::format("cannot create {}", text::quoted(path.string())))
-      .because(error.message());
-}
-
 }  // namespace
 
 Result<fs::path> build_sdist(const SdistBuild& build) {
@@ -71,7 +67,7 @@ Result<fs::path> build_sdist(const SdistBuild& build) {
   if (!started) return std::move(started).error();
   std::error_code error;
   fs::create_directories(build.out, error);
-  if (error) return cannot_create(build.out, error);
+  if (error) return cannot("create", build.out, error);
   const BuildStep step{
       .name = "pip wheel",
       .argv = {context.python.string(), "-I", "-m", "pip", "wheel", "--no-deps",

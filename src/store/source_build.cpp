@@ -11,6 +11,7 @@
 #include "envkit/core/text.hpp"
 #include "envkit/sys/fs.hpp"
 #include "envkit/sys/process.hpp"
+#include "fs_error.hpp"
 
 namespace envkit::store {
 
@@ -121,17 +122,12 @@ std::string compiler_hint(const Toolchain& tools) {
                      tools.cc_path.string());
 }
 
-Error cannot_create(const fs::path& path, const std::error_code& error) {
-  return Error::failed(fmt::format("cannot create {}", text::quoted(path.string())))
-      .because(error.message());
-}
-
 }  // namespace
 
 Result<void> start_build_log(BuildLog& log, std::string header) {
   std::error_code error;
   fs::create_directories(log.path.parent_path(), error);
-  if (error) return cannot_create(log.path.parent_path(), error);
+  if (error) return cannot("create", log.path.parent_path(), error);
   log.text = std::move(header) + "\n";
   return sys::write_file_atomic(log.path, log.text);
 }
@@ -240,7 +236,7 @@ Result<SourceBuildResult> build_from_source(const SourceBuild& build) {
   const auto destdir = build.work / "destdir";
   fs::remove_all(destdir, error);
   fs::create_directories(build.work, error);
-  if (error) return cannot_create(build.work, error);
+  if (error) return cannot("create", build.work, error);
 
   const auto& tools = build.toolchain;
   BuildLog log{.path = build.log, .text = {}};
@@ -270,7 +266,7 @@ Result<SourceBuildResult> build_from_source(const SourceBuild& build) {
   error.clear();
   fs::create_directories(build.install_root.parent_path(), error);
   if (!error) fs::rename(installed, build.install_root, error);
-  if (error) return cannot_create(build.install_root, error);
+  if (error) return cannot("create", build.install_root, error);
   return SourceBuildResult{.build_system = build_system};
 }
 

@@ -13,6 +13,7 @@
 #include "envkit/recipes/import_pypi.hpp"
 #include "envkit/store/fill.hpp"
 #include "envkit/sys/process.hpp"
+#include "fs_error.hpp"
 #include "spool.hpp"
 
 namespace envkit::store {
@@ -47,11 +48,6 @@ constexpr std::string_view kMirrorHint =
 
 void tell(const ToolOptions& options, const std::string& line) {
   if (options.note) options.note(line);
-}
-
-Error cannot(std::string_view what, const fs::path& path, const std::error_code& error) {
-  return Error::failed(fmt::format("cannot {} {}", what, text::quoted(path.string())))
-      .because(error.message());
 }
 
 // The cache's root: Cache keeps its store in <root>/store/v1.

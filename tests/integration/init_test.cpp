@@ -252,8 +252,8 @@ TEST_CASE("init --json describes what it wrote", "[init]") {
            {{"ENVKIT_OVERRIDE_DRIVER", "450.80.02"}, {"ENVKIT_OVERRIDE_CUDA_ARCH", "7.0"}});
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.err, Catch::StartsWith("wrote envkit.yaml: "));
-  const auto json = nlohmann::json::parse(r.out);
-  CHECK(json == nlohmann::json::parse(R"({
+  const auto written = nlohmann::json::parse(r.out);
+  CHECK(written == nlohmann::json::parse(R"({
     "path": "envkit.yaml",
     "framework": {"name": "tensorflow-gpu", "spec": "==1.6.0", "source": "requirements.txt:7"},
     "requires": {"cuda": "==9.0.*"},

@@ -62,7 +62,7 @@ std::string whole_generation(const fs::path& prefix) {
 }
 
 TEST_CASE("kill -9 at any moment of an install leaves a whole environment",
-          "[cli][install][crash]") {
+          "[cli][install][crash][slow]") {
   if (!StaticHttpServer::available()) {
     WARN("skipped: nginx is not installed (scripts/setup installs it)");
     return;

@@ -16,7 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::string_view kProgram = R"(#include <cuda_runtime_api.h>
+constexpr std::string_view kCudaRuntimeProgram = R"(#include <cuda_runtime_api.h>
 #include <cstdio>
 int main() {
   int version = 0;
@@ -79,7 +79,7 @@ TEST_CASE("CUDA from /usr/local/cuda, repacked as NVIDIA redist: lock, install, 
   CHECK(fs::exists(project / "envkit.lock"));  // install locked first
 
   const auto prefix = project / ".envkit" / "env";
-  std::ofstream(project / "main.cpp") << kProgram;
+  std::ofstream(project / "main.cpp") << kCudaRuntimeProgram;
   SECTION("g++ with the prefix's headers and libraries") {
     const auto built_program = run(
         {"g++", "main.cpp", "-I" + (prefix / "include").string(), "-L" + (prefix / "lib").string(),

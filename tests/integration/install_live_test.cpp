@@ -16,7 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::string_view kProgram = R"(#include <cublas_v2.h>
+constexpr std::string_view kCublasProgram = R"(#include <cublas_v2.h>
 #include <cudnn.h>
 #include <cstdio>
 int main() {
@@ -61,7 +61,7 @@ fs::path lock_and_install(const fs::path& work, const std::string& manifest,
                            "install", "--frozen", "--packaging", "wheel"}});
   INFO(installed.err);
   REQUIRE(installed.exit_code == 0);
-  std::ofstream(project / "main.cpp") << kProgram;
+  std::ofstream(project / "main.cpp") << kCublasProgram;
   return project;
 }
 

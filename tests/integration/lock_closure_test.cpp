@@ -225,7 +225,7 @@ TEST_CASE("a requirement with neither a CPython 3.6 wheel nor an sdist fails, na
 }
 
 TEST_CASE("an index that cannot be reached fails with its URL and keeps the previous lock",
-          "[lock][python][closure]") {
+          "[lock][python][closure][slow]") {
   ClosureProject fixture;
   if (fixture.skip()) return;
   const std::string manifest =

@@ -180,7 +180,7 @@ TEST_CASE("envkit lock records the Python closure with exact wheels", "[python][
 }
 
 TEST_CASE("envkit install puts the closure in the prefix, with one copy of cuDNN",
-          "[python][integration]") {
+          "[python][integration][slow]") {
   PythonProject fixture;
   if (fixture.skip()) return;
   const auto installed = fixture.envkit({"install"});

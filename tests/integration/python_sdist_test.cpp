@@ -161,7 +161,7 @@ std::vector<fs::path> files_with(const fs::path& folder, const std::string& part
 }
 
 TEST_CASE("envkit install builds a closure's sdist into a wheel with the prefix's Python",
-          "[python][sdist][integration]") {
+          "[python][sdist][integration][slow]") {
   SdistProject fixture;
   if (fixture.skip()) return;
   fixture.add_tiny();

@@ -61,16 +61,18 @@ RedistMirror::RedistMirror(fs::path root) : root_(std::move(root)) {
   fs::create_directories(root_);
 }
 
-BuiltArtifact RedistMirror::add_archive(const FixtureComponent& component) const {
+BuiltArtifact RedistMirror::add_archive(const FixtureComponent& component,
+                                        Compression compression) const {
   const auto top = component.name + "-linux-x86_64-" + component.version + "-archive";
   const TempDir work;
   stage(component, work.path() / top, true);
   std::ofstream(work.path() / top / "LICENSE") << component.license;
-  const auto file = root_ / component.name / "linux-x86_64" / (top + ".tar.xz");
+  const bool xz = compression == Compression::xz;
+  const auto file = root_ / component.name / "linux-x86_64" / (top + (xz ? ".tar.xz" : ".tar.gz"));
   fs::create_directories(file.parent_path());
-  // xz -0: quick to make, and still the real format.
-  run_or_throw({"tar", "-C", work.path().string(), "-cJf", file.string(), top},
-               {{"XZ_OPT", "-0 -T1"}});
+  // Level 0 or 1: quick to make, and still the real format.
+  run_or_throw({"tar", "-C", work.path().string(), "-I", xz ? "xz -0 -T1" : "gzip -1", "-cf",
+                file.string(), top});
   return describe(root_, file, component);
 }
 

@@ -43,7 +43,12 @@ class RedistMirror {
   explicit RedistMirror(std::filesystem::path root);
 
   [[nodiscard]] const std::filesystem::path& root() const { return root_; }
-  BuiltArtifact add_archive(const FixtureComponent& component) const;
+  // NVIDIA's <name>-linux-x86_64-<version>-archive.tar.xz. `gzip`: .tar.gz instead, a format
+  // NVIDIA's manifests also use, for components so large (cuBLAS: 570 MiB) that xz would
+  // take most of a test's time.
+  enum class Compression : std::uint8_t { xz, gzip };
+  BuiltArtifact add_archive(const FixtureComponent& component,
+                            Compression compression = Compression::xz) const;
   // A wheel holding `component` under nvidia/cu13/, with a dist-info licence.
   BuiltArtifact add_wheel(const FixtureComponent& component, std::string_view dist_name) const;
   // redistrib_<label>.json (NVIDIA's format) listing `artifacts` (archives only).

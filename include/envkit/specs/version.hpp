@@ -52,6 +52,8 @@ class Version {
   [[nodiscard]] std::uint64_t major() const { return release_at(0); }
   [[nodiscard]] std::uint64_t minor() const { return release_at(1); }
   [[nodiscard]] std::uint64_t micro() const { return release_at(2); }
+  // The release series, MAJOR.MINOR (12.4.1 -> 12.4, 12 -> 12.0).
+  [[nodiscard]] Version major_minor() const { return from_release({major(), minor()}); }
 
   [[nodiscard]] bool is_prerelease() const { return pre_.has_value() || dev_.has_value(); }
   [[nodiscard]] bool is_postrelease() const { return post_.has_value(); }

@@ -17,12 +17,6 @@ namespace test = envkit::test;
 
 namespace {
 
-bool has_cc() {
-  if (test::c_compiler()) return true;
-  WARN("no C compiler on PATH: skipping the tests that build libraries");
-  return false;
-}
-
 // The first `size` bytes of `from`, as a new file `to`.
 fs::path truncated_copy(const fs::path& from, const fs::path& to, std::uintmax_t size) {
   fs::copy_file(from, to);
@@ -40,7 +34,7 @@ std::uint64_t little_endian(const std::string& bytes, std::size_t at, std::size_
 }  // namespace
 
 TEST_CASE("read_elf reads SONAME, NEEDED in order and RUNPATH of a built library", "[elf]") {
-  if (!has_cc()) return;
+  if (!test::has_c_compiler()) return;
   TempDir dir;
   const auto deps = dir.path() / "deps";
   test::shared_library(deps, "libbar.so.2", "bar");
@@ -70,7 +64,7 @@ TEST_CASE("read_elf reads SONAME, NEEDED in order and RUNPATH of a built library
 }
 
 TEST_CASE("read_elf reads DT_RPATH from a library linked with --disable-new-dtags", "[elf]") {
-  if (!has_cc()) return;
+  if (!test::has_c_compiler()) return;
   TempDir dir;
   const auto lib = test::shared_library(dir.path(), "libold.so.1", "old",
                                         {"-Wl,--disable-new-dtags", "-Wl,-rpath,${ORIGIN}/x"});
@@ -81,7 +75,7 @@ TEST_CASE("read_elf reads DT_RPATH from a library linked with --disable-new-dtag
 }
 
 TEST_CASE("read_elf reads the -z nodefaultlib flag (DF_1_NODEFLIB)", "[elf]") {
-  if (!has_cc()) return;
+  if (!test::has_c_compiler()) return;
   TempDir dir;
   const auto lib = test::shared_library(dir.path(), "libnodef.so.1", "f", {"-Wl,-z,nodefaultlib"});
   auto elf = read_elf(lib);
@@ -90,7 +84,7 @@ TEST_CASE("read_elf reads the -z nodefaultlib flag (DF_1_NODEFLIB)", "[elf]") {
 }
 
 TEST_CASE("a static executable has no dynamic section and no dependencies", "[elf]") {
-  if (!has_cc()) return;
+  if (!test::has_c_compiler()) return;
   TempDir dir;
   const auto exe = test::compile(dir.path() / "static", "void _start(void) { for (;;) {} }\n",
                                  {"-static", "-nostdlib"});
@@ -159,7 +153,7 @@ TEST_CASE("a file that is not ELF is reported as such, naming the file", "[elf]"
 }
 
 TEST_CASE("a truncated ELF file is reported with the part that is cut", "[elf]") {
-  if (!has_cc()) return;
+  if (!test::has_c_compiler()) return;
   TempDir dir;
   const auto lib = test::shared_library(dir.path() / "build", "libwhole.so.1", "whole");
   REQUIRE(envkit::elf::has_elf_magic(lib));

@@ -25,6 +25,13 @@ inline std::optional<std::filesystem::path> c_compiler() {
   return sys::find_on_path("gcc");
 }
 
+// Whether the tests that build libraries can run; warns, once per test, where they cannot.
+inline bool has_c_compiler() {
+  if (c_compiler()) return true;
+  WARN("no C compiler on PATH: skipping the tests that build libraries");
+  return false;
+}
+
 // Compiles `source` (C) into `output` with `cc -fPIC <flags>`; REQUIREs success.
 inline std::filesystem::path compile(const std::filesystem::path& output, std::string_view source,
                                      const std::vector<std::string>& flags) {

@@ -43,12 +43,6 @@ struct Tree {
   [[nodiscard]] SearchContext context() const { return {{llp_dir}, {system_dir}}; }
 };
 
-bool has_cc() {
-  if (test::c_compiler()) return true;
-  WARN("no C compiler on PATH: skipping the tests that build libraries");
-  return false;
-}
-
 void check_found(const envkit::elf::Resolution& resolution, const fs::path& path, SearchRule rule) {
   INFO("resolved to " << (resolution.path ? resolution.path->string() : "nothing"));
   CHECK(resolution.found());
@@ -60,7 +54,7 @@ void check_found(const envkit::elf::Resolution& resolution, const fs::path& path
 }  // namespace
 
 TEST_CASE("LD_LIBRARY_PATH beats DT_RUNPATH, which beats the system", "[elf][loader]") {
-  if (!has_cc()) return;
+  if (!test::has_c_compiler()) return;
   Tree tree;
   const auto app =
       tree.consumer(tree.temp.path() / "app",
@@ -84,7 +78,7 @@ TEST_CASE("LD_LIBRARY_PATH beats DT_RUNPATH, which beats the system", "[elf][loa
 }
 
 TEST_CASE("DT_RPATH beats LD_LIBRARY_PATH", "[elf][loader]") {
-  if (!has_cc()) return;
+  if (!test::has_c_compiler()) return;
   Tree tree;
   const auto app =
       tree.consumer(tree.temp.path() / "app",
@@ -101,7 +95,7 @@ TEST_CASE("DT_RPATH beats LD_LIBRARY_PATH", "[elf][loader]") {
 
 TEST_CASE("DT_RPATH is ignored when DT_RUNPATH is present", "[elf][loader]") {
   // The linker writes one or the other, so this object is made by hand.
-  if (!has_cc()) return;
+  if (!test::has_c_compiler()) return;
   Tree tree;
   test::MiniElf spec;
   spec.machine = test::host_identity().machine;
@@ -122,7 +116,7 @@ TEST_CASE("DT_RPATH is ignored when DT_RUNPATH is present", "[elf][loader]") {
 }
 
 TEST_CASE("$ORIGIN is the folder of the requesting object", "[elf][loader]") {
-  if (!has_cc()) return;
+  if (!test::has_c_compiler()) return;
   Tree tree;
   const auto root = tree.temp.path() / "prefix";
   const auto app =
@@ -149,7 +143,7 @@ TEST_CASE("expand_origin replaces only the ORIGIN token", "[elf][loader]") {
 }
 
 TEST_CASE("a file of another machine or class is skipped, as ld.so skips it", "[elf][loader]") {
-  if (!has_cc()) return;
+  if (!test::has_c_compiler()) return;
   Tree tree;
   const auto app =
       tree.consumer(tree.temp.path() / "app",
@@ -178,7 +172,7 @@ TEST_CASE("a file of another machine or class is skipped, as ld.so skips it", "[
 }
 
 TEST_CASE("a file that is not ELF stops the search, as in ld.so", "[elf][loader]") {
-  if (!has_cc()) return;
+  if (!test::has_c_compiler()) return;
   Tree tree;
   const auto app =
       tree.consumer(tree.temp.path() / "app",
@@ -195,7 +189,7 @@ TEST_CASE("a file that is not ELF stops the search, as in ld.so", "[elf][loader]
 }
 
 TEST_CASE("a name with a slash is opened as a path", "[elf][loader]") {
-  if (!has_cc()) return;
+  if (!test::has_c_compiler()) return;
   Tree tree;
   const auto app = tree.consumer(tree.temp.path() / "app", {});
   check_found(resolve_needed(app, tree.dep.string(), tree.context()), tree.dep, SearchRule::path);
@@ -206,7 +200,7 @@ TEST_CASE("a name with a slash is opened as a path", "[elf][loader]") {
 }
 
 TEST_CASE("an object linked with -z nodefaultlib is not given the system dirs", "[elf][loader]") {
-  if (!has_cc()) return;
+  if (!test::has_c_compiler()) return;
   Tree tree;
   const auto app = tree.consumer(tree.temp.path() / "app", {"-Wl,-z,nodefaultlib"});
   REQUIRE(app.nodeflib);
@@ -218,7 +212,7 @@ TEST_CASE("an object linked with -z nodefaultlib is not given the system dirs", 
 }
 
 TEST_CASE("Resolver remembers a name resolved with the same search path", "[elf][loader]") {
-  if (!has_cc()) return;
+  if (!test::has_c_compiler()) return;
   Tree tree;
   const auto one = tree.consumer(tree.temp.path() / "one", {});
   const auto two = tree.consumer(tree.temp.path() / "two", {});

@@ -164,7 +164,7 @@ TEST_CASE("the hermetic index lays out tests/data/pyindex as envkit mirror does"
 }
 
 // uv resolves the hermetic index as it resolved PyPI when the data was collected.
-TEST_CASE("uv resolves the real closures from the hermetic index", "[python][index][uv]") {
+TEST_CASE("uv resolves the real closures from the hermetic index", "[python][index][uv][slow]") {
   const auto uv = envkit::test::test_uv();
   if (!uv) {
     WARN("skipped: no uv (run scripts/fetch-test-tools, or set ENVKIT_UV)");
@@ -188,6 +188,7 @@ TEST_CASE("uv resolves the real closures from the hermetic index", "[python][ind
                                      "compile",
                                      "--quiet",
                                      "--no-config",
+                                     "--no-python-downloads",
                                      "--no-header",
                                      "--python-version",
                                      python,

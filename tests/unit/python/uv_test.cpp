@@ -317,11 +317,12 @@ TEST_CASE("resolve_with_uv() builds uv's command line and marks what was asked f
 
   const auto args = envkit::sys::read_file(dir.path() / "args.txt").value();
   const auto lines = envkit::text::split(args, '\n');
-  REQUIRE(lines.size() == 23);  // 22 arguments, then the final newline
+  REQUIRE(lines.size() == 24);  // 23 arguments, then the final newline
   const std::vector<std::string> expected = {"pip",
                                              "compile",
                                              "--quiet",
                                              "--no-header",
+                                             "--no-python-downloads",
                                              "--python-platform",
                                              "x86_64-pc-windows-msvc",
                                              "--python-version",
@@ -331,18 +332,18 @@ TEST_CASE("resolve_with_uv() builds uv's command line and marks what was asked f
                                              "-o"};
   for (std::size_t i = 0; i < expected.size(); ++i)
     CHECK(lines[i] == expected[i]);
-  CHECK(fs::path(lines[11]).filename() == "pylock.toml");
-  CHECK(lines[12] == "--only-binary");
-  CHECK(lines[13] == ":all:");
-  CHECK(lines[14] == "--index-url");
-  CHECK(lines[15] == "https://a.test/simple");
-  CHECK(lines[16] == "--extra-index-url");
-  CHECK(lines[17] == "https://b.test/simple");
+  CHECK(fs::path(lines[12]).filename() == "pylock.toml");
+  CHECK(lines[13] == "--only-binary");
+  CHECK(lines[14] == ":all:");
+  CHECK(lines[15] == "--index-url");
+  CHECK(lines[16] == "https://a.test/simple");
+  CHECK(lines[17] == "--extra-index-url");
+  CHECK(lines[18] == "https://b.test/simple");
   // Merged best-match, as pip does: `torch==2.4.1+cu124` from the second index.
-  CHECK(lines[18] == "--index-strategy");
-  CHECK(lines[19] == "unsafe-best-match");
-  CHECK(fs::path(lines[20]).filename() == "requirements.in");
-  CHECK(lines[21] == "more.txt");
+  CHECK(lines[19] == "--index-strategy");
+  CHECK(lines[20] == "unsafe-best-match");
+  CHECK(fs::path(lines[21]).filename() == "requirements.in");
+  CHECK(lines[22] == "more.txt");
 }
 
 TEST_CASE("resolve_with_uv() quotes uv's refusal", "[python][uv]") {

@@ -6,20 +6,17 @@
 #include "envkit/core/sha256.hpp"
 #include "envkit/recipes/check.hpp"
 #include "envkit/sys/fs.hpp"
+#include "support/spec_literals.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace envkit;
 using namespace envkit::recipes;
 namespace fs = std::filesystem;
 
-namespace {
+using envkit::test::spec;
+using envkit::test::v;
 
-specs::Version v(std::string_view text) {
-  return specs::Version::parse(text).value();
-}
-specs::VersionSpec spec(std::string_view text) {
-  return specs::VersionSpec::parse(text).value();
-}
+namespace {
 
 Artifact artifact(std::string component, ArtifactKind kind, std::string url, char hash = 'a') {
   return {.platform = specs::Platform::linux_x86_64,

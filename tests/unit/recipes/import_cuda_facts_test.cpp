@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "envkit/recipes/import_nvidia_redist.hpp"
+#include "recipes_test_support.hpp"
 #include "support/envkit_runner.hpp"
 
 namespace fs = std::filesystem;
@@ -23,14 +24,17 @@ using envkit::specs::Version;
 
 namespace {
 
+using envkit::test::build_of;
+using envkit::test::versions_of;
+
 // A fixture file kept alive for the CsvSource views that point into it.
-struct Fixture {
+struct NvidiaFixture {
   std::string path;
   std::string text;
   [[nodiscard]] CsvSource source() const { return {text, path}; }
 };
 
-Fixture fixture(const std::string& name) {
+NvidiaFixture nvidia_fixture(const std::string& name) {
   const auto path = envkit::test::test_data_dir() / "recipes" / "nvidia" / name;
   std::ifstream in(path, std::ios::binary);
   std::ostringstream text;
@@ -39,7 +43,7 @@ Fixture fixture(const std::string& name) {
 }
 
 Recipe imported_manifest(const std::string& name) {
-  const auto file = fixture(name);
+  const auto file = nvidia_fixture(name);
   auto recipe = envkit::recipes::import_nvidia_redist(file.text, file.path, {});
   REQUIRE(recipe.ok());
   return std::move(recipe).value();
@@ -62,25 +66,9 @@ const RecipeVersion& version_of(const Recipe& recipe, std::string_view text) {
   return *version;
 }
 
-const Build& build_of(const Recipe& recipe, std::string_view version, std::string_view id) {
-  const auto& builds = version_of(recipe, version).builds;
-  const auto it =
-      std::find_if(builds.begin(), builds.end(), [&](const Build& b) { return b.id == id; });
-  INFO(version << " " << id);
-  REQUIRE(it != builds.end());
-  return *it;
-}
-
 std::string driver(const std::map<Platform, Version>& minimums, Platform platform) {
   const auto it = minimums.find(platform);
   return it == minimums.end() ? "absent" : it->second.original();
-}
-
-std::vector<std::string> versions_of(const Recipe& recipe) {
-  std::vector<std::string> versions;
-  for (const auto& version : recipe.versions)
-    versions.push_back(version.version.original());
-  return versions;
 }
 
 std::vector<ComputeCapability> capabilities(std::initializer_list<std::string_view> texts) {
@@ -94,7 +82,7 @@ std::vector<ComputeCapability> capabilities(std::initializer_list<std::string_vi
 
 TEST_CASE("driver minimums join by exact version, else by major.minor", "[nvidia][facts]") {
   auto cuda = cuda_with({"9.0.176", "10.1.243", "12.3.2", "12.4.1", "13.0.0", "12.6.0"});
-  const auto table = fixture("cuda_toolkit_driver_versions.csv");
+  const auto table = nvidia_fixture("cuda_toolkit_driver_versions.csv");
   REQUIRE(add_min_drivers(cuda, table.source()).ok());
 
   SECTION("exact") {
@@ -122,7 +110,7 @@ TEST_CASE("driver minimums join by exact version, else by major.minor", "[nvidia
 
 TEST_CASE("minor-version compatibility minimums per CUDA family", "[nvidia][facts]") {
   auto cuda = cuda_with({"10.2.89", "11.0.3", "11.8.0", "12.4.1", "13.0.0"});
-  const auto table = fixture("minor_version_compat.csv");
+  const auto table = nvidia_fixture("minor_version_compat.csv");
   REQUIRE(add_minor_version_compat(cuda, table.source()).ok());
 
   const auto compat = [&](std::string_view version, Platform platform) {
@@ -140,7 +128,7 @@ TEST_CASE("minor-version compatibility minimums per CUDA family", "[nvidia][fact
 
 TEST_CASE("supported compute capabilities per CUDA version", "[nvidia][facts]") {
   auto cuda = cuda_with({"9.2.148", "11.8.0", "12.0.0", "12.8.0", "13.0.0"});
-  const auto table = fixture("cuda_capabilities.csv");
+  const auto table = nvidia_fixture("cuda_capabilities.csv");
   REQUIRE(add_compute_capabilities(cuda, table.source()).ok());
 
   // 3.5's max 11.8 is inclusive; Jetson 7.2 and the 9.0a/10.0f variants are skipped.
@@ -154,9 +142,9 @@ TEST_CASE("supported compute capabilities per CUDA version", "[nvidia][facts]") 
 }
 
 TEST_CASE("CUDA 9.0 to 11.4.1 from the driver table and the runfiles", "[nvidia][facts]") {
-  const auto table = fixture("cuda_toolkit_driver_versions.csv");
-  const auto runfiles = fixture("cuda_runfiles.csv");
-  const auto legacy = fixture("cuda_runfiles_legacy.csv");
+  const auto table = nvidia_fixture("cuda_toolkit_driver_versions.csv");
+  const auto runfiles = nvidia_fixture("cuda_runfiles.csv");
+  const auto legacy = nvidia_fixture("cuda_runfiles_legacy.csv");
   auto imported = import_cuda_runfiles(table.source(), runfiles.source(), legacy.source());
   INFO((imported.ok() ? "" : imported.error().to_string()));
   REQUIRE(imported.ok());
@@ -194,9 +182,9 @@ TEST_CASE("CUDA 9.0 to 11.4.1 from the driver table and the runfiles", "[nvidia]
 TEST_CASE("a whole cuda recipe: redist, runfiles and facts merged", "[nvidia][facts]") {
   auto cuda = imported_manifest("redistrib_12.4.1.json");
   envkit::recipes::merge_into(cuda, imported_manifest("redistrib_11.5.0.json"));
-  const auto table = fixture("cuda_toolkit_driver_versions.csv");
-  const auto runfiles = fixture("cuda_runfiles.csv");
-  const auto legacy = fixture("cuda_runfiles_legacy.csv");
+  const auto table = nvidia_fixture("cuda_toolkit_driver_versions.csv");
+  const auto runfiles = nvidia_fixture("cuda_runfiles.csv");
+  const auto legacy = nvidia_fixture("cuda_runfiles_legacy.csv");
   envkit::recipes::merge_into(
       cuda, import_cuda_runfiles(table.source(), runfiles.source(), legacy.source()).value());
   REQUIRE(add_min_drivers(cuda, table.source()).ok());
@@ -210,8 +198,8 @@ TEST_CASE("a whole cuda recipe: redist, runfiles and facts merged", "[nvidia][fa
 }
 
 TEST_CASE("legacy cuDNN tarballs: one build per CUDA range", "[nvidia][facts]") {
-  const auto releases = fixture("cudnn_releases.csv");
-  const auto old = fixture("cudnn_tarballs_legacy.csv");
+  const auto releases = nvidia_fixture("cudnn_releases.csv");
+  const auto old = nvidia_fixture("cudnn_tarballs_legacy.csv");
   const auto redist = imported_manifest("redistrib_9.1.0.json");
   auto imported = import_legacy_cudnn(releases.source(), old.source(), redist);
   INFO((imported.ok() ? "" : imported.error().to_string()));

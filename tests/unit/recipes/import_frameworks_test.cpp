@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "envkit/sys/fs.hpp"
+#include "recipes_test_support.hpp"
 #include "support/envkit_runner.hpp"
 
 namespace fs = std::filesystem;
@@ -22,8 +23,10 @@ using envkit::specs::VersionSpec;
 
 namespace {
 
-std::string fixture(std::string_view name) {
-  return envkit::sys::read_file(envkit::test::test_data_dir() / "recipes" / "other" / name).value();
+using envkit::test::build_of;
+
+std::string other_fixture(std::string_view name) {
+  return envkit::test::recipes_fixture("other", name);
 }
 
 // The normalized form of `spec`, so tests can write clauses in any order.
@@ -36,17 +39,6 @@ std::string python_range(std::string_view text) {
   INFO(text << (spec.ok() ? "" : ": " + spec.error().to_string()));
   REQUIRE(spec);
   return spec->to_string();
-}
-
-const Build& build_of(const Recipe& recipe, std::string_view version, std::string_view id) {
-  const auto* entry = recipe.find(Version::parse(version).value());
-  INFO(recipe.name << " " << version << " " << id);
-  REQUIRE(entry != nullptr);
-  for (const auto& build : entry->builds) {
-    if (build.id == id) return build;
-  }
-  FAIL("no build " << id);
-  throw std::logic_error("unreachable");
 }
 
 std::vector<std::string> build_ids(const Recipe& recipe, std::string_view version) {
@@ -70,9 +62,9 @@ std::vector<ComputeCapability> archs(std::initializer_list<const char*> texts) {
 }
 
 Recipe torch_from(std::string_view matrix_file) {
-  const auto matrix = fixture(matrix_file);
-  const auto previous = fixture("torch_previous_versions.csv");
-  const auto arch = fixture("torch_arch_matrix.csv");
+  const auto matrix = other_fixture(matrix_file);
+  const auto previous = other_fixture("torch_previous_versions.csv");
+  const auto arch = other_fixture("torch_arch_matrix.csv");
   auto recipe = import_torch({.release_matrix = {matrix, "matrix.csv"},
                               .previous_versions = {previous, "previous.csv"},
                               .arch_matrix = {arch, "arch.csv"}});
@@ -82,8 +74,8 @@ Recipe torch_from(std::string_view matrix_file) {
 }
 
 TensorflowRecipes tensorflow_fixture() {
-  const auto linux_gpu = fixture("tensorflow_linux_gpu.csv");
-  const auto windows_gpu = fixture("tensorflow_windows_gpu.csv");
+  const auto linux_gpu = other_fixture("tensorflow_linux_gpu.csv");
+  const auto windows_gpu = other_fixture("tensorflow_windows_gpu.csv");
   auto recipes = import_tensorflow(
       {.linux_gpu = {linux_gpu, "linux.csv"}, .windows_gpu = {windows_gpu, "windows.csv"}});
   INFO((recipes.ok() ? "" : recipes.error().to_string()));
@@ -204,9 +196,9 @@ TEST_CASE("torch: arch lists and platforms from the CUDA arch matrix", "[other][
 }
 
 TEST_CASE("torch: an unreadable cell is an error at file:line", "[other][frameworks]") {
-  const auto matrix = fixture("torch_release_matrix_bad.csv");
-  const auto previous = fixture("torch_previous_versions.csv");
-  const auto arch = fixture("torch_arch_matrix.csv");
+  const auto matrix = other_fixture("torch_release_matrix_bad.csv");
+  const auto previous = other_fixture("torch_previous_versions.csv");
+  const auto arch = other_fixture("torch_arch_matrix.csv");
   auto recipe = import_torch({.release_matrix = {matrix, "matrix.csv"},
                               .previous_versions = {previous, "previous.csv"},
                               .arch_matrix = {arch, "arch.csv"}});
@@ -259,8 +251,8 @@ TEST_CASE("tensorflow-gpu 1.x: exact CUDA minor, Linux and Windows rows joined o
 }
 
 TEST_CASE("tensorflow: an unreadable row is an error at file:line", "[other][frameworks]") {
-  const auto bad = fixture("tensorflow_bad.csv");
-  const auto windows_gpu = fixture("tensorflow_windows_gpu.csv");
+  const auto bad = other_fixture("tensorflow_bad.csv");
+  const auto windows_gpu = other_fixture("tensorflow_windows_gpu.csv");
   auto recipes =
       import_tensorflow({.linux_gpu = {bad, "linux.csv"}, .windows_gpu = {windows_gpu, "w.csv"}});
   REQUIRE_FALSE(recipes);

@@ -9,6 +9,7 @@
 
 #include "envkit/sys/fs.hpp"
 #include "envkit/sys/process.hpp"
+#include "recipes_test_support.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace envkit::recipes;
@@ -18,43 +19,23 @@ using envkit::specs::Version;
 
 namespace {
 
-constexpr std::string_view kIndex = "https://index.example.test/simple/";
-constexpr std::string_view kJsonType = "application/vnd.pypi.simple.v1+json";
+using envkit::test::fake_index_url;
+using envkit::test::FakeIndex;
 
-std::string fixture(const std::string& name) {
-  return envkit::sys::read_file(std::string(ENVKIT_TEST_DATA_DIR) + "/recipes/pypi/" + name)
-      .value();
+std::string pypi_fixture(std::string_view name) {
+  return envkit::test::recipes_fixture("pypi", name);
 }
 
-// An index in memory: project pages by URL, 404 for the rest; remembers what was asked.
-struct FakeIndex {
-  std::map<std::string, IndexResponse> pages;
-  std::vector<std::string> asked;
-  std::vector<std::vector<std::string>> headers;
-
-  void add(std::string_view project, std::string content_type, std::string body) {
-    const auto url = std::string(kIndex) + std::string(project) + "/";
-    pages[url] = IndexResponse{
-        .status = 200, .content_type = std::move(content_type), .body = std::move(body)};
-  }
-
-  FetchIndexPage fetcher() {
-    return [this](const std::string& url,
-                  const std::vector<std::string>& sent) -> Result<IndexResponse> {
-      asked.push_back(url);
-      headers.push_back(sent);
-      if (auto it = pages.find(url); it != pages.end()) return it->second;
-      return IndexResponse{.status = 404, .content_type = "text/plain", .body = "Not Found"};
-    };
-  }
-};
+constexpr std::string_view kJsonType = "application/vnd.pypi.simple.v1+json";
 
 FakeIndex fixture_index() {
   FakeIndex index;
   index.add("nvidia-cuda-runtime-cu12", std::string(kJsonType),
-            fixture("nvidia-cuda-runtime-cu12.json"));
-  index.add("nvidia-cudnn-cu12", "text/html; charset=utf-8", fixture("nvidia-cudnn-cu12.html"));
-  index.add("nvidia-cuda-runtime", std::string(kJsonType), fixture("nvidia-cuda-runtime.json"));
+            pypi_fixture("nvidia-cuda-runtime-cu12.json"));
+  index.add("nvidia-cudnn-cu12", "text/html; charset=utf-8",
+            pypi_fixture("nvidia-cudnn-cu12.html"));
+  index.add("nvidia-cuda-runtime", std::string(kJsonType),
+            pypi_fixture("nvidia-cuda-runtime.json"));
   return index;
 }
 
@@ -109,9 +90,10 @@ const Artifact* find_artifact(const Recipe& recipe, std::string_view version,
 }
 
 Result<std::vector<IndexFile>> parse_fixture(const std::string& name, std::string content_type) {
-  const auto url = std::string(kIndex) + "project/";
+  const auto url = fake_index_url("project/");
   return parse_index_page(
-      IndexResponse{.status = 200, .content_type = std::move(content_type), .body = fixture(name)},
+      IndexResponse{
+          .status = 200, .content_type = std::move(content_type), .body = pypi_fixture(name)},
       url);
 }
 
@@ -222,9 +204,9 @@ TEST_CASE("the page type comes from the content type, else from the body", "[pyp
   auto html = parse_fixture("nvidia-cudnn-cu12.html", "");
   REQUIRE(html.ok());
   CHECK(html->size() == 5);
-  auto json = parse_fixture("nvidia-cuda-runtime.json", "");
-  REQUIRE(json.ok());
-  CHECK(json->size() == 2);
+  auto from_json = parse_fixture("nvidia-cuda-runtime.json", "");
+  REQUIRE(from_json.ok());
+  CHECK(from_json->size() == 2);
 }
 
 TEST_CASE("malformed JSON is an error naming the page URL", "[pypi]") {
@@ -249,7 +231,7 @@ TEST_CASE("malformed JSON is an error naming the page URL", "[pypi]") {
 TEST_CASE("import: wheels land on the matching component versions and cuDNN builds", "[pypi]") {
   auto index = fixture_index();
   auto imported = import_pypi_nvidia(cuda_recipe(), cudnn_recipe(),
-                                     {.index_url = std::string(kIndex), .fetch = index.fetcher()});
+                                     {.index_url = fake_index_url(), .fetch = index.fetcher()});
   REQUIRE(imported.ok());
 
   // One request per project, with pip's Accept header.
@@ -329,7 +311,7 @@ TEST_CASE("import: a post-release wheel serves its component's version", "[pypi]
                                         .components = {{"cuda_cccl", "12.3.101"}},
                                         .builds = {Build{.id = ""}}});
   auto imported = import_pypi_nvidia(cuda, Recipe{.name = "cudnn"},
-                                     {.index_url = std::string(kIndex), .fetch = index.fetcher()});
+                                     {.index_url = fake_index_url(), .fetch = index.fetcher()});
   REQUIRE(imported.ok());
   const auto* cccl =
       find_artifact(imported->cuda, "12.4.1", "", "cuda_cccl", Platform::linux_x86_64);
@@ -352,7 +334,7 @@ TEST_CASE("import: the result merges as a second artifact beside the archive", "
   });
   auto index = fixture_index();
   auto imported = import_pypi_nvidia(base, cudnn_recipe(),
-                                     {.index_url = std::string(kIndex), .fetch = index.fetcher()});
+                                     {.index_url = fake_index_url(), .fetch = index.fetcher()});
   REQUIRE(imported.ok());
   merge_into(base, imported->cuda);
   const auto* version = base.find(Version::parse("12.4.1").value());
@@ -366,15 +348,15 @@ TEST_CASE("import: the result merges as a second artifact beside the archive", "
 
 TEST_CASE("import: an index error other than 404 stops the import", "[pypi]") {
   FakeIndex index;
-  index.pages[std::string(kIndex) + "nvidia-cuda-runtime-cu12/"] =
+  index.pages[fake_index_url("nvidia-cuda-runtime-cu12/")] =
       IndexResponse{.status = 503, .body = "busy"};
-  index.add("nvidia-cudnn-cu12", std::string(kJsonType), fixture("malformed.json"));
+  index.add("nvidia-cudnn-cu12", std::string(kJsonType), pypi_fixture("malformed.json"));
   Recipe cuda{.name = "cuda"};
   cuda.versions.push_back(RecipeVersion{.version = Version::parse("12.4.1").value(),
                                         .components = {{"cuda_cudart", "12.4.127"}},
                                         .builds = {Build{}}});
   auto failed = import_pypi_nvidia(cuda, Recipe{.name = "cudnn"},
-                                   {.index_url = std::string(kIndex), .fetch = index.fetcher()});
+                                   {.index_url = fake_index_url(), .fetch = index.fetcher()});
   REQUIRE_FALSE(failed.ok());
   CHECK(failed.error().message() ==
         "cannot read the index page "

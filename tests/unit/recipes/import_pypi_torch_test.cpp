@@ -8,54 +8,40 @@
 
 #include "envkit/recipes/database.hpp"
 #include "envkit/sys/fs.hpp"
+#include "recipes_test_support.hpp"
+#include "support/spec_literals.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace envkit::recipes;
 using envkit::Result;
 namespace specs = envkit::specs;
 
+using envkit::test::spec;
+using envkit::test::v;
+
 namespace {
 
-constexpr std::string_view kIndex = "https://index.example.test/simple/";
+using envkit::test::build_of;
+using envkit::test::fake_index_url;
+using envkit::test::FakeIndex;
+using envkit::test::versions_of;
+std::string torch_fixture(std::string_view name) {
+  return envkit::test::recipes_fixture("pypi-torch", name);
+}
+
 constexpr std::string_view kFiles = "https://files.example.test/";
 
-std::string fixture(const std::string& name) {
-  return envkit::sys::read_file(std::string(ENVKIT_TEST_DATA_DIR) + "/recipes/pypi-torch/" + name)
-      .value();
-}
-
-specs::Version v(std::string_view text) {
-  return specs::Version::parse(text).value();
-}
-specs::VersionSpec spec(std::string_view text) {
-  return specs::VersionSpec::parse(text).value();
-}
-
 // The torch page (HTML, as pypi.org answers) and two metadata files; 404 for the rest.
-struct FakeIndex {
-  std::map<std::string, std::string> bodies;
-  std::vector<std::string> asked;
-
-  FakeIndex() {
-    bodies[std::string(kIndex) + "torch/"] = fixture("torch.html");
-    for (const std::string patch : {"2.1.0", "2.1.2"}) {
-      bodies[std::string(kFiles) + "torch-" + patch +
-             "-cp311-cp311-manylinux1_x86_64.whl.metadata"] =
-          fixture("torch-" + patch + ".metadata");
-    }
+FakeIndex torch_index() {
+  FakeIndex index;
+  index.add("torch", "text/html", torch_fixture("torch.html"));
+  for (const std::string patch : {"2.1.0", "2.1.2"}) {
+    index.add_url(
+        std::string(kFiles) + "torch-" + patch + "-cp311-cp311-manylinux1_x86_64.whl.metadata",
+        "text/html", torch_fixture("torch-" + patch + ".metadata"));
   }
-
-  FetchIndexPage fetcher() {
-    return
-        [this](const std::string& url, const std::vector<std::string>&) -> Result<IndexResponse> {
-          asked.push_back(url);
-          if (auto it = bodies.find(url); it != bodies.end()) {
-            return IndexResponse{.status = 200, .content_type = "text/html", .body = it->second};
-          }
-          return IndexResponse{.status = 404, .content_type = "text/plain", .body = "Not Found"};
-        };
-  }
-};
+  return index;
+}
 
 Build build(std::string id, std::string cuda, std::string cudnn, std::string tested_cudnn) {
   Build b{.id = std::move(id)};
@@ -76,37 +62,21 @@ Recipe torch_tables() {
 }
 
 PypiTorchImport imported(FakeIndex& index) {
-  auto result = import_pypi_torch(torch_tables(),
-                                  {.index_url = std::string(kIndex), .fetch = index.fetcher()});
+  auto result =
+      import_pypi_torch(torch_tables(), {.index_url = fake_index_url(), .fetch = index.fetcher()});
   REQUIRE(result);
   return *std::move(result);
-}
-
-std::vector<std::string> versions_of(const Recipe& recipe) {
-  std::vector<std::string> out;
-  for (const auto& version : recipe.versions)
-    out.push_back(version.version.original());
-  return out;
-}
-
-const Build& build_of(const Recipe& recipe, std::string_view version, std::string_view id) {
-  const auto* found = recipe.find(v(version));
-  REQUIRE(found);
-  const auto it = std::find_if(found->builds.begin(), found->builds.end(),
-                               [&](const Build& b) { return b.id == id; });
-  REQUIRE(it != found->builds.end());
-  return *it;
 }
 
 }  // namespace
 
 TEST_CASE("torch wheel pins are read from Requires-Dist, markers ignored", "[pypi-torch]") {
-  const auto pins = parse_torch_wheel_pins(fixture("torch-2.1.0.metadata"));
+  const auto pins = parse_torch_wheel_pins(torch_fixture("torch-2.1.0.metadata"));
   CHECK(pins.cuda_runtime == "12.1.105");
   CHECK(pins.cudnn == "8.9.2.26");  // not the line in the description
   CHECK(pins.cublas == "12.1.3.1");
 
-  const auto newer = parse_torch_wheel_pins(fixture("torch-2.1.2.metadata"));
+  const auto newer = parse_torch_wheel_pins(torch_fixture("torch-2.1.2.metadata"));
   CHECK(newer.cuda_runtime == "12.1.105");  // nvidia_cuda_runtime_cu12 normalized
   CHECK(newer.cudnn == "8.9.2.26");
   CHECK_FALSE(newer.cublas);  // >=12.1 is no pin
@@ -140,7 +110,7 @@ TEST_CASE("a CUDA runtime version names the torch build", "[pypi-torch]") {
 }
 
 TEST_CASE("minor-keyed torch versions are refined into PyPI's patch releases", "[pypi-torch]") {
-  FakeIndex index;
+  FakeIndex index = torch_index();
   const auto result = imported(index);
 
   // 2.1.3 is yanked, 2.2.0rc1 a pre-release, 2.0.1 not minor-keyed: only 2.1 is refined.
@@ -152,7 +122,7 @@ TEST_CASE("minor-keyed torch versions are refined into PyPI's patch releases", "
     return std::string(kFiles) + "torch-" + std::string(name) + "-manylinux1_x86_64.whl.metadata";
   };
   CHECK(index.asked ==
-        std::vector<std::string>{std::string(kIndex) + "torch/", wheel("2.1.0-cp311-cp311"),
+        std::vector<std::string>{fake_index_url("torch/"), wheel("2.1.0-cp311-cp311"),
                                  wheel("2.1.1-cp311-cp311"), wheel("2.1.2-cp311-cp311")});
   CHECK(result.metadata_fetched == 3);
 
@@ -181,7 +151,7 @@ TEST_CASE("minor-keyed torch versions are refined into PyPI's patch releases", "
 }
 
 TEST_CASE("merging an overlay drops the versions it replaces", "[pypi-torch]") {
-  FakeIndex index;
+  FakeIndex index = torch_index();
   Recipe merged = torch_tables();
   merge_into(merged, imported(index).torch);
   CHECK(versions_of(merged) == std::vector<std::string>{"2.0.1", "2.1.0", "2.1.1", "2.1.2", "2.2"});
@@ -189,7 +159,7 @@ TEST_CASE("merging an overlay drops the versions it replaces", "[pypi-torch]") {
 }
 
 TEST_CASE("the torch overlay round-trips through the database", "[pypi-torch]") {
-  FakeIndex index;
+  FakeIndex index = torch_index();
   envkit::test::TempDir dir;
   REQUIRE(write_recipe(dir.path(), torch_tables(), ArtifactSet::offline));
   const auto overlay = imported(index).torch;

@@ -5,6 +5,7 @@
 
 #include "envkit/core/csv.hpp"
 #include "envkit/sys/fs.hpp"
+#include "recipes_test_support.hpp"
 #include "support/envkit_runner.hpp"
 
 namespace fs = std::filesystem;
@@ -17,14 +18,14 @@ using envkit::specs::Version;
 
 namespace {
 
-std::string fixture(std::string_view name) {
-  return envkit::sys::read_file(envkit::test::test_data_dir() / "recipes" / "other" / name).value();
+std::string zlib_fixture(std::string_view name) {
+  return envkit::test::recipes_fixture("other", name);
 }
 
 }  // namespace
 
 TEST_CASE("zlib: 1.2.11 to 1.3.1 source tarballs pinned by sha256", "[other][zlib]") {
-  auto recipe = import_zlib(fixture("zlib_releases.csv"), "zlib.csv");
+  auto recipe = import_zlib(zlib_fixture("zlib_releases.csv"), "zlib.csv");
   INFO((recipe.ok() ? "" : recipe.error().to_string()));
   REQUIRE(recipe);
   CHECK(recipe->name == "zlib");
@@ -48,7 +49,7 @@ TEST_CASE("zlib: 1.2.11 to 1.3.1 source tarballs pinned by sha256", "[other][zli
 }
 
 TEST_CASE("zlib: a bad sha256 is an error at file:line", "[other][zlib]") {
-  auto recipe = import_zlib(fixture("zlib_bad_sha256.csv"), "zlib.csv");
+  auto recipe = import_zlib(zlib_fixture("zlib_bad_sha256.csv"), "zlib.csv");
   REQUIRE_FALSE(recipe);
   CHECK(recipe.error().headline() == "zlib.csv:3: cannot read the zlib row");
   CHECK(recipe.error().causes() ==

@@ -2,17 +2,15 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/spec_literals.hpp"
+
 using namespace envkit;
 using namespace envkit::recipes;
 
-namespace {
+using envkit::test::spec;
+using envkit::test::v;
 
-specs::Version v(std::string_view text) {
-  return specs::Version::parse(text).value();
-}
-specs::VersionSpec spec(std::string_view text) {
-  return specs::VersionSpec::parse(text).value();
-}
+namespace {
 
 Recipe sample_cudnn() {
   Artifact archive{.platform = specs::Platform::linux_x86_64,

@@ -2,15 +2,15 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/spec_literals.hpp"
+
 using namespace envkit;
 using namespace envkit::recipes;
 using specs::Platform;
 
-namespace {
+using envkit::test::spec;
 
-specs::VersionSpec spec(std::string_view text) {
-  return specs::VersionSpec::parse(text).value();
-}
+namespace {
 
 std::vector<std::string> names_of(const std::map<std::string, specs::VersionSpec>& requirements) {
   std::vector<std::string> names;

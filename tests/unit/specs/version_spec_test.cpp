@@ -2,20 +2,17 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/spec_literals.hpp"
+
 using envkit::specs::Prereleases;
 using envkit::specs::SpecSyntax;
 using envkit::specs::Version;
 using envkit::specs::VersionSpec;
 
+using envkit::test::spec;
+using envkit::test::v;
+
 namespace {
-VersionSpec spec(std::string_view text, SpecSyntax syntax = SpecSyntax::pep440) {
-  auto parsed = VersionSpec::parse(text, syntax);
-  if (!parsed) FAIL(parsed.error().to_string());
-  return parsed.value();
-}
-Version v(std::string_view text) {
-  return Version::parse(text).value();
-}
 std::vector<Version> versions(std::initializer_list<std::string_view> texts) {
   std::vector<Version> out;
   for (auto t : texts)

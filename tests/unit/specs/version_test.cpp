@@ -3,15 +3,10 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 
-using envkit::specs::Version;
+#include "support/spec_literals.hpp"
 
-namespace {
-Version v(std::string_view text) {
-  auto parsed = Version::parse(text);
-  if (!parsed) FAIL(parsed.error().to_string());
-  return parsed.value();
-}
-}  // namespace
+using envkit::specs::Version;
+using envkit::test::v;
 
 TEST_CASE("versions normalize as PEP 440 says", "[specs][version]") {
   CHECK(v("1.0RC1").to_string() == "1.0rc1");

@@ -60,7 +60,7 @@ SdistBuild build_of(const TempDir& dir, const fs::path& python, const fs::path& 
 }  // namespace
 
 TEST_CASE("an sdist built without setuptools says to add it to the requirements",
-          "[store][sdist]") {
+          "[store][sdist][slow]") {
   const TempDir dir;
   const auto python = make_venv(dir);
   if (!python) return;

@@ -10,6 +10,7 @@
 #include "envkit/store/cache.hpp"
 #include "envkit/store/records.hpp"
 #include "envkit/sys/fs.hpp"
+#include "support/scoped_env.hpp"
 #include "support/temp_dir.hpp"
 #include "support/tiny_library.hpp"
 
@@ -21,31 +22,7 @@ using specs::BuildSystem;
 using test::TempDir;
 using test::TinyLibrary;
 
-// Sets (or, with nullopt, unsets) an environment variable for the length of a scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::optional<std::string>& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) {
-      ::setenv(name, value->c_str(), 1);
-    } else {
-      ::unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using envkit::test::ScopedEnv;
 
 // A build of `source` in `dir`: work/, entry/ (the prefix it is configured
 // for), staging/ (where it lands), logs/tiny.log.

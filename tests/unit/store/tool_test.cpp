@@ -12,6 +12,7 @@
 #include "envkit/sys/process.hpp"
 #include "support/http_server.hpp"
 #include "support/python_index.hpp"
+#include "support/quick_transport.hpp"
 #include "support/temp_dir.hpp"
 
 namespace envkit::store {
@@ -41,15 +42,6 @@ ToolRelease fake_release(const std::string& wheel) {
                      .sha256 = core::sha256_hex(wheel),
                      .size = wheel.size(),
                      .member = "fake-1.0.data/scripts/fake"}}};
-}
-
-net::TransportOptions quick() {
-  return {.jobs = 2,
-          .connect_timeout = std::chrono::seconds(2),
-          .stall_timeout = std::chrono::seconds(5),
-          .attempts = 1,
-          .first_retry_delay = std::chrono::milliseconds(1),
-          .max_retry_delay = std::chrono::milliseconds(1)};
 }
 
 net::FetchOptions quick_fetch() {
@@ -109,7 +101,7 @@ TEST_CASE("a tool comes from a download mirror once, runs, and is kept in the ca
   const auto release = fake_release(wheel);
   put_in_mirror(work.path() / "mirror", wheel);
   const Cache cache(work.path() / "cache");
-  net::Transport transport(quick());
+  net::Transport transport(test::quick_transport());
   std::vector<std::string> notes;
   const ToolOptions options{.transport = &transport,
                             .mirrors = {file_url(work.path() / "mirror")},
@@ -150,7 +142,7 @@ TEST_CASE("a tampered wheel is refused, naming where it came from, and nothing i
   tampered[tampered.size() / 2] = static_cast<char>(tampered[tampered.size() / 2] ^ 0x01);
   put_in_mirror(work.path() / "mirror", tampered);
   const Cache cache(work.path() / "cache");
-  net::Transport transport(quick());
+  net::Transport transport(test::quick_transport());
 
   auto path = provide_tool(
       cache, release, {.transport = &transport, .mirrors = {file_url(work.path() / "mirror")}});
@@ -171,7 +163,7 @@ TEST_CASE("a tool unreachable everywhere: every URL tried is named, with hints",
   const auto release = fake_release(fake_wheel());
   fs::create_directories(work.path() / "empty-mirror");
   const Cache cache(work.path() / "cache");
-  net::Transport transport(quick());
+  net::Transport transport(test::quick_transport());
 
   auto path =
       provide_tool(cache, release,
@@ -191,7 +183,7 @@ TEST_CASE("a tool that does not say its version, or is missing from its wheel, i
           "[store][tool]") {
   TempDir work;
   const Cache cache(work.path() / "cache");
-  net::Transport transport(quick());
+  net::Transport transport(test::quick_transport());
   const auto mirror = work.path() / "mirror";
   const ToolOptions options{.transport = &transport, .mirrors = {file_url(mirror)}};
 
@@ -236,7 +228,7 @@ TEST_CASE("no file for this machine, or offline with an empty cache: errors with
   CHECK(offline.error().hints().at(0).starts_with("set ENVKIT_FAKE to a fake executable"));
 
   release.files[0].host = specs::Platform::windows_x86_64;
-  net::Transport transport(quick());
+  net::Transport transport(test::quick_transport());
   auto elsewhere = provide_tool(cache, release, {.transport = &transport});
   REQUIRE_FALSE(elsewhere);
   CHECK(elsewhere.error().message() == "envkit has no fake 1.0 for this machine");
@@ -265,7 +257,7 @@ TEST_CASE("when the URL and mirrors fail, the pinned file is found on a PEP 503 
   www.write("packages/x/" + std::string(kWheelName), wheel);
   const StaticHttpServer server(www.path());
   const Cache cache(work.path() / "cache");
-  net::Transport transport(quick());
+  net::Transport transport(test::quick_transport());
   const ToolOptions options{.transport = &transport,
                             .indexes = {server.url("/missing/simple"), server.url("/simple")},
                             .index_fetch = quick_fetch()};
@@ -336,7 +328,7 @@ TEST_CASE("envkits asking for the same tool at once download it once", "[store][
   std::vector<std::future<Result<fs::path>>> asked;
   for (int i = 0; i < 4; ++i) {
     asked.push_back(std::async(std::launch::async, [&] {
-      net::Transport transport(quick());
+      net::Transport transport(test::quick_transport());
       return provide_tool(cache, release, {.transport = &transport, .mirrors = {server.url("")}});
     }));
   }

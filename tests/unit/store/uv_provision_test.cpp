@@ -13,6 +13,8 @@
 #include "envkit/sys/fs.hpp"
 #include "envkit/sys/process.hpp"
 #include "support/http_server.hpp"
+#include "support/quick_transport.hpp"
+#include "support/scoped_env.hpp"
 #include "support/temp_dir.hpp"
 
 namespace envkit::store {
@@ -51,35 +53,7 @@ std::optional<std::string> pinned_wheel() {
   return *std::move(bytes);
 }
 
-// Sets a variable for the life of the object, then puts back what was there.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
-net::TransportOptions quick() {
-  return {.connect_timeout = std::chrono::seconds(2),
-          .stall_timeout = std::chrono::seconds(10),
-          .attempts = 1,
-          .first_retry_delay = std::chrono::milliseconds(1),
-          .max_retry_delay = std::chrono::milliseconds(1)};
-}
+using envkit::test::ScopedEnv;
 
 // pinned_uv() with its original URL replaced by one nothing answers (same file, same sha256).
 ToolRelease uv_without_pypi() {
@@ -122,7 +96,7 @@ TEST_CASE("uv 0.13.9 from a mirror of files.pythonhosted.org: unpacked once, run
   write_binary(www.path() / *mirror_file, *wheel);
   const StaticHttpServer server(www.path());
   const Cache cache(work.path() / "cache");
-  net::Transport transport(quick());
+  net::Transport transport(test::quick_transport());
   const ToolOptions options{.transport = &transport, .mirrors = {server.url("/")}};
 
   auto uv = provide_tool(cache, pinned_uv(), options);
@@ -149,7 +123,7 @@ TEST_CASE("a uv wheel with one byte changed is refused, naming its URL, and noth
   write_binary(www.path() / *net::mirror_file(host_file().url), *wheel);
   const StaticHttpServer server(www.path());
   const Cache cache(work.path() / "cache");
-  net::Transport transport(quick());
+  net::Transport transport(test::quick_transport());
 
   auto uv =
       provide_tool(cache, pinned_uv(), {.transport = &transport, .mirrors = {server.url("/")}});
@@ -175,7 +149,7 @@ TEST_CASE("uv from a PEP 503 index when its URL cannot be reached", "[store][too
                                         "</a><br/>\n</body></html>\n");
   const StaticHttpServer server(www.path());
   const Cache cache(work.path() / "cache");
-  net::Transport transport(quick());
+  net::Transport transport(test::quick_transport());
   const auto release = uv_without_pypi();
 
   auto uv =
@@ -197,7 +171,7 @@ TEST_CASE("uv absent from the mirror and the index: an error naming every URL tr
   www.write("simple/uv/index.html", "<html><body>no files</body></html>\n");
   const StaticHttpServer server(www.path());
   const Cache cache(work.path() / "cache");
-  net::Transport transport(quick());
+  net::Transport transport(test::quick_transport());
   const auto release = uv_without_pypi();
 
   auto uv =

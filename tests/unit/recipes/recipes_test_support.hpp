@@ -1,0 +1,79 @@
+#pragma once
+
+// Helpers the recipes tests share: fixture files, looking builds up, an index in memory.
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "envkit/recipes/import_pypi.hpp"
+#include "envkit/recipes/recipe.hpp"
+#include "envkit/sys/fs.hpp"
+#include "support/envkit_runner.hpp"
+
+namespace envkit::test {
+
+// The text of tests/data/recipes/<folder>/<name>.
+inline std::string recipes_fixture(std::string_view folder, std::string_view name) {
+  return sys::read_file(test_data_dir() / "recipes" / folder / name).value();
+}
+
+// The versions of `recipe`, as written, in its order.
+inline std::vector<std::string> versions_of(const recipes::Recipe& recipe) {
+  std::vector<std::string> versions;
+  for (const auto& version : recipe.versions)
+    versions.push_back(version.version.original());
+  return versions;
+}
+
+// Build `id` of `version` of `recipe`; the test fails when there is none.
+inline const recipes::Build& build_of(const recipes::Recipe& recipe, std::string_view version,
+                                      std::string_view id) {
+  INFO(recipe.name << " " << version << " " << id);
+  const auto* entry = recipe.find(specs::Version::parse(version).value());
+  REQUIRE(entry != nullptr);
+  const auto it = std::find_if(entry->builds.begin(), entry->builds.end(),
+                               [&](const recipes::Build& build) { return build.id == id; });
+  REQUIRE(it != entry->builds.end());
+  return *it;
+}
+
+// The index URL the PyPI importer tests read from, with `path` appended.
+inline std::string fake_index_url(std::string_view path = "") {
+  std::string url = "https://index.example.test/simple/";
+  url.append(path);
+  return url;
+}
+
+// An index in memory: responses by URL, 404 for the rest; remembers what was asked, and with
+// which headers.
+struct FakeIndex {
+  std::map<std::string, recipes::IndexResponse> pages;
+  std::vector<std::string> asked;
+  std::vector<std::vector<std::string>> headers;
+
+  void add_url(std::string url, std::string content_type, std::string body) {
+    pages[std::move(url)] = recipes::IndexResponse{
+        .status = 200, .content_type = std::move(content_type), .body = std::move(body)};
+  }
+  // The project page of `project` on fake_index_url().
+  void add(std::string_view project, std::string content_type, std::string body) {
+    add_url(fake_index_url(project) + "/", std::move(content_type), std::move(body));
+  }
+
+  recipes::FetchIndexPage fetcher() {
+    return [this](const std::string& url,
+                  const std::vector<std::string>& sent) -> Result<recipes::IndexResponse> {
+      asked.push_back(url);
+      headers.push_back(sent);
+      if (auto it = pages.find(url); it != pages.end()) return it->second;
+      return recipes::IndexResponse{
+          .status = 404, .content_type = "text/plain", .body = "Not Found"};
+    };
+  }
+};
+
+}  // namespace envkit::test
