@@ -121,6 +121,7 @@ int run(int argc, char** argv) {
   register_smoke(app, commands);
   register_recipes(app, commands);
   register_debug(app, commands);
+  register_completion(app, commands);
 
   try {
     app.parse(argc, argv);

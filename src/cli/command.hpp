@@ -28,6 +28,7 @@ void register_mirror(CLI::App& root, Commands& out);
 void register_config(CLI::App& root, Commands& out);
 void register_doctor(CLI::App& root, Commands& out);
 void register_smoke(CLI::App& root, Commands& out);
+void register_completion(CLI::App& root, Commands& out);  // after the others: it lists them
 
 // Prints `error` (and, with --json, {"error": ...} on stdout); returns its exit code.
 int report(const Context& context, const Error& error);

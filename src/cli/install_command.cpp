@@ -2,6 +2,7 @@
 // cache it is linked from.
 #include <fmt/format.h>
 
+#include <chrono>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -113,7 +114,25 @@ nlohmann::json report_json(const store::InstallReport& report) {
           {"files", report.files}};
 }
 
-void print_summary(const Context& context, const store::InstallReport& report) {
+// "a, b, c, d, e and 20 more": a list kept to one line.
+std::string some_of(const std::vector<std::string>& items, std::size_t shown = 5) {
+  if (items.size() <= shown + 1) return text::join(items, ", ");
+  const std::vector<std::string> first(items.begin(),
+                                       items.begin() + static_cast<std::ptrdiff_t>(shown));
+  return fmt::format("{} and {} more", text::join(first, ", "), items.size() - shown);
+}
+
+// "3 s", "2 min 5 s".
+std::string duration_text(std::chrono::steady_clock::duration elapsed) {
+  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(elapsed).count();
+  if (seconds < 60) return fmt::format("{} s", seconds);
+  return fmt::format("{} min {} s", seconds / 60, seconds % 60);
+}
+
+// A few lines: where, how long, what changed (the CUDA stack by name, the Python
+// packages counted), how much came over the network and how files reached the prefix.
+void print_summary(const Context& context, const store::InstallReport& report,
+                   std::chrono::steady_clock::duration elapsed) {
   for (const auto& skipped : report.skipped)
     context.console.warn(skipped);
   for (const auto& warning : report.warnings)
@@ -123,19 +142,35 @@ void print_summary(const Context& context, const store::InstallReport& report) {
     context.console.info(fmt::format("{} is up to date with envkit.lock (nothing to do)", where));
     return;
   }
-  std::vector<std::string> parts;
-  if (!report.added.empty()) parts.push_back("added " + text::join(report.added, ", "));
-  if (!report.removed.empty()) parts.push_back("removed " + text::join(report.removed, ", "));
-  if (!report.unchanged.empty()) parts.push_back("kept " + text::join(report.unchanged, ", "));
-  context.console.info(fmt::format("installed into {} (generation {}): {}", where,
-                                   report.generation, text::join(parts, "; ")));
+  context.console.info(fmt::format("installed into {} (generation {}) in {}", where,
+                                   report.generation, duration_text(elapsed)));
+  // Entries read "name version (build) (packaging)"; pip's are the Python packages.
+  const auto show = [&](std::string_view label, const std::vector<std::string>& entries) {
+    std::vector<std::string> stack;
+    std::vector<std::string> python;
+    for (const auto& entry : entries) {
+      if (entry.ends_with(" (pip)")) {
+        python.push_back(entry.substr(0, entry.size() - std::string_view(" (pip)").size()));
+      } else {
+        stack.push_back(entry);
+      }
+    }
+    if (!stack.empty()) context.console.info(fmt::format("  {:<8} {}", label, some_of(stack)));
+    if (!python.empty()) {
+      context.console.info(fmt::format("  {:<8} {} Python packages: {}", stack.empty() ? label : "",
+                                       python.size(), some_of(python)));
+    }
+  };
+  show("added", report.added);
+  show("removed", report.removed);
+  show("kept", report.unchanged);
   if (report.link_mode.empty()) {
-    context.console.info(fmt::format("{} downloaded", human_bytes(report.downloaded_bytes)));
+    context.console.info(fmt::format("  {} downloaded", human_bytes(report.downloaded_bytes)));
     return;
   }
-  context.console.info(fmt::format("{} files {} from the cache, {} downloaded", report.files,
-                                   report.link_mode == "copy" ? "copied" : report.link_mode + "ed",
-                                   human_bytes(report.downloaded_bytes)));
+  context.console.info(fmt::format(
+      "  {} downloaded; {} files {} from the cache", human_bytes(report.downloaded_bytes),
+      report.files, report.link_mode == "copy" ? "copied" : report.link_mode + "ed"));
 }
 
 int run_install(Context& context, const InstallFlags& flags) {
@@ -180,10 +215,11 @@ int run_install(Context& context, const InstallFlags& flags) {
                                       .project_dir = context.options.directory,
                                       .note = note};
   const store::Cache cache(cache_dir_of(*settings));
+  const auto started = std::chrono::steady_clock::now();
   auto installed = store::install(std::get<lock::Lockfile>(lockfile), cache, options);
   progress.reset();
   if (!installed) return report(context, installed.error());
-  print_summary(context, *installed);
+  print_summary(context, *installed, std::chrono::steady_clock::now() - started);
   if (context.options.json) std::cout << report_json(*installed).dump() << '\n';
   return 0;
 }

@@ -115,12 +115,14 @@ void ProgressDisplay::draw_bars(const std::vector<net::TransferProgress>& transf
   std::uint64_t remaining = 0;
   bool all_known = true;
   for (const auto& transfer : transfers) {
-    if (!transfer.total)
+    // A retried transfer counts its bytes again: what is left is not known then.
+    if (!transfer.total || transfer.received > *transfer.total)
       all_known = false;
-    else if (*transfer.total > transfer.received)
+    else
       remaining += *transfer.total - transfer.received;
   }
-  const auto eta = all_known && rate > 0
+  // No "ETA 0s" while the last bytes are retried or waited for.
+  const auto eta = all_known && remaining > 0 && rate > 0
                        ? fmt::format("  ETA {:.0f}s", static_cast<double>(remaining) / rate)
                        : std::string();
   fmt::print(stderr, "  total {}  {}/s{}{}\n", human_bytes(received),

@@ -1,10 +1,13 @@
 #include "curl_common.hpp"
 
+#include <cctype>
+#include <cstdlib>
 #include <mutex>
 #include <new>
 #include <string_view>
 
 #include "envkit/core/env_vars.hpp"
+#include "envkit/core/text.hpp"
 #include "envkit/core/url.hpp"
 
 namespace envkit::net::detail {
@@ -101,6 +104,61 @@ bool is_transient_status(long status) {
 bool is_tls_failure(CURLcode code) {
   return code == CURLE_PEER_FAILED_VERIFICATION || code == CURLE_SSL_CACERT_BADFILE ||
          code == CURLE_SSL_CONNECT_ERROR || code == CURLE_SSL_CERTPROBLEM;
+}
+
+namespace {
+
+std::optional<std::pair<std::string, std::string>> variable(std::string_view lower) {
+  std::string upper(lower);
+  for (auto& c : upper)
+    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (const auto& name : {std::string(lower), upper}) {
+    if (const char* value = std::getenv(name.c_str()); value && *value)
+      return std::pair{name, std::string(value)};
+  }
+  return std::nullopt;
+}
+
+// libcurl's no_proxy rule: `*`, or hosts (and their subdomains) separated by commas.
+bool bypasses_proxy(std::string_view host) {
+  const auto list = variable("no_proxy");
+  if (!list) return false;
+  for (auto entry : text::split(list->second, ',')) {
+    entry = text::trim(entry);
+    if (entry.starts_with('.')) entry.remove_prefix(1);
+    if (entry == "*" || host == entry ||
+        (host.size() > entry.size() && host.ends_with(entry) &&
+         host[host.size() - entry.size() - 1] == '.'))
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<ProxyInUse> proxy_for(std::string_view url) {
+  const auto scheme_end = url.find("://");
+  if (scheme_end == std::string_view::npos) return std::nullopt;
+  const auto scheme = url.substr(0, scheme_end);
+  if (scheme != "http" && scheme != "https") return std::nullopt;
+  const auto begin = url::authority_begin(url);
+  auto host = url.substr(begin, url::authority_end(url, begin) - begin);
+  if (const auto at = host.rfind('@'); at != std::string_view::npos) host.remove_prefix(at + 1);
+  if (host.starts_with('[')) {
+    host = host.substr(1, host.find(']') - 1);
+  } else if (const auto colon = host.find(':'); colon != std::string_view::npos) {
+    host = host.substr(0, colon);
+  }
+  if (bypasses_proxy(host)) return std::nullopt;
+  // libcurl reads only the lower-case http_proxy (a CGI request can set HTTP_PROXY).
+  auto proxy = scheme == "https" ? variable("https_proxy") : std::nullopt;
+  if (!proxy && scheme == "http") {
+    if (const char* value = std::getenv("http_proxy"); value && *value)
+      proxy = std::pair{std::string("http_proxy"), std::string(value)};
+  }
+  if (!proxy) proxy = variable("all_proxy");
+  if (!proxy) return std::nullopt;
+  return ProxyInUse{.url = url::redacted(proxy->second), .variable = proxy->first};
 }
 
 std::string curl_reason(CURLcode code, const char* error_buffer, const std::string& url) {

@@ -55,6 +55,14 @@ void set_common_options(CURL* curl, const std::string& url, const CommonOptions&
 [[nodiscard]] bool is_transient_status(long status);
 [[nodiscard]] bool is_tls_failure(CURLcode code);
 
+// The proxy libcurl sends `url` through, as the environment names it (https_proxy,
+// http_proxy, all_proxy, in either case, less no_proxy), redacted; nullopt when none.
+struct ProxyInUse {
+  std::string url;       // credentials shown as ***@
+  std::string variable;  // "https_proxy"
+};
+[[nodiscard]] std::optional<ProxyInUse> proxy_for(std::string_view url);
+
 // libcurl's reason for `code` (its error buffer when filled), with `url`
 // redacted wherever libcurl quoted it.
 [[nodiscard]] std::string curl_reason(CURLcode code, const char* error_buffer,

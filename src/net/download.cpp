@@ -392,6 +392,8 @@ void Download::next_url(std::string reason) {
   tries_ = 0;
   backoff_ = core_->options.first_retry_delay;
   due_ = Clock::now();
+  if (request_.on_url_failed && url_index_ + 1 < request_.urls.size())
+    request_.on_url_failed(shown_[url_index_], reasons_[url_index_]);
   std::lock_guard lock(core_->mutex);
   if (url_index_ + 1 < request_.urls.size()) {
     ++url_index_;
@@ -404,6 +406,11 @@ Error Download::failure() const {
   Error error = Error::failed("cannot download " + label_);
   for (std::size_t i = 0; i < shown_.size(); ++i)
     error.because(text::quoted(shown_[i]) + ": " + reasons_[i]);
+  // A proxy that is down or refuses reads like the server failing: say it was there.
+  if (auto proxy = proxy_for(request_.urls.back())) {
+    error.because(
+        fmt::format("envkit went through the proxy {} (from ${})", proxy->url, proxy->variable));
+  }
   if (tls_failed_) error.hint(kTlsHint);
   return error;
 }

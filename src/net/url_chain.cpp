@@ -111,6 +111,8 @@ class Chain final : public ByteStream {
           return true;
         }
         reasons_.push_back(file.error().message());
+        if (request_.on_url_failed && next_ < urls.size())
+          request_.on_url_failed(last_url_, reasons_.back());
         continue;
       }
       DownloadRequest run = request_;

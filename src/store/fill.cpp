@@ -17,6 +17,15 @@
 
 namespace envkit::store {
 
+std::function<void(const std::string&, const std::string&)> warn_url_failed(
+    std::function<void(const std::string&)> note, std::string label) {
+  if (!note) return {};
+  return [note = std::move(note), label = std::move(label)](const std::string& url,
+                                                            const std::string& reason) {
+    note(fmt::format("warning: {}: {} failed ({}); trying the next URL", label, url, reason));
+  };
+}
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -246,9 +255,11 @@ Result<Unpacked> fetch_unpacked(const ArtifactTarget& target, const fs::path& de
                                 const FillContext& context, bool& unreachable) {
   const auto& artifact = target.artifact;
   const SlotGuard slot(is_xz(artifact) ? context.xz_slots : nullptr);
-  auto stream = context.transport->open({.urls = candidate_urls(context.mirrors, artifact.url),
-                                         .expected_size = artifact.size,
-                                         .label = target.label()});
+  auto stream =
+      context.transport->open({.urls = candidate_urls(context.mirrors, artifact.url),
+                               .expected_size = artifact.size,
+                               .label = target.label(),
+                               .on_url_failed = warn_url_failed(context.note, target.label())});
   Unpacked unpacked;
   auto extracted =
       kept_whole(artifact)

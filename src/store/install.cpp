@@ -136,8 +136,10 @@ Result<std::map<std::string, std::vector<EntryRecord>>> fill_plan(InstallPlan& p
                                                                   const InstallOptions& options,
                                                                   InstallReport& report) {
   std::counting_semaphore<> xz_slots(kXzSlots);
-  const FillContext context{
-      .transport = options.transport, .mirrors = options.mirrors, .xz_slots = &xz_slots};
+  const FillContext context{.transport = options.transport,
+                            .mirrors = options.mirrors,
+                            .xz_slots = &xz_slots,
+                            .note = options.note};
   std::vector<PackageFill> fills;
   for (auto& package : plan.packages) {
     if (!package.unchanged) fills.push_back({.package = &package});
@@ -336,7 +338,8 @@ Result<InstallReport> install(const lock::Lockfile& lockfile, const Cache& cache
                                    .plan = &*plan,
                                    .cache = &cache,
                                    .entries = &*entries,
-                                   .receipts = &receipts});
+                                   .receipts = &receipts,
+                                   .note = options.note});
     if (!python) return std::move(python).error();
     report.warnings.insert(report.warnings.end(), python->warnings.begin(), python->warnings.end());
   }

@@ -121,9 +121,11 @@ Result<std::uint64_t> download(const MirrorFile& file, const fs::path& part,
   fs::create_directories(destination.parent_path(), error);
   if (error) return cannot("create", destination.parent_path(), error);
   TempFile temporary(part);
-  auto stream = options.transport->open({.urls = candidate_urls(options.mirrors, artifact.url),
-                                         .expected_size = artifact.size,
-                                         .label = file.target.label()});
+  auto stream = options.transport->open(
+      {.urls = candidate_urls(options.mirrors, artifact.url),
+       .expected_size = artifact.size,
+       .label = file.target.label(),
+       .on_url_failed = warn_url_failed(options.note, file.target.label())});
   bool unreachable = false;
   auto spooled = spool(*stream, temporary.path(), unreachable);
   if (!spooled) return std::move(spooled).error();

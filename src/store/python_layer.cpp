@@ -330,9 +330,52 @@ Result<void> link_wheel_files(const fs::path& folder, const std::vector<WheelFil
   return {};
 }
 
+namespace {
+
+// pip's output, read as it comes, turned into a progress line every few seconds:
+// "Processing <wheel>" per package, then "Installing collected packages", the long part.
+class PipProgress {
+ public:
+  PipProgress(const std::function<void(const std::string&)>& note, std::size_t total)
+      : note_(note), total_(total) {
+    if (note_) note_(fmt::format("installing {} Python packages with pip", total_));
+  }
+
+  void line(std::string_view text) {
+    if (!note_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (text.starts_with("Processing ")) {
+      ++processed_;
+      if (now - last_ < std::chrono::seconds(3)) return;
+      last_ = now;
+      note_(fmt::format("pip: {} of {} packages read", processed_, total_));
+    } else if (text.starts_with("Installing collected packages")) {
+      last_ = now;
+      note_(fmt::format("pip: unpacking {} packages and compiling their bytecode", total_));
+    }
+  }
+
+  void done() const {
+    if (!note_) return;
+    const auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_);
+    note_(fmt::format("pip installed {} packages in {:.0f} s", total_, seconds.count()));
+  }
+
+ private:
+  const std::function<void(const std::string&)>& note_;
+  std::size_t total_;
+  std::size_t processed_ = 0;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_ = started_;
+};
+
+}  // namespace
+
 Result<void> pip_install(const fs::path& root, const std::vector<WheelFile>& wheels,
-                         std::chrono::seconds timeout) {
+                         std::chrono::seconds timeout,
+                         const std::function<void(const std::string&)>& note) {
   if (wheels.empty()) return {};
+  PipProgress progress(note, wheels.size());
   // pip finds the wheels by name in one folder: links to the cache's files.
   const fs::path links = root / ".envkit" / "wheels";
   if (auto linked = link_wheel_files(links, wheels); !linked) return linked;
@@ -352,8 +395,11 @@ Result<void> pip_install(const fs::path& root, const std::vector<WheelFile>& whe
                         "--no-deps", "--require-hashes", "--only-binary=:all:",
                         "--disable-pip-version-check", "--no-input", "--no-warn-script-location",
                         "--no-warn-conflicts", "-r", requirements_file.string()}),
-      // pip's configuration files could send it elsewhere (--user, --target).
-      {.env = {{"PIP_CONFIG_FILE", "/dev/null"}}, .timeout = timeout});
+      // pip's configuration files could send it elsewhere (--user, --target). Unbuffered:
+      // its lines are progress.
+      {.env = {{"PIP_CONFIG_FILE", "/dev/null"}, {"PYTHONUNBUFFERED", "1"}},
+       .timeout = timeout,
+       .on_stdout_line = [&progress](std::string_view line) { progress.line(line); }});
   std::error_code error;
   fs::remove_all(links, error);
   if (!output) {
@@ -373,6 +419,7 @@ Result<void> pip_install(const fs::path& root, const std::vector<WheelFile>& whe
         "the previous environment is untouched; `envkit lock` again if the lock "
         "and the index disagree");
   }
+  progress.done();
   return {};
 }
 

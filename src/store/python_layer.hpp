@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -55,10 +56,12 @@ struct WheelFile {
                                             const std::vector<WheelFile>& wheels);
 
 // Installs `wheels` with `root`'s own pip: no index, no dependencies (the
-// lock's closure is complete), every file's hash required.
+// lock's closure is complete), every file's hash required. `note` (may be empty)
+// hears how far pip got, every few seconds.
 [[nodiscard]] Result<void> pip_install(const std::filesystem::path& root,
                                        const std::vector<WheelFile>& wheels,
-                                       std::chrono::seconds timeout);
+                                       std::chrono::seconds timeout,
+                                       const std::function<void(const std::string&)>& note);
 
 // The files pip installed for distribution `name` (its dist-info RECORD),
 // relative to `root`, with their sha256 (RECORD's, else computed). Scripts in

@@ -105,6 +105,9 @@ Result<std::vector<python::WheelFile>> wheels_of_sdists(
   std::vector<python::WheelFile> built;
   for (const auto* package : sdists) {
     const auto& sdist = input.entries->at(package->name).front();
+    if (input.note)
+      input.note(fmt::format("{} {}: a wheel from its source distribution (cached once built)",
+                             package->name, package->version));
     auto entry = sdist_wheel_entry(*input.cache, package->name, package->version, sdist, context);
     if (!entry) return std::move(entry).error();
     const auto file = input.cache->entry_dir(entry->id) / entry->files.front().path;
@@ -152,11 +155,11 @@ Result<void> install_wheels(const PythonStepInput& input, const python::Interpre
       wheels.push_back(downloaded(input, package));
     }
   }
-  if (auto installed = python::pip_install(input.root, wheels, kPipTimeout); !installed)
+  if (auto installed = python::pip_install(input.root, wheels, kPipTimeout, input.note); !installed)
     return installed;
   auto built = build_sdists(input, check, sdists, wheels);
   if (!built) return std::move(built).error();
-  if (auto installed = python::pip_install(input.root, *built, kPipTimeout); !installed)
+  if (auto installed = python::pip_install(input.root, *built, kPipTimeout, input.note); !installed)
     return installed;
   // A built wheel's metadata spells its version as the build wrote it.
   std::map<std::string, std::string> versions;

@@ -7,6 +7,7 @@
 // installed the same way, and the prefix view of NVIDIA wheels.
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -29,6 +30,8 @@ struct PythonStepInput {
   // Receipts of everything placed so far, by package; the step adds its own
   // and completes those with provided artifacts.
   std::map<std::string, PackageReceipt>* receipts = nullptr;
+  // Progress lines: pip's phases, each source build (may be empty).
+  std::function<void(const std::string&)> note;
 };
 
 struct PythonStepOutcome {

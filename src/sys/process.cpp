@@ -76,6 +76,20 @@ std::vector<std::string> child_environment(const ProcessOptions& options) {
 
 }  // namespace
 
+namespace {
+
+// Hands each complete line of `out` past `reported` to `on_line`, and moves `reported` on.
+void report_lines(const std::string& out, std::size_t& reported,
+                  const std::function<void(std::string_view)>& on_line) {
+  for (auto end = out.find('\n', reported); end != std::string::npos;
+       end = out.find('\n', reported)) {
+    on_line(std::string_view(out).substr(reported, end - reported));
+    reported = end + 1;
+  }
+}
+
+}  // namespace
+
 Result<ProcessOutput> run_process(const std::vector<std::string>& argv,
                                   const ProcessOptions& options) {
   if (argv.empty()) return Error::internal("run_process: empty command");
@@ -129,6 +143,7 @@ Result<ProcessOutput> run_process(const std::vector<std::string>& argv,
   }
 
   ProcessOutput result;
+  std::size_t lines_reported = 0;  // offset in result.out past the last line reported
   std::size_t stdin_written = 0;
   if (options.stdin_data.empty()) in.close_write();
   ::fcntl(in.write, F_SETFL, O_NONBLOCK);
@@ -163,6 +178,8 @@ Result<ProcessOutput> run_process(const std::vector<std::string>& argv,
       if (n > 0) {
         (fds[i].fd == out.read ? result.out : result.err)
             .append(buffer, static_cast<std::size_t>(n));
+        if (fds[i].fd == out.read && options.on_stdout_line)
+          report_lines(result.out, lines_reported, options.on_stdout_line);
       } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
         if (fds[i].fd == out.read)
           out.close_read();

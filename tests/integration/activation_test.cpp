@@ -277,15 +277,17 @@ TEST_CASE("activate picks the shell from $SHELL, and refuses one it cannot write
   CHECK(project.envkit({"activate", "--shell", "csh"}).exit_code == 2);
 }
 
-// zsh and fish, each checked by its own binary where it is installed.
-void check_other_shell(const Project& project, const std::string& shell, const std::string& load) {
+// zsh and fish, each checked by its own binary where it is installed. `print_path` prints
+// PATH as one colon-separated line (fish keeps it as a list).
+void check_other_shell(const Project& project, const std::string& shell, const std::string& load,
+                       const std::string& print_path) {
   if (!sys::find_on_path(shell)) {
     WARN("skipped: " + shell + " is not installed");
     return;
   }
   const auto script = project.envkit({"activate", "--shell", shell}, {{"PATH", "/usr/bin:/bin"}});
   REQUIRE(script.exit_code == 0);
-  const auto r = run({shell, "-c", load + "; command -v nvcc; envkit_deactivate; echo $PATH"},
+  const auto r = run({shell, "-c", load + "; command -v nvcc; envkit_deactivate; " + print_path},
                      {{"ACTIVATE", script.out}, {"PATH", "/usr/bin:/bin"}});
   INFO(r.err);
   CHECK(r.out == project.prefix().string() + "/bin/nvcc\n/usr/bin:/bin\n");
@@ -295,8 +297,8 @@ TEST_CASE("activate for zsh and fish, where they are installed", "[cli][activati
   if (nginx_missing()) return;
   Project project("my project");
   project.install({{"cuda", fake_cuda("12.4")}});
-  check_other_shell(project, "zsh", "eval \"$ACTIVATE\"");
-  check_other_shell(project, "fish", "echo $ACTIVATE | source");
+  check_other_shell(project, "zsh", "eval \"$ACTIVATE\"", "echo $PATH");
+  check_other_shell(project, "fish", "echo $ACTIVATE | source", "string join : $PATH");
 }
 
 TEST_CASE("envkit shell starts $SHELL in the environment", "[cli][activation]") {

@@ -337,6 +337,19 @@ TEST_CASE("downloads go through the proxy the environment names", "[cli][install
   REQUIRE(r.exit_code == 0);
   CHECK(proxy.requests(original) == 1);
   CHECK(read_text(project.prefix() / "lib" / "libfoo.so") == "foo library 1.2.3\n");
+
+  // A proxy that is not there: the error says the download went through it, credentials hidden.
+  Project other;
+  other.lock({{"cuda", "12.4.1", {lock_artifact(built, "http://downloads.invalid/redist")}}});
+  const auto failed =
+      other.envkit({"install", "--frozen"}, {{"http_proxy", "http://bob:pw@127.0.0.1:9"},
+                                             {"no_proxy", std::nullopt},
+                                             {"NO_PROXY", std::nullopt}});
+  CHECK(failed.exit_code == 1);
+  CHECK_THAT(
+      failed.err,
+      Catch::Contains("envkit went through the proxy http://***@127.0.0.1:9 (from $http_proxy)"));
+  CHECK_THAT(failed.err, !Catch::Contains("pw@"));
 }
 
 TEST_CASE("credentials for a mirror come from ~/.netrc", "[cli][install]") {
@@ -375,6 +388,10 @@ TEST_CASE("mirrors are tried first, and the original URL when they fail", "[cli]
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(read_text(project.prefix() / "lib" / "libfoo.so") == "foo library 1.2.3\n");
+  // The mirror that failed is a warning, though the next one delivered.
+  CHECK_THAT(r.err, Catch::Contains("warning: ") &&
+                        Catch::Contains(empty_server.url("/downloads.invalid/redist/")) &&
+                        Catch::Contains("trying the next URL"));
 
   // Unreachable everywhere: the error names every URL it tried.
   Project other;

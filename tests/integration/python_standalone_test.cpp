@@ -166,12 +166,12 @@ const PythonArchives* python_archives() {
 }
 
 // A project with its own home and cache, and nginx serving the archives.
-struct PythonProject {
+struct StandalonePythonProject {
   const PythonArchives& archives;
   IsolatedProject project;
   StaticHttpServer server{archives.served};
 
-  explicit PythonProject(const PythonArchives& made) : archives(made) {}
+  explicit StandalonePythonProject(const PythonArchives& made) : archives(made) {}
 
   [[nodiscard]] fs::path prefix() const { return project.prefix(); }
   [[nodiscard]] fs::path receipt() const {
@@ -207,7 +207,7 @@ TEST_CASE("install puts a python-build-standalone Python in the prefix, and it r
           "[python][install][integration]") {
   const auto* archives = python_archives();
   if (!archives) return;
-  const PythonProject fixture(*archives);
+  const StandalonePythonProject fixture(*archives);
   fixture.lock(archives->good, archives->version);
 
   const auto installed = fixture.install();
@@ -259,7 +259,7 @@ TEST_CASE("a standalone Python that cannot import sqlite3 installs with a warnin
           "[python][install][integration]") {
   const auto* archives = python_archives();
   if (!archives) return;
-  const PythonProject fixture(*archives);
+  const StandalonePythonProject fixture(*archives);
   fixture.lock(archives->no_sqlite, archives->version);
 
   const auto installed = fixture.install();
@@ -284,7 +284,7 @@ TEST_CASE("a standalone Python that does not start fails the install and keeps t
           "[python][install][integration]") {
   const auto* archives = python_archives();
   if (!archives) return;
-  const PythonProject fixture(*archives);
+  const StandalonePythonProject fixture(*archives);
   fixture.lock(archives->good, archives->version);
   {
     const auto first = fixture.install();

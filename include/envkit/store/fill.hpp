@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <semaphore>
 #include <string>
@@ -22,7 +23,14 @@ struct FillContext {
   std::vector<std::string> mirrors;
   // xz decoders running at once (each may need a 64 MiB dictionary).
   std::counting_semaphore<>* xz_slots = nullptr;
+  // Where a URL that failed before the next one was tried is reported (any thread).
+  std::function<void(const std::string& line)> note;
 };
+
+// A DownloadRequest's on_url_failed that reports through `note`: a mirror that failed is a
+// warning even when the original URL then delivers.
+[[nodiscard]] std::function<void(const std::string&, const std::string&)> warn_url_failed(
+    std::function<void(const std::string&)> note, std::string label);
 
 struct FillOutcome {
   std::optional<EntryRecord> record;

@@ -2,9 +2,11 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "envkit/core/result.hpp"
@@ -17,6 +19,9 @@ struct ProcessOptions {
   std::map<std::string, std::optional<std::string>> env;
   std::string stdin_data;
   std::chrono::milliseconds timeout{std::chrono::seconds(30)};
+  // Called with each line of standard output as it arrives (without its newline), for
+  // progress; the output is captured all the same.
+  std::function<void(std::string_view line)> on_stdout_line;
 };
 
 struct ProcessOutput {
