@@ -31,7 +31,7 @@ void add_global_options(CLI::App& app, GlobalOptions& options) {
   app.add_option("-C", options.directory, "Run as if envkit was started in DIR")
       ->option_text("DIR");
   app.add_flag("--json", options.json, "Machine-readable output on stdout (human text on stderr)");
-  app.add_flag("-q,--quiet", options.quiet, "Print only errors");
+  app.add_flag("-q,--quiet", options.quiet, "Print only warnings and errors");
   app.add_flag("-v,--verbose", options.verbosity, "Say more (repeatable)");
   app.add_option("--color", options.color, "Colour: auto (a TTY without NO_COLOR), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))

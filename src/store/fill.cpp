@@ -368,6 +368,8 @@ FillOutcome build_from_source_entry(const Cache& cache, const ArtifactTarget& ta
     discard();
     return failure(std::move(unpacked).error(), unreachable);
   }
+  if (context.note)
+    context.note(fmt::format("building {} from source ({})", label, toolchain.cc_version));
   auto built = build_from_source({.label = label,
                                   .source = work.path() / "src",
                                   .work = work.path(),

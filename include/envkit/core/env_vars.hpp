@@ -7,8 +7,8 @@
 
 namespace envkit::env {
 
-// Every environment variable envkit reads, declared once. `envkit --help-env`
-// and docs/config.md list them from here.
+// Every environment variable envkit reads, declared once; docs/cli.md and docs/config.md list
+// them.
 struct Variable {
   std::string_view name;
   std::string_view meaning;
