@@ -106,8 +106,9 @@ int run(int argc, char** argv) {
       "Exit codes: 0 success, 1 failed (actionable), 2 usage or input error, "
       "3 internal error, 77 skipped (no GPU).\n"
       "Another machine than this one: ENVKIT_OVERRIDE_DRIVER=535.104.05 (or none), "
-      "ENVKIT_OVERRIDE_CUDA_ARCH=8.0,9.0, ENVKIT_OVERRIDE_GLIBC=2.28; every variable: "
-      "docs/config.md.");
+      "ENVKIT_OVERRIDE_CUDA_ARCH=8.0,9.0, ENVKIT_OVERRIDE_GLIBC=2.28.\n"
+      "Every command, flag, exit code, --json shape and variable: docs/cli.md. Errors you "
+      "searched for: docs/troubleshooting.md. Shell completion: envkit completion bash|zsh|fish.");
 
   Commands commands;
   register_init(app, commands);

@@ -14,10 +14,10 @@ TEST_CASE("envkit --version prints the version", "[cli]") {
 TEST_CASE("envkit --help lists the commands and exit codes", "[cli]") {
   const auto r = run_envkit({.args = {"--help"}});
   CHECK(r.exit_code == 0);
-  CHECK_THAT(r.out, Catch::Contains("init") && Catch::Contains("debug") &&
-                        Catch::Contains("--json") && Catch::Contains("-C") &&
-                        Catch::Contains("Exit codes: 0 success") &&
-                        Catch::Contains("ENVKIT_OVERRIDE_DRIVER"));
+  CHECK_THAT(r.out,
+             Catch::Contains("init") && Catch::Contains("debug") && Catch::Contains("--json") &&
+                 Catch::Contains("-C") && Catch::Contains("Exit codes: 0 success") &&
+                 Catch::Contains("ENVKIT_OVERRIDE_DRIVER") && Catch::Contains("docs/cli.md"));
 }
 
 TEST_CASE("every command has --help", "[cli]") {

@@ -186,6 +186,10 @@ TEST_CASE("envkit install puts the closure in the prefix, with one copy of cuDNN
   const auto installed = fixture.envkit({"install"});
   INFO(installed.err);
   REQUIRE(installed.exit_code == 0);
+  // pip's phase says what it does, and the report counts the Python packages.
+  CHECK_THAT(installed.err, Contains(" Python packages with pip\n") &&
+                                Contains("pip: unpacking ") && Contains("pip installed ") &&
+                                Contains(" Python packages: "));
 
   const auto imported = fixture.project.envkit(
       {"run", "--", "python", "-c", "import torch, fakedep, sys; print(torch.__version__)"});
