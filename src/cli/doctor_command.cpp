@@ -149,7 +149,7 @@ void print(const Context& context, const Findings& findings) {
                       {"message", finding.message},
                       {"fix", finding.fix}});
     }
-    std::cout << nlohmann::json{{"findings", list}}.dump(2) << '\n';
+    std::cout << nlohmann::json{{"findings", list}}.dump() << '\n';
     return;
   }
   for (const auto& finding : findings) {

@@ -185,11 +185,20 @@ int run_check(Context& context) {
     list.push_back({{"where", p.where}, {"message", p.message}});
     if (!context.options.json) fmt::print(stderr, "problem: {}: {}\n", p.where, p.message);
   }
-  if (context.options.json) std::cout << json{{"problems", list}}.dump() << '\n';
   if (!problems->empty()) {
-    return report(context, Error::failed(fmt::format("the recipe database {} has {} problem(s)",
-                                                     db->dir().string(), problems->size())));
+    const Error error = Error::failed(fmt::format("the recipe database {} has {} problem(s)",
+                                                  db->dir().string(), problems->size()));
+    if (!context.options.json) return report(context, error);
+    // One JSON object on stdout, the problems and the error together.
+    context.console.error(error);
+    std::cout << json{{"problems", list},
+                      {"error", error.headline()},
+                      {"exit_code", error.exit_code()}}
+                     .dump()
+              << '\n';
+    return error.exit_code();
   }
+  if (context.options.json) std::cout << json{{"problems", list}}.dump() << '\n';
   context.console.info(
       fmt::format("{}: {} packages, consistent", db->dir().string(), db->names().size()));
   return 0;

@@ -63,7 +63,10 @@ std::vector<std::string> unmet_requirements(const Build& build, const VersionInd
         it != index.end() && std::any_of(it->second.begin(), it->second.end(), [&](const auto& v) {
           return spec.contains(v, specs::Prereleases::allow);
         });
-    if (!met) unmet.push_back(fmt::format("{} `{}`", package, spec.to_string()));
+    if (met) continue;
+    const auto text = spec.to_string();
+    unmet.push_back(text.empty() ? fmt::format("{} (any version)", package)
+                                 : fmt::format("{} `{}`", package, text));
   }
   return unmet;
 }

@@ -83,6 +83,25 @@ TEST_CASE("recipes check passes on the committed database", "[cli][recipes]") {
   CHECK_THAT(r.err, Catch::Contains("7 packages, consistent"));
 }
 
+TEST_CASE("recipes check --json names each problem in one object, and exits 1", "[cli][recipes]") {
+  TempDir dir;
+  const auto db = (dir.path() / "db").string();
+  // cuDNN 9.1 without the CUDA 11 it also builds for, and without zlib.
+  REQUIRE(run_envkit({.args = {"--recipes", db, "recipes", "import", "nvidia-redist",
+                               fixture("redistrib_12.4.1.json"), fixture("redistrib_9.1.0.json")}})
+              .exit_code == 0);
+  const auto r = run_envkit({.args = {"--recipes", db, "--json", "recipes", "check"}});
+  CHECK(r.exit_code == 1);
+  const json out = json::parse(r.out);  // one object: parse() refuses a second
+  CHECK(out.at("exit_code") == 1);
+  CHECK_THAT(out.at("error").get<std::string>(), Catch::Contains("has 3 problem(s)"));
+  REQUIRE(out.at("problems").size() == 3);
+  CHECK(out.at("problems").at(0).at("where") == "cudnn 9.1.0.70 cuda11");
+  CHECK(out.at("problems").at(1).at("message") ==
+        "requires zlib (any version), which no version of the database meets");
+  CHECK_THAT(r.err, Catch::Contains("error: the recipe database"));
+}
+
 TEST_CASE("recipes import nvidia-redist writes a database with a mirror base URL",
           "[cli][recipes]") {
   TempDir dir;
