@@ -31,10 +31,16 @@ void note(const InstallOptions& options, const std::string& line) {
   if (options.note) options.note(line);
 }
 
-std::string describe(const PlannedPackage& package) {
-  auto text = fmt::format("{} {}", package.name, package.version);
-  if (!package.build.empty()) text += fmt::format(" ({})", package.build);
+// "cudnn 9.1.0.70 (cuda12)": a package as the report names it.
+std::string describe(const std::string& name, const std::string& version,
+                     const std::string& build) {
+  auto text = fmt::format("{} {}", name, version);
+  if (!build.empty()) text += fmt::format(" ({})", build);
   return text;
+}
+
+std::string describe(const PlannedPackage& package) {
+  return describe(package.name, package.version, package.build);
 }
 
 const lock::PlatformLock* platform_lock(const lock::Lockfile& lockfile, specs::Platform platform) {
@@ -363,7 +369,14 @@ Result<InstallReport> install(const lock::Lockfile& lockfile, const Cache& cache
   if (auto committed = prefix->commit(generation); !committed) return std::move(committed).error();
   discard.committed = true;
 
-  report.removed = plan->removed;
+  for (const auto& name : plan->removed) {
+    const auto& packages = (*state)->packages;
+    const auto it =
+        std::find_if(packages.begin(), packages.end(),
+                     [&](const PackageReceipt& receipt) { return receipt.name == name; });
+    report.removed.push_back(it == packages.end() ? name
+                                                  : describe(it->name, it->version, it->build));
+  }
   report.generation = generation;
   report.changed = true;
   report.link_mode = next.link_mode;

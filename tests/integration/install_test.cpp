@@ -131,7 +131,7 @@ TEST_CASE("an upgrade replaces exactly the old package's files and keeps the use
   CHECK(read_text(prefix / "notes.txt") == "mine\n");
   const auto report = json::parse(r.out);
   CHECK(report.at("generation") == 2);
-  CHECK(report.at("removed") == json::array({"cudnn"}));
+  CHECK(report.at("removed") == json::array({"cudnn 9.1.0"}));
   // Only the current generation is kept.
   CHECK(std::distance(fs::directory_iterator(prefix.parent_path() / ".env.generations"),
                       fs::directory_iterator()) == 1);
