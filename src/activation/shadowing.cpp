@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <set>
+#include <string>
 
 #include "envkit/activation/activation.hpp"
 #include "envkit/core/env_vars.hpp"
@@ -32,11 +33,21 @@ bool all_digits(std::string_view text) {
          std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-// "libcudart.so.12": the soname a program asks the dynamic loader for.
+// "libcudart.so.12", "libcudnn.so.7": the soname a program asks the dynamic loader
+// for. CUDA 10 and older named the runtime by major and minor ("libcudart.so.9.0",
+// "libcudart.so.10.1"); "libcudart.so.12.4.127" is a file, not a soname.
 bool is_watched_soname(std::string_view name) {
   return std::any_of(std::begin(kWatched), std::end(kWatched), [&](std::string_view library) {
-    return name.starts_with(library) && name.size() > library.size() + 1 &&
-           name[library.size()] == '.' && all_digits(name.substr(library.size() + 1));
+    if (!name.starts_with(library) || name.size() <= library.size() + 1 ||
+        name[library.size()] != '.')
+      return false;
+    const auto version = name.substr(library.size() + 1);
+    if (all_digits(version)) return true;
+    const auto dot = version.find('.');
+    const auto major = version.substr(0, dot);
+    const auto minor = version.substr(dot + 1);
+    return library == "libcudart.so" && dot != std::string_view::npos && all_digits(major) &&
+           all_digits(minor) && major.size() <= 2 && std::stoi(std::string(major)) <= 10;
   });
 }
 

@@ -53,6 +53,18 @@ TEST_CASE("an outside soname the prefix lacks is named", "[activation]") {
   CHECK_THAT(warnings[1], Catch::Contains((m.outside / "lib64" / "libcudnn.so.8").string()));
 }
 
+TEST_CASE("CUDA 10 and older name the runtime by major and minor", "[activation]") {
+  Machine m;
+  m.file(m.outside / "lib64" / "libcudart.so.9.0");
+  m.file(m.outside / "lib64" / "libcudart.so.9.0.176");  // the file behind it, not a soname
+  m.file(m.outside / "lib64" / "libcudnn.so.7");
+  const auto warnings = m.warnings({{"LD_LIBRARY_PATH", (m.outside / "lib64").string()}});
+  REQUIRE(warnings.size() == 2);
+  CHECK_THAT(warnings[0], Catch::StartsWith("programs that need libcudart.so.9.0 will load `" +
+                                            (m.outside / "lib64" / "libcudart.so.9.0").string()));
+  CHECK_THAT(warnings[1], Catch::Contains("libcudnn.so.7"));
+}
+
 TEST_CASE("only the first folder that has a soname counts", "[activation]") {
   Machine m;
   m.file(m.outside / "a" / "libcudnn.so.9");
