@@ -190,8 +190,9 @@ int run_install(Context& context, const InstallFlags& flags) {
 
   std::unique_ptr<net::Transport> transport;
   if (!flags.offline) {
-    transport =
-        std::make_unique<net::Transport>(transport_options(settings->jobs.value, flags.cacert));
+    auto transfer = transport_options(settings->jobs.value, flags.cacert);
+    if (!transfer) return report(context, transfer.error());
+    transport = std::make_unique<net::Transport>(*transfer);
   }
   std::optional<ProgressDisplay> progress;
   if (transport) {

@@ -55,7 +55,9 @@ Result<python::Uv> locking_uv(const Context& context, const LockInputs& inputs) 
   if (const auto given = env::get(env::kUv); given && !given->empty()) return python::find_uv();
   auto settings = load_settings(context);
   if (!settings) return std::move(settings).error();
-  net::Transport transport(transport_options(settings->jobs.value, std::nullopt));
+  auto transfer = transport_options(settings->jobs.value, std::nullopt);
+  if (!transfer) return std::move(transfer).error();
+  net::Transport transport(*transfer);
   const store::Cache cache(cache_dir_of(*settings));
   const auto& release = store::pinned_uv();
   auto path =

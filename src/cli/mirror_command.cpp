@@ -86,7 +86,9 @@ int run_mirror(Context& context, const MirrorFlags& flags) {
   auto lockfile = lock_to_mirror(context);
   if (!lockfile) return report(context, lockfile.error());
 
-  net::Transport transport(transport_options(settings->jobs.value, flags.cacert));
+  auto transfer = transport_options(settings->jobs.value, flags.cacert);
+  if (!transfer) return report(context, transfer.error());
+  net::Transport transport(*transfer);
   std::optional<ProgressDisplay> progress(
       std::in_place, transport,
       ProgressDisplay::mode_for(context.options.quiet || context.options.json));

@@ -1,8 +1,11 @@
 #include "settings.hpp"
 
+#include <fmt/format.h>
+
 #include <charconv>
 
 #include "envkit/core/env_vars.hpp"
+#include "envkit/core/text.hpp"
 #include "envkit/recipes/import_pypi.hpp"
 #include "envkit/store/cache.hpp"
 
@@ -10,15 +13,21 @@ namespace envkit::cli {
 
 namespace {
 
-// A millisecond setting from the environment (ENVKIT_RETRY_DELAY_MS, ...).
-std::optional<long> number_from(const env::Variable& variable) {
+// A count or a millisecond setting from the environment (ENVKIT_RETRIES,
+// ENVKIT_RETRY_DELAY_MS, ...): nullopt when unset; a value that is not a whole
+// number >= 0 is an input error naming the variable, as other bad ENVKIT_* values are.
+Result<std::optional<long>> number_from(const env::Variable& variable) {
   const auto text = env::get(variable);
-  if (!text) return std::nullopt;
+  if (!text || text->empty()) return std::optional<long>();
   long value = 0;
   const auto* end = text->data() + text->size();
   auto [ptr, ec] = std::from_chars(text->data(), end, value);
-  if (ec != std::errc() || ptr != end || value < 0) return std::nullopt;
-  return value;
+  if (ec != std::errc() || ptr != end || value < 0) {
+    return Error::input(
+               fmt::format("${} is {}, not a whole number", variable.name, text::quoted(*text)))
+        .hint(fmt::format("unset it, or set it to a number ({})", variable.meaning));
+  }
+  return std::optional<long>(value);
 }
 
 }  // namespace
@@ -45,15 +54,25 @@ std::string index_url_of(const config::Settings& settings) {
   return recipes::pip_index_url(recipes::PipIndexSettings::from_environment());
 }
 
-net::TransportOptions transport_options(int jobs,
-                                        const std::optional<std::filesystem::path>& cacert) {
+Result<net::TransportOptions> transport_options(
+    int jobs, const std::optional<std::filesystem::path>& cacert) {
   using std::chrono::milliseconds;
   net::TransportOptions options{.jobs = jobs, .ca_file = cacert};
-  if (auto v = number_from(env::kRetries)) options.attempts = static_cast<int>(*v);
-  if (auto v = number_from(env::kRetryDelayMs)) options.first_retry_delay = milliseconds(*v);
-  if (auto v = number_from(env::kMaxRetryDelayMs)) options.max_retry_delay = milliseconds(*v);
-  if (auto v = number_from(env::kStallTimeoutMs)) options.stall_timeout = milliseconds(*v);
-  if (auto v = number_from(env::kConnectTimeoutMs)) options.connect_timeout = milliseconds(*v);
+  const auto apply = [](const env::Variable& variable, auto set) -> Result<void> {
+    auto value = number_from(variable);
+    if (!value) return std::move(value).error();
+    if (*value) set(**value);
+    return {};
+  };
+  for (auto applied :
+       {apply(env::kRetries, [&](long v) { options.attempts = static_cast<int>(v); }),
+        apply(env::kRetryDelayMs, [&](long v) { options.first_retry_delay = milliseconds(v); }),
+        apply(env::kMaxRetryDelayMs, [&](long v) { options.max_retry_delay = milliseconds(v); }),
+        apply(env::kStallTimeoutMs, [&](long v) { options.stall_timeout = milliseconds(v); }),
+        apply(env::kConnectTimeoutMs,
+              [&](long v) { options.connect_timeout = milliseconds(v); })}) {
+    if (!applied) return std::move(applied).error();
+  }
   return options;
 }
 

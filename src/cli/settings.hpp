@@ -33,8 +33,8 @@ namespace envkit::cli {
 [[nodiscard]] std::string index_url_of(const config::Settings& settings);
 
 // Download options: `jobs` at once, the ENVKIT_RETRY_* / *_TIMEOUT_MS tuning,
-// and an extra CA bundle.
-[[nodiscard]] net::TransportOptions transport_options(
+// and an extra CA bundle; a tuning variable that is not a number is an input error.
+[[nodiscard]] Result<net::TransportOptions> transport_options(
     int jobs, const std::optional<std::filesystem::path>& cacert);
 
 // `archive` or `wheel` (a checked setting or flag) as the store names it.

@@ -85,6 +85,12 @@ TEST_CASE("unknown keys and bad values are input errors naming file:line:column"
   const auto variable = project.envkit({"cache", "info"}, {{"ENVKIT_JOBS", "0"}});
   CHECK(variable.exit_code == 2);
   CHECK_THAT(variable.err, Contains("ENVKIT_JOBS: expected a whole number from 1 to 64"));
+
+  // The download tuning variables too: a value that is not a number is not ignored.
+  project.write(project.root / "envkit.lock", lock_text(std::vector<LockedSpec>{}));
+  const auto retries = project.envkit({"install", "--frozen"}, {{"ENVKIT_RETRIES", "lots"}});
+  CHECK(retries.exit_code == 2);
+  CHECK_THAT(retries.err, Contains("$ENVKIT_RETRIES is `lots`, not a whole number"));
 }
 
 TEST_CASE("install takes its mirrors from the configuration, --mirror replaces them",
