@@ -237,6 +237,16 @@ Result<Build> read_build(const Source& source, const YAML::Node& node) {
         [&](const Entry& e) {
           return read_string_map(
               source, e, [&](const std::string& package, const YAML::Node& value) -> Result<void> {
+                // `__driver` and the like are the solver's names for the machine's facts.
+                if (package.starts_with("__")) {
+                  return Error::input(fmt::format("`requires` names {}, a name envkit keeps for "
+                                                  "the machine's facts",
+                                                  text::quoted(package)))
+                      .at(source.at(value))
+                      .hint(
+                          "a CUDA build states its driver with `min-driver:` (and "
+                          "`min-driver-compat:`), a build its GPUs with `cuda-arch:`");
+                }
                 const std::string text = value.IsNull() ? "" : value.Scalar();
                 auto spec = specs::VersionSpec::parse(text);
                 if (!spec) {

@@ -66,6 +66,9 @@ Result<PackageId> Problem::add_package(const std::string& name) {
   PackageInfo info;
   info.name = name;
   if (name == kDriverPackage) {
+    // Only add_driver_requirement() names the driver, and only when it is known.
+    if (!request_.system.driver)
+      return Error::internal("a requirement on the driver, with no driver known");
     info.kind = PackageKind::driver;
     info.candidates.push_back({.version = *request_.system.driver});
   } else if (const auto external = request_.external.find(name);

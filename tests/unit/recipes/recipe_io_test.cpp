@@ -162,6 +162,14 @@ TEST_CASE("recipe schema errors name file, line and column", "[recipes][io]") {
 
   auto no_builds = error_of("name: cuda\nversions:\n  - version: \"12.4.1\"\n");
   CHECK(no_builds.headline() == "cuda.yaml:3:5: version `12.4.1` has no builds");
+
+  // The solver's own name for the driver, under `requires:`, once crashed `envkit lock`.
+  auto driver = error_of(
+      "name: zlib\nversions:\n  - version: \"1.3.1\"\n    builds:\n      - requires:\n"
+      "          __driver: \">=450\"\n        platforms: [linux-x86_64]\n");
+  CHECK(driver.headline() ==
+        "cuda.yaml:6:21: `requires` names `__driver`, a name envkit keeps for the machine's facts");
+  CHECK_THAT(driver.hints().at(0), Catch::Contains("min-driver"));
 }
 
 TEST_CASE("artifact files must match the recipe", "[recipes][io]") {
