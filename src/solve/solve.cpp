@@ -18,6 +18,24 @@ const Choice* Solution::find(std::string_view name) const {
 
 namespace {
 
+// Specs that allow ever more than `spec`, nearest first, ending with any version: an exact
+// pin `==2.4.9` relaxes to `==2.4.*`, then `==2.*`; any other spec straight to any version.
+std::vector<specs::VersionSpec> nearer_specs(const specs::VersionSpec& spec) {
+  std::vector<specs::VersionSpec> out;
+  const auto& clauses = spec.specifiers();
+  if (clauses.size() == 1 && clauses[0].op() == specs::Specifier::Op::equal &&
+      !clauses[0].is_wildcard() && clauses[0].version()) {
+    const auto& pinned = *clauses[0].version();
+    for (const auto& series : {pinned.major_minor().to_string(), std::to_string(pinned.major())}) {
+      if (auto wider = specs::VersionSpec::parse("==" + series + ".*")) {
+        out.push_back(*std::move(wider));
+      }
+    }
+  }
+  out.emplace_back();
+  return out;
+}
+
 struct Attempt {
   std::unique_ptr<Problem> problem;
   PubGrubResult result;
@@ -127,10 +145,14 @@ std::vector<std::string> hints_for(const recipes::Database& database, const Requ
     });
     // Pins the framework's own wheels state are not the user's to drop.
     if (!involved || requirement.spec.empty() || requirement.origin == "wheels") continue;
-    // Any version of the package first; then without it at all.
+    // The nearest release first: for `==2.4.9`, the 2.4 series, then 2.x; then any version
+    // of the package; then without it at all.
     auto relaxed = request;
-    relaxed.requirements[i].spec = {};
-    auto solution = solved_without(database, relaxed);
+    std::optional<Solution> solution;
+    for (auto& spec : nearer_specs(requirement.spec)) {
+      relaxed.requirements[i].spec = std::move(spec);
+      if ((solution = solved_without(database, relaxed))) break;
+    }
     bool dropped = false;
     if (!solution && requirement.origin != "framework") {
       relaxed.requirements.erase(relaxed.requirements.begin() + static_cast<std::ptrdiff_t>(i));
@@ -142,8 +164,9 @@ std::vector<std::string> hints_for(const recipes::Database& database, const Requ
     const auto written = requirement.spec.original().empty() ? requirement.spec.to_string()
                                                              : requirement.spec.original();
     if (requirement.origin == "framework" && chosen != nullptr) {
-      add(fmt::format("use {} {}, the newest version that can be satisfied here", chosen->name,
-                      chosen->version.original()));
+      add(fmt::format("use {} {}, the {} version that can be satisfied here", chosen->name,
+                      chosen->version.original(),
+                      relaxed.requirements[i].spec.empty() ? "newest" : "nearest"));
     } else if (!dropped && chosen != nullptr) {
       add(fmt::format("without `{}: \"{}\"` under `requires:`, envkit would choose {} {}",
                       requirement.package, written, chosen->name, chosen->version.original()));

@@ -306,8 +306,9 @@ std::string apply_hint(const std::string& hint, Request& request) {
     driver(request, m[1].str());
     return "";
   }
-  if (std::regex_search(hint, m,
-                        std::regex(R"re(^use (\S+) (\S+), the newest version that can be)re"))) {
+  if (std::regex_search(
+          hint, m,
+          std::regex(R"re(^use (\S+) (\S+), the (newest|nearest) version that can be)re"))) {
     for (auto& requirement : request.requirements) {
       if (requirement.package == m[1].str()) requirement.spec = spec("==" + m[2].str());
     }
@@ -404,6 +405,25 @@ TEST_CASE("solve: no hint is given where none would help", "[solve]") {
   const auto failed = failure(request);
   CHECK(failed.hints == std::vector<std::string>{
                             "use torch 2.14.1, the newest version that can be satisfied here"});
+}
+
+TEST_CASE("solve: a pinned release the database lacks gets the nearest one in the hint",
+          "[solve]") {
+  // torch 2.4.9 does not exist: 2.4.1 is nearer than the newest torch.
+  auto request = framework("torch", "==2.4.9");
+  driver(request, "550.54.15");
+  CHECK(
+      failure(request).hints ==
+      std::vector<std::string>{"use torch 2.4.1, the nearest version that can be satisfied here"});
+  // A major series that is not there at all: the newest release.
+  auto later = framework("torch", "==9.0.1");
+  driver(later, "550.54.15");
+  CHECK(
+      failure(later).hints ==
+      std::vector<std::string>{"use torch 2.14.1, the newest version that can be satisfied here"});
+  SECTION("the hint holds") {
+    check_every_hint_holds(request);
+  }
 }
 
 TEST_CASE("solve: the external-Python hint names the range and no invented version", "[solve]") {
