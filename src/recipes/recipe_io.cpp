@@ -488,48 +488,57 @@ Result<Recipe> read_facts(std::string_view text, std::string_view file) {
   auto document = yaml::load_document(source);
   if (!document) return document.error();
   Recipe recipe;
-  auto read =
-      read_mapping(source, *document, "recipe",
-                   {{"name",
-                     [&](const Entry& e) -> Result<void> {
-                       auto name = read_text(source, e, "name");
-                       if (!name) return name.error();
-                       recipe.name = *name;
-                       return {};
-                     }},
-                    {"sources",
-                     [&](const Entry& e) {
-                       return read_list(source, e, [&](const YAML::Node& item) -> Result<void> {
-                         if (!item.IsScalar()) return wrong(source, item, "sources", "a string");
-                         recipe.sources.push_back(item.Scalar());
-                         return {};
-                       });
-                     }},
-                    {"default-components",
-                     [&](const Entry& e) {
-                       return read_list(source, e, [&](const YAML::Node& item) -> Result<void> {
-                         if (!item.IsScalar())
-                           return wrong(source, item, "default-components", "a name");
-                         recipe.default_components.push_back(item.Scalar());
-                         return {};
-                       });
-                     }},
-                    {"replaces",
-                     [&](const Entry& e) {
-                       return read_list(source, e, [&](const YAML::Node& item) -> Result<void> {
-                         if (!item.IsScalar()) return wrong(source, item, "replaces", "a version");
-                         recipe.replaces.push_back(item.Scalar());
-                         return {};
-                       });
-                     }},
-                    {"versions", [&](const Entry& e) {
-                       return read_list(source, e, [&](const YAML::Node& item) -> Result<void> {
-                         auto version = read_recipe_version(source, item);
-                         if (!version) return version.error();
-                         recipe.versions.push_back(*std::move(version));
-                         return {};
-                       });
-                     }}});
+  auto read = read_mapping(
+      source, *document, "recipe",
+      {{"name",
+        [&](const Entry& e) -> Result<void> {
+          auto name = read_text(source, e, "name");
+          if (!name) return name.error();
+          recipe.name = *name;
+          return {};
+        }},
+       {"sources",
+        [&](const Entry& e) {
+          return read_list(source, e, [&](const YAML::Node& item) -> Result<void> {
+            if (!item.IsScalar()) return wrong(source, item, "sources", "a string");
+            recipe.sources.push_back(item.Scalar());
+            return {};
+          });
+        }},
+       {"default-components",
+        [&](const Entry& e) {
+          return read_list(source, e, [&](const YAML::Node& item) -> Result<void> {
+            if (!item.IsScalar()) return wrong(source, item, "default-components", "a name");
+            recipe.default_components.push_back(item.Scalar());
+            return {};
+          });
+        }},
+       {"replaces",
+        [&](const Entry& e) {
+          return read_list(source, e, [&](const YAML::Node& item) -> Result<void> {
+            if (!item.IsScalar()) return wrong(source, item, "replaces", "a version");
+            recipe.replaces.push_back(item.Scalar());
+            return {};
+          });
+        }},
+       {"versions", [&](const Entry& e) {
+          return read_list(source, e, [&](const YAML::Node& item) -> Result<void> {
+            auto version = read_recipe_version(source, item);
+            if (!version) return version.error();
+            // The solver prefers by position: a file out of order would
+            // silently lock an older release.
+            if (!recipe.versions.empty() && !(recipe.versions.back().version < version->version)) {
+              return Error::input(
+                         fmt::format("version {} follows {}: versions go oldest first",
+                                     text::quoted(version->version.original()),
+                                     text::quoted(recipe.versions.back().version.original())))
+                  .at(source.at(item))
+                  .hint("rerun the importer (scripts/regen-recipes), or sort the list");
+            }
+            recipe.versions.push_back(*std::move(version));
+            return {};
+          });
+        }}});
   if (!read) return read.error();
   if (recipe.name.empty()) {
     return Error::input("a recipe needs `name:`").at(source.whole_file());

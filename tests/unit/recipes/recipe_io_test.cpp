@@ -163,6 +163,13 @@ TEST_CASE("recipe schema errors name file, line and column", "[recipes][io]") {
   auto no_builds = error_of("name: cuda\nversions:\n  - version: \"12.4.1\"\n");
   CHECK(no_builds.headline() == "cuda.yaml:3:5: version `12.4.1` has no builds");
 
+  // Newest first once locked an older torch without a word.
+  auto unordered = error_of(
+      "name: torch\nversions:\n  - version: \"2.1.2\"\n    builds:\n      - platforms: "
+      "[linux-x86_64]\n  - version: \"2.1.0\"\n    builds:\n      - platforms: [linux-x86_64]\n");
+  CHECK(unordered.headline() ==
+        "cuda.yaml:6:5: version `2.1.0` follows `2.1.2`: versions go oldest first");
+
   // The solver's own name for the driver, under `requires:`, once crashed `envkit lock`.
   auto driver = error_of(
       "name: zlib\nversions:\n  - version: \"1.3.1\"\n    builds:\n      - requires:\n"
