@@ -334,7 +334,9 @@ void register_install(CLI::App& root, Commands& out) {
                    "How files come from the cache: reflink, hardlink or copy (default: auto, "
                    "the best that works)")
       ->check(CLI::IsMember(choices(config::kLinkModes)));
-  install->add_option("--cacert", flags->cacert, "Extra CA bundle to verify servers with")
+  install
+      ->add_option("--cacert", flags->cacert,
+                   "CA bundle to verify servers with (instead of SSL_CERT_FILE)")
       ->option_text("FILE");
   out.push_back({install, [flags](Context& context) { return run_install(context, *flags); }});
 

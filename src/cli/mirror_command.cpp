@@ -133,7 +133,9 @@ void register_mirror(CLI::App& root, Commands& out) {
       ->option_text("URL");
   mirror->add_option("--jobs,-j", flags->jobs, "Downloads at once (default: jobs, else 8)")
       ->check(CLI::Range(1, config::kMaxJobs));
-  mirror->add_option("--cacert", flags->cacert, "Extra CA bundle to verify servers with")
+  mirror
+      ->add_option("--cacert", flags->cacert,
+                   "CA bundle to verify servers with (instead of SSL_CERT_FILE)")
       ->option_text("FILE");
   out.push_back({mirror, [flags](Context& context) { return run_mirror(context, *flags); }});
 }

@@ -23,8 +23,9 @@ Result<std::optional<long>> number_from(const env::Variable& variable) {
   const auto* end = text->data() + text->size();
   auto [ptr, ec] = std::from_chars(text->data(), end, value);
   if (ec != std::errc() || ptr != end || value < 0) {
-    return Error::input(
-               fmt::format("${} is {}, not a whole number", variable.name, text::quoted(*text)))
+    // Worded as config.yaml's settings are ("ENVKIT_JOBS: expected ..., found ...").
+    return Error::input(fmt::format("{}: expected a whole number, found {}", variable.name,
+                                    text::quoted(*text)))
         .hint(fmt::format("unset it, or set it to a number ({})", variable.meaning));
   }
   return std::optional<long>(value);

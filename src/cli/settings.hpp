@@ -33,7 +33,7 @@ namespace envkit::cli {
 [[nodiscard]] std::string index_url_of(const config::Settings& settings);
 
 // Download options: `jobs` at once, the ENVKIT_RETRY_* / *_TIMEOUT_MS tuning,
-// and an extra CA bundle; a tuning variable that is not a number is an input error.
+// and the CA bundle; a tuning variable that is not a number is an input error.
 [[nodiscard]] Result<net::TransportOptions> transport_options(
     int jobs, const std::optional<std::filesystem::path>& cacert);
 

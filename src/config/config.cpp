@@ -273,14 +273,11 @@ Result<void> apply_environment(Settings& settings, const Lookup& lookup) {
 
 Result<void> apply_flag(Settings& settings, const Key& key, std::string_view flag,
                         std::vector<std::string> items) {
-  const auto* field = std::find_if(std::begin(kFields), std::end(kFields),
-                                   [&](const Field& f) { return f.key->name == key.name; });
-  if (field == std::end(kFields)) return Error::internal(fmt::format("no setting {}", key.name));
+  const Field* field = field_named(key.name);
+  if (!field) return Error::internal(fmt::format("no setting {}", key.name));
   for (const auto& item : items) {
-    if (!accepts(*field, item)) {
-      return Error::input(fmt::format("invalid `{}` value {}", flag, text::quoted(item)))
-          .because(fmt::format("expected {}", expected_of(*field)));
-    }
+    if (!accepts(*field, item))
+      return bad_value(*field, text::quoted(flag), text::quoted(item), item);
   }
   field->assign(settings, std::move(items), std::string(kFlagSource), PathBase{});
   return {};

@@ -1,7 +1,6 @@
 #include "curl_common.hpp"
 
-#include <cctype>
-#include <cstdlib>
+#include <initializer_list>
 #include <mutex>
 #include <new>
 #include <string_view>
@@ -108,20 +107,19 @@ bool is_tls_failure(CURLcode code) {
 
 namespace {
 
-std::optional<std::pair<std::string, std::string>> variable(std::string_view lower) {
-  std::string upper(lower);
-  for (auto& c : upper)
-    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  for (const auto& name : {std::string(lower), upper}) {
-    if (const char* value = std::getenv(name.c_str()); value && *value)
-      return std::pair{name, std::string(value)};
+// The first of `variables` set to something: its name and value.
+std::optional<std::pair<std::string_view, std::string>> first_set(
+    std::initializer_list<env::Variable> variables) {
+  for (const auto& variable : variables) {
+    if (auto value = env::get(variable); value && !value->empty())
+      return std::pair{variable.name, *std::move(value)};
   }
   return std::nullopt;
 }
 
 // libcurl's no_proxy rule: `*`, or hosts (and their subdomains) separated by commas.
 bool bypasses_proxy(std::string_view host) {
-  const auto list = variable("no_proxy");
+  const auto list = first_set({env::kNoProxy, env::kNoProxyUpper});
   if (!list) return false;
   for (auto entry : text::split(list->second, ',')) {
     entry = text::trim(entry);
@@ -150,15 +148,11 @@ std::optional<ProxyInUse> proxy_for(std::string_view url) {
     host = host.substr(0, colon);
   }
   if (bypasses_proxy(host)) return std::nullopt;
-  // libcurl reads only the lower-case http_proxy (a CGI request can set HTTP_PROXY).
-  auto proxy = scheme == "https" ? variable("https_proxy") : std::nullopt;
-  if (!proxy && scheme == "http") {
-    if (const char* value = std::getenv("http_proxy"); value && *value)
-      proxy = std::pair{std::string("http_proxy"), std::string(value)};
-  }
-  if (!proxy) proxy = variable("all_proxy");
+  auto proxy = scheme == "https" ? first_set({env::kHttpsProxy, env::kHttpsProxyUpper})
+                                 : first_set({env::kHttpProxy});
+  if (!proxy) proxy = first_set({env::kAllProxy, env::kAllProxyUpper});
   if (!proxy) return std::nullopt;
-  return ProxyInUse{.url = url::redacted(proxy->second), .variable = proxy->first};
+  return ProxyInUse{.url = url::redacted(proxy->second), .variable = std::string(proxy->first)};
 }
 
 std::string curl_reason(CURLcode code, const char* error_buffer, const std::string& url) {

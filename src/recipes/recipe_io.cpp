@@ -173,6 +173,17 @@ Result<void> read_list(const Source& source, const Entry& entry,
   return {};
 }
 
+// A list of scalars (`sources:`, `replaces:`) appended to `out`; another item is an
+// error that says what was `expected`.
+Result<void> read_scalars(const Source& source, const Entry& entry, std::string_view expected,
+                          std::vector<std::string>& out) {
+  return read_list(source, entry, [&](const YAML::Node& item) -> Result<void> {
+    if (!item.IsScalar()) return wrong(source, item, entry.key, expected);
+    out.push_back(item.Scalar());
+    return {};
+  });
+}
+
 Result<void> read_driver_map(const Source& source, const Entry& entry,
                              std::map<specs::Platform, specs::Version>& out) {
   if (!entry.value.IsMap()) return wrong(source, entry.value, entry.key, "a mapping of platforms");
@@ -498,29 +509,13 @@ Result<Recipe> read_facts(std::string_view text, std::string_view file) {
           return {};
         }},
        {"sources",
-        [&](const Entry& e) {
-          return read_list(source, e, [&](const YAML::Node& item) -> Result<void> {
-            if (!item.IsScalar()) return wrong(source, item, "sources", "a string");
-            recipe.sources.push_back(item.Scalar());
-            return {};
-          });
-        }},
+        [&](const Entry& e) { return read_scalars(source, e, "a string", recipe.sources); }},
        {"default-components",
         [&](const Entry& e) {
-          return read_list(source, e, [&](const YAML::Node& item) -> Result<void> {
-            if (!item.IsScalar()) return wrong(source, item, "default-components", "a name");
-            recipe.default_components.push_back(item.Scalar());
-            return {};
-          });
+          return read_scalars(source, e, "a name", recipe.default_components);
         }},
        {"replaces",
-        [&](const Entry& e) {
-          return read_list(source, e, [&](const YAML::Node& item) -> Result<void> {
-            if (!item.IsScalar()) return wrong(source, item, "replaces", "a version");
-            recipe.replaces.push_back(item.Scalar());
-            return {};
-          });
-        }},
+        [&](const Entry& e) { return read_scalars(source, e, "a version", recipe.replaces); }},
        {"versions", [&](const Entry& e) {
           return read_list(source, e, [&](const YAML::Node& item) -> Result<void> {
             auto version = read_recipe_version(source, item);

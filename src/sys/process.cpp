@@ -74,10 +74,6 @@ std::vector<std::string> child_environment(const ProcessOptions& options) {
   return out;
 }
 
-}  // namespace
-
-namespace {
-
 // Hands each complete line of `out` past `reported` to `on_line`, and moves `reported` on.
 void report_lines(const std::string& out, std::size_t& reported,
                   const std::function<void(std::string_view)>& on_line) {

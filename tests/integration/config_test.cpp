@@ -90,7 +90,7 @@ TEST_CASE("unknown keys and bad values are input errors naming file:line:column"
   project.write(project.root / "envkit.lock", lock_text(std::vector<LockedSpec>{}));
   const auto retries = project.envkit({"install", "--frozen"}, {{"ENVKIT_RETRIES", "lots"}});
   CHECK(retries.exit_code == 2);
-  CHECK_THAT(retries.err, Contains("$ENVKIT_RETRIES is `lots`, not a whole number"));
+  CHECK_THAT(retries.err, Contains("ENVKIT_RETRIES: expected a whole number, found `lots`"));
 }
 
 TEST_CASE("install takes its mirrors from the configuration, --mirror replaces them",

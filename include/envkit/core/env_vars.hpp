@@ -38,6 +38,17 @@ inline constexpr Variable kHome{"HOME", "the user's home directory"};
 inline constexpr Variable kSslCertFile{
     "SSL_CERT_FILE", "CA bundle used to verify HTTPS servers (replaces the default)"};
 inline constexpr Variable kSslCertDir{"SSL_CERT_DIR", "directory of CA certificates for HTTPS"};
+// Proxies, as libcurl reads them (http_proxy only in lower case); a failed download
+// names the one it went through.
+inline constexpr Variable kHttpProxy{"http_proxy", "proxy for http:// downloads"};
+inline constexpr Variable kHttpsProxy{"https_proxy", "proxy for https:// downloads"};
+inline constexpr Variable kHttpsProxyUpper{"HTTPS_PROXY", "proxy for https:// downloads"};
+inline constexpr Variable kAllProxy{"all_proxy", "proxy for downloads the others do not cover"};
+inline constexpr Variable kAllProxyUpper{"ALL_PROXY",
+                                         "proxy for downloads the others do not cover"};
+inline constexpr Variable kNoProxy{"no_proxy", "hosts reached without a proxy, comma-separated"};
+inline constexpr Variable kNoProxyUpper{"NO_PROXY",
+                                        "hosts reached without a proxy, comma-separated"};
 inline constexpr Variable kPipIndexUrl{"PIP_INDEX_URL",
                                        "package index pip (and envkit's wheel importers) query"};
 inline constexpr Variable kPipConfigFile{"PIP_CONFIG_FILE", "pip configuration file to read"};
