@@ -9,6 +9,7 @@
 #include "envkit/recipes/database.hpp"
 #include "envkit/recipes/import_nvidia_redist.hpp"
 #include "envkit/recipes/import_pypi.hpp"
+#include "envkit/recipes/import_pypi_tensorflow.hpp"
 #include "envkit/recipes/import_pypi_torch.hpp"
 #include "envkit/recipes/import_upstream.hpp"
 #include "envkit/sys/fs.hpp"
@@ -150,9 +151,10 @@ std::string describe(const recipes::TorchPatch& patch) {
                      patch.build_id ? "tested of " + *patch.build_id : "no build refined");
 }
 
-// torch's facts from the tables alone (<name>.yaml, not a previous overlay): the minors to refine.
-Result<Recipe> torch_tables(const fs::path& dir) {
-  const fs::path path = dir / "torch.yaml";
+// A framework's facts from the tables alone (<name>.yaml, not a previous overlay): what the
+// index refines.
+Result<Recipe> framework_tables(const fs::path& dir, std::string_view name) {
+  const fs::path path = dir / fmt::format("{}.yaml", name);
   auto text = sys::read_file(path);
   if (!text) return text.error();
   return recipes::read_facts(*text, path.string());
@@ -160,7 +162,7 @@ Result<Recipe> torch_tables(const fs::path& dir) {
 
 int run_import_pypi_torch(Context& context, const std::optional<std::string>& index) {
   const fs::path dir = target_dir(context);
-  auto tables = torch_tables(dir);
+  auto tables = framework_tables(dir, "torch");
   if (!tables) return report(context, tables.error());
   auto index_url = index_url_for(context, index);
   if (!index_url) return report(context, index_url.error());
@@ -176,8 +178,36 @@ int run_import_pypi_torch(Context& context, const std::optional<std::string>& in
     return report(context, written.error());
   }
   context.console.info(fmt::format(
-      "replaced {} ({} metadata files read) -> {}", text::join(imported->torch.replaces, ", "),
-      imported->metadata_fetched, (dir / "pypi" / "torch.yaml").string()));
+      "replaced {} ({} metadata files read), Python ranges for {} releases -> {}",
+      text::join(imported->torch.replaces, ", "), imported->metadata_fetched,
+      imported->python_ranges, (dir / "pypi" / "torch.yaml").string()));
+  return 0;
+}
+
+int run_import_pypi_tensorflow(Context& context, const std::optional<std::string>& index) {
+  const fs::path dir = target_dir(context);
+  auto tensorflow = framework_tables(dir, "tensorflow");
+  if (!tensorflow) return report(context, tensorflow.error());
+  auto tensorflow_gpu = framework_tables(dir, "tensorflow-gpu");
+  if (!tensorflow_gpu) return report(context, tensorflow_gpu.error());
+  auto index_url = index_url_for(context, index);
+  if (!index_url) return report(context, index_url.error());
+  context.console.info(fmt::format("asking {} for tensorflow's and tensorflow-gpu's releases",
+                                   url::redacted(*index_url)));
+  auto imported = recipes::import_pypi_tensorflow(
+      *tensorflow, *tensorflow_gpu, {.index_url = *index_url, .fetch = fetch_index_page});
+  if (!imported) return report(context, imported.error());
+  for (const auto& added : imported->added)
+    context.console.info(added);
+  for (const auto* overlay : {&imported->tensorflow, &imported->tensorflow_gpu}) {
+    if (auto written = recipes::write_facts_overlay(dir, *overlay); !written) {
+      return report(context, written.error());
+    }
+    context.console.info(fmt::format("{} versions -> {}", overlay->versions.size(),
+                                     (dir / "pypi" / (overlay->name + ".yaml")).string()));
+  }
+  context.console.info(fmt::format("{} releases read, {} added to the tables' versions",
+                                   imported->releases, imported->added.size()));
   return 0;
 }
 
@@ -220,6 +250,19 @@ void register_recipes_import(CLI::App& recipes, Commands& out) {
       ->option_text("URL");
   out.push_back(
       {torch, [torch_index](Context& c) { return run_import_pypi_torch(c, *torch_index); }});
+
+  auto tensorflow_index = std::make_shared<std::optional<std::string>>();
+  auto* tensorflow = import->add_subcommand(
+      "pypi-tensorflow",
+      "Add tensorflow's and tensorflow-gpu's releases from the index to their tables' rows");
+  tensorflow
+      ->add_option(
+          "--index", *tensorflow_index,
+          "Simple-API index URL (default: index-url, else as pip: PIP_INDEX_URL, pip.conf, PyPI)")
+      ->option_text("URL");
+  out.push_back({tensorflow, [tensorflow_index](Context& c) {
+                   return run_import_pypi_tensorflow(c, *tensorflow_index);
+                 }});
 
   auto upstream_dir = std::make_shared<std::string>();
   auto* upstream = import->add_subcommand(

@@ -429,11 +429,51 @@ Result<void> add_minor_version_compat(Recipe& cuda, CsvSource compat_table) {
   return {};
 }
 
+namespace {
+
+// nixpkgs starts sm_80 and sm_86 at CUDA 11.2, the first release it packaged, not the
+// first that compiles for them. NVIDIA's own documents say earlier, and they win:
+// the Ampere Compatibility Guide, "Building Applications Using CUDA Toolkit 11.0"
+// (sm_80), and the CUDA 11.1 release notes, "Added support for NVIDIA Ampere GPU
+// architecture based GA10x GPUs (compute capability 8.6)".
+struct FirstCuda {
+  std::string_view capability;
+  std::string_view cuda;
+  std::string_view source;
+};
+constexpr FirstCuda kNvidiaFirstCuda[] = {
+    {"8.0", "11.0",
+     "https://docs.nvidia.com/cuda/ampere-compatibility-guide/ (Building Applications Using CUDA "
+     "Toolkit 11.0)"},
+    {"8.6", "11.1", "https://docs.nvidia.com/cuda/archive/11.1.0/cuda-toolkit-release-notes/"},
+};
+
+// The first CUDA with code for `capability`: NVIDIA's statement where it is earlier than
+// the table's.
+specs::Version first_cuda(std::string_view capability, specs::Version from_table,
+                          std::vector<std::string>& sources) {
+  for (const auto& fact : kNvidiaFirstCuda) {
+    if (fact.capability != capability) continue;
+    auto nvidia = *specs::Version::parse(fact.cuda);
+    if (nvidia < from_table) {
+      std::string sm = "sm_";
+      std::copy_if(capability.begin(), capability.end(), std::back_inserter(sm),
+                   [](char c) { return c != '.'; });
+      sources.push_back(fmt::format("{} from CUDA {}: {}", sm, fact.cuda, fact.source));
+      return nvidia;
+    }
+  }
+  return from_table;
+}
+
+}  // namespace
+
 Result<void> add_compute_capabilities(Recipe& cuda, CsvSource capabilities) {
   auto sheet = read_sheet(capabilities,
                           {"cuda_capability", "is_jetson", "is_architecture_specific",
                            "is_family_specific", "min_cuda_major_minor", "max_cuda_major_minor"});
   if (!sheet) return std::move(sheet).error();
+  std::vector<std::string> corrections;
   for (const auto& row : sheet->table.rows()) {
     // ComputeCapability has no room for the a/f suffixes; Jetson is out of scope.
     if (is_true(sheet->cell(row, "is_jetson")) ||
@@ -445,6 +485,7 @@ Result<void> add_compute_capabilities(Recipe& cuda, CsvSource capabilities) {
     if (!capability) return sheet->error_at(row, capability.error().message());
     auto min_cuda = sheet->version(row, "min_cuda_major_minor");
     if (!min_cuda) return std::move(min_cuda).error();
+    *min_cuda = first_cuda(sheet->cell(row, "cuda_capability"), *min_cuda, corrections);
     auto max_cuda = sheet->optional_version(row, "max_cuda_major_minor");  // empty: still supported
     if (!max_cuda) return std::move(max_cuda).error();
     for (auto& version : cuda.versions) {
@@ -455,6 +496,7 @@ Result<void> add_compute_capabilities(Recipe& cuda, CsvSource capabilities) {
     }
   }
   cuda.sources.push_back(nvidia::provenance(capabilities.file));
+  cuda.sources.insert(cuda.sources.end(), corrections.begin(), corrections.end());
   canonicalize(cuda);
   return {};
 }

@@ -593,6 +593,10 @@ std::optional<specs::Platform> wheel_platform(const WheelFilename& wheel) {
     return std::find(tags.begin(), tags.end(), tag) != tags.end();
   };
   if (!has(wheel.python_tags, "py3") || !has(wheel.abi_tags, "none")) return std::nullopt;
+  return binary_wheel_platform(wheel);
+}
+
+std::optional<specs::Platform> binary_wheel_platform(const WheelFilename& wheel) {
   for (const auto& tag : wheel.platform_tags) {
     if (tag == "win_amd64") return specs::Platform::windows_x86_64;
     if (!glibc_of_tag(tag)) continue;
@@ -600,6 +604,28 @@ std::optional<specs::Platform> wheel_platform(const WheelFilename& wheel) {
     if (tag.ends_with("_aarch64")) return specs::Platform::linux_aarch64;
   }
   return std::nullopt;
+}
+
+std::optional<specs::VersionSpec> cpython_range(const std::vector<WheelFilename>& wheels) {
+  std::optional<std::uint64_t> lowest, highest;
+  bool open_above = false;
+  for (const auto& wheel : wheels) {
+    for (std::string_view tag : wheel.python_tags) {
+      if (!tag.starts_with("cp3")) continue;
+      const auto minor = leading_number(tag.substr(3));
+      if (!minor) continue;
+      lowest = std::min(lowest.value_or(*minor), *minor);
+      highest = std::max(highest.value_or(*minor), *minor);
+    }
+    open_above = open_above || std::find(wheel.abi_tags.begin(), wheel.abi_tags.end(), "abi3") !=
+                                   wheel.abi_tags.end();
+  }
+  if (!lowest) return std::nullopt;
+  const auto text = open_above ? fmt::format(">=3.{}", *lowest)
+                               : fmt::format(">=3.{},<3.{}", *lowest, *highest + 1);
+  auto spec = specs::VersionSpec::parse(text);
+  if (!spec) return std::nullopt;
+  return *std::move(spec);
 }
 
 std::optional<std::pair<unsigned, unsigned>> manylinux_glibc(const WheelFilename& wheel) {

@@ -220,6 +220,39 @@ Result<void> refine_minor(const RecipeVersion& minor, const std::vector<IndexFil
   return {};
 }
 
+bool states_python(const RecipeVersion& version) {
+  return std::any_of(version.builds.begin(), version.builds.end(),
+                     [](const Build& build) { return build.requires_.contains("python"); });
+}
+
+// The tables give no Python range before torch 1.12: the CPython tags of each release's
+// wheels do. Returns how many versions got one.
+std::size_t add_python_ranges(const Recipe& torch, const std::vector<IndexFile>& files,
+                              Recipe& overlay) {
+  std::map<specs::Version, std::vector<WheelFilename>> wheels;
+  for (const auto& file : files) {
+    auto wheel = file.yanked ? std::nullopt : parse_wheel_filename(file.filename);
+    if (!wheel || !binary_wheel_platform(*wheel)) continue;
+    if (auto version = specs::Version::parse(wheel->version)) {
+      wheels[*version].push_back(*std::move(wheel));
+    }
+  }
+  std::size_t added = 0;
+  for (const auto& version : torch.versions) {
+    if (version.version.release().size() != 3 || states_python(version)) continue;
+    const auto it = wheels.find(version.version);
+    const auto range = it == wheels.end() ? std::nullopt : cpython_range(it->second);
+    if (!range) continue;
+    RecipeVersion ranged{.version = version.version};
+    for (const auto& build : version.builds) {
+      ranged.builds.push_back(Build{.id = build.id, .requires_ = {{"python", *range}}});
+    }
+    overlay.versions.push_back(std::move(ranged));
+    ++added;
+  }
+  return added;
+}
+
 }  // namespace
 
 TorchWheelPins parse_torch_wheel_pins(std::string_view metadata) {
@@ -262,6 +295,13 @@ Result<PypiTorchImport> import_pypi_torch(const Recipe& torch, const PypiImportO
     if (auto refined = refine_minor(minor, **files, options, result); !refined) {
       return refined.error();
     }
+  }
+  if (const auto ranged = add_python_ranges(torch, **files, result.torch); ranged > 0) {
+    result.python_ranges = ranged;
+    result.torch.sources.push_back(fmt::format(
+        "Python ranges of releases the tables give none (before 1.12): the CPython tags of "
+        "their wheels on {}",
+        url::redacted(options.index_url)));
   }
   if (!result.torch.versions.empty()) {
     result.torch.sources.push_back(fmt::format(

@@ -35,6 +35,9 @@ void merge_build(Build& base, const Build& update) {
   for (const auto& [platform, driver] : update.min_driver_compat) {
     base.min_driver_compat.insert_or_assign(platform, driver);
   }
+  for (const auto& [platform, glibc] : update.min_glibc) {
+    base.min_glibc.insert_or_assign(platform, glibc);
+  }
   for (const auto& [package, version] : update.tested)
     base.tested.insert_or_assign(package, version);
   if (!update.cuda_arch.empty()) base.cuda_arch = update.cuda_arch;

@@ -69,6 +69,10 @@ void write_build(std::string& out, const Build& build) {
     out += key("min-driver-compat") + "\n";
     write_platform_map(out, in, build.min_driver_compat);
   }
+  if (!build.min_glibc.empty()) {
+    out += key("min-glibc") + "\n";
+    write_platform_map(out, in, build.min_glibc);
+  }
   if (!build.cuda_arch.empty()) {
     out += key("cuda-arch") + " " +
            yaml::flow_list(build.cuda_arch,
@@ -184,8 +188,9 @@ Result<void> read_scalars(const Source& source, const Entry& entry, std::string_
   });
 }
 
-Result<void> read_driver_map(const Source& source, const Entry& entry,
-                             std::map<specs::Platform, specs::Version>& out) {
+// A version per platform: `min-driver:`, `min-driver-compat:`, `min-glibc:`.
+Result<void> read_platform_versions(const Source& source, const Entry& entry,
+                                    std::map<specs::Platform, specs::Version>& out) {
   if (!entry.value.IsMap()) return wrong(source, entry.value, entry.key, "a mapping of platforms");
   for (const auto& pair : entry.value) {
     auto platform = read_platform(source, pair.first);
@@ -256,7 +261,8 @@ Result<Build> read_build(const Source& source, const YAML::Node& node) {
                       .at(source.at(value))
                       .hint(
                           "a CUDA build states its driver with `min-driver:` (and "
-                          "`min-driver-compat:`), a build its GPUs with `cuda-arch:`");
+                          "`min-driver-compat:`), a build its glibc with `min-glibc:` and its GPUs "
+                          "with `cuda-arch:`");
                 }
                 const std::string text = value.IsNull() ? "" : value.Scalar();
                 auto spec = specs::VersionSpec::parse(text);
@@ -280,9 +286,10 @@ Result<Build> read_build(const Source& source, const YAML::Node& node) {
                 return {};
               });
         }},
-       {"min-driver", [&](const Entry& e) { return read_driver_map(source, e, build.min_driver); }},
+       {"min-driver", [&](const Entry& e) { return read_platform_versions(source, e, build.min_driver); }},
        {"min-driver-compat",
-        [&](const Entry& e) { return read_driver_map(source, e, build.min_driver_compat); }},
+        [&](const Entry& e) { return read_platform_versions(source, e, build.min_driver_compat); }},
+       {"min-glibc", [&](const Entry& e) { return read_platform_versions(source, e, build.min_glibc); }},
        {"cuda-arch",
         [&](const Entry& e) {
           return read_list(source, e, [&](const YAML::Node& item) -> Result<void> {

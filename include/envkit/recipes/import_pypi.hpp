@@ -12,6 +12,7 @@
 
 #include "envkit/core/result.hpp"
 #include "envkit/recipes/recipe.hpp"
+#include "envkit/specs/version_spec.hpp"
 #include "envkit/specs/platform.hpp"
 
 // Importer for NVIDIA's CUDA and cuDNN wheels on a Python package index
@@ -88,6 +89,16 @@ struct WheelFilename {
 // 2.5, manylinux2014 -> 2.17, manylinux_2_28 -> 2.28); the lowest of its tags.
 [[nodiscard]] std::optional<std::pair<unsigned, unsigned>> manylinux_glibc(
     const WheelFilename& wheel);
+
+// The envkit platform of any binary wheel (a framework's `cp310-cp310-manylinux2014_x86_64`
+// as well as NVIDIA's py3-none ones): manylinux x86_64 / aarch64, win_amd64; else nullopt.
+[[nodiscard]] std::optional<specs::Platform> binary_wheel_platform(const WheelFilename& wheel);
+
+// The CPython versions a release's wheels are built for, as a range: cp36 … cp39 wheels ->
+// `>=3.6,<3.10`; an abi3 wheel (cp37-abi3) leaves it open above. Python 2 tags are ignored;
+// nullopt when no wheel names a CPython 3.
+[[nodiscard]] std::optional<specs::VersionSpec> cpython_range(
+    const std::vector<WheelFilename>& wheels);
 
 // --- NVIDIA's names ---------------------------------------------------------------
 

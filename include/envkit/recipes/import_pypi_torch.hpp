@@ -46,8 +46,11 @@ struct PypiTorchImport {
   Recipe torch;
   std::vector<TorchPatch> patches;
   std::size_t metadata_fetched = 0;  // .metadata files asked for
+  std::size_t python_ranges = 0;     // releases given the Python range of their wheels
 };
 
+// Releases before 1.12, which the tables give no Python range, get the range of their
+// wheels' CPython tags (1.9.1: cp36 … cp39 -> >=3.6,<3.10).
 // Asks the index for the `torch` page once and for one `.metadata` file per patch release
 // (of a manylinux x86_64 CPython wheel: advertised metadata first, then the newest CPython).
 [[nodiscard]] Result<PypiTorchImport> import_pypi_torch(const Recipe& torch,

@@ -53,6 +53,10 @@ struct Build {
   // compatibility (the family minimum: 11.x >= 450.80.02, 12.x >= 525.60.13, ...).
   std::map<specs::Platform, specs::Version> min_driver;
   std::map<specs::Platform, specs::Version> min_driver_compat;
+  // Minimum glibc per Linux platform: what the build's manylinux wheels need
+  // (manylinux2014 -> 2.17, manylinux_2_28 -> 2.28). A machine with an older glibc
+  // installs them and fails at import, so the solver checks it like the driver.
+  std::map<specs::Platform, specs::Version> min_glibc;
   // The versions upstream tested this build with (torch 2.1 cu121: cuda 12.1,
   // cudnn 8.9.2.26); the solver prefers them within the allowed range.
   std::map<std::string, std::string> tested;

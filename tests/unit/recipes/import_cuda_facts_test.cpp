@@ -141,6 +141,27 @@ TEST_CASE("supported compute capabilities per CUDA version", "[nvidia][facts]") 
   CHECK(build_of(cuda, "9.2.148", "").cuda_arch.empty());
 }
 
+TEST_CASE("Ampere from the CUDA NVIDIA says first built for it, not from 11.2", "[nvidia][facts]") {
+  // nixpkgs' table starts sm_80/sm_86 at 11.2, the first CUDA it packaged; torch's cu110
+  // and cu111 builds then looked unable to run on an A100 or an RTX 3090.
+  auto cuda = cuda_with({"10.2.89", "11.0.3", "11.1.1", "11.2.2"});
+  const std::string table =
+      "cuda_capability,is_jetson,is_architecture_specific,is_family_specific,"
+      "min_cuda_major_minor,max_cuda_major_minor\n"
+      "7.5,false,false,false,10.0,\n8.0,false,false,false,11.2,\n8.6,false,false,false,11.2,\n"
+      "8.9,false,false,false,11.8,\n";
+  REQUIRE(add_compute_capabilities(cuda, {table, "caps.csv"}).ok());
+
+  CHECK(build_of(cuda, "10.2.89", "").cuda_arch == capabilities({"7.5"}));
+  CHECK(build_of(cuda, "11.0.3", "").cuda_arch == capabilities({"7.5", "8.0"}));
+  CHECK(build_of(cuda, "11.1.1", "").cuda_arch == capabilities({"7.5", "8.0", "8.6"}));
+  CHECK(build_of(cuda, "11.2.2", "").cuda_arch == capabilities({"7.5", "8.0", "8.6"}));
+  // The correction is said where the database says where its facts came from.
+  CHECK(std::count_if(cuda.sources.begin(), cuda.sources.end(), [](const std::string& s) {
+          return s.starts_with("sm_80 from CUDA 11.0") || s.starts_with("sm_86 from CUDA 11.1");
+        }) == 2);
+}
+
 TEST_CASE("CUDA 9.0 to 11.4.1 from the driver table and the runfiles", "[nvidia][facts]") {
   const auto table = nvidia_fixture("cuda_toolkit_driver_versions.csv");
   const auto runfiles = nvidia_fixture("cuda_runfiles.csv");

@@ -150,6 +150,35 @@ TEST_CASE("minor-keyed torch versions are refined into PyPI's patch releases", "
                     [](const std::string& s) { return s.starts_with("torch 2.1.1: "); }));
 }
 
+TEST_CASE("torch before 1.12 gets the Python range of its wheels", "[pypi-torch]") {
+  // The tables give torch 1.9.1 no Python range: any Python went, 3.14 included.
+  Recipe tables{.name = "torch", .sources = {"tables"}};
+  tables.versions.push_back(RecipeVersion{.version = v("1.9.1")});
+  for (const std::string id : {"cu102", "cu111"}) {
+    tables.versions[0].builds.push_back(Build{.id = id,
+                                              .requires_ = {{"cuda", spec(">=10.2")}},
+                                              .platforms = {specs::Platform::linux_x86_64}});
+  }
+  FakeIndex index;
+  index.add("torch", "application/vnd.pypi.simple.v1+json",
+            envkit::test::json_page({"torch-1.9.1-cp36-cp36m-manylinux1_x86_64.whl",
+                                     "torch-1.9.1-cp39-cp39-manylinux1_x86_64.whl",
+                                     "torch-1.9.1-cp39-cp39-win_amd64.whl",
+                                     "torch-1.9.1-cp310-cp310-manylinux1_x86_64.whl"},
+                                    {"torch-1.9.1-cp310-cp310-manylinux1_x86_64.whl"}));
+  auto imported = import_pypi_torch(tables, {.index_url = fake_index_url(), .fetch = index.fetcher()});
+  REQUIRE(imported.ok());
+  CHECK(imported->python_ranges == 1);
+  for (const std::string id : {"cu102", "cu111"}) {
+    CHECK(build_of(imported->torch, "1.9.1", id).requires_.at("python").to_string() ==
+          spec(">=3.6,<3.10").to_string());  // the yanked cp310 wheel does not count
+  }
+  // Merged over the tables, the range joins the CUDA requirement.
+  merge_into(tables, imported->torch);
+  CHECK(build_of(tables, "1.9.1", "cu111").requires_.size() == 2);
+  CHECK(build_of(tables, "1.9.1", "cu111").platforms == std::vector{specs::Platform::linux_x86_64});
+}
+
 TEST_CASE("merging an overlay drops the versions it replaces", "[pypi-torch]") {
   FakeIndex index = torch_index();
   Recipe merged = torch_tables();

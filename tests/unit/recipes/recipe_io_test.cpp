@@ -276,3 +276,21 @@ TEST_CASE("requires-only-on errors name file, line and column", "[recipes][io]")
         "cudnn.yaml:9:27: `requires-only-on`: expected a mapping, found a list");
   }
 }
+
+TEST_CASE("a build's glibc minimum round-trips per platform, and a bad one is located",
+          "[recipes][io]") {
+  Recipe recipe = sample_cudnn();
+  recipe.versions[0].builds[0].min_glibc = {{specs::Platform::linux_x86_64, v("2.17")}};
+  const std::string facts = write_facts(recipe);
+  CHECK_THAT(facts, Catch::Contains("        min-glibc:\n          linux-x86_64: \"2.17\"\n"));
+  auto read = read_facts(facts, "cudnn.yaml");
+  if (!read) FAIL(read.error().to_string());
+  CHECK(read->versions[0].builds[0].min_glibc.at(specs::Platform::linux_x86_64) == v("2.17"));
+
+  std::string bad = facts;
+  bad.replace(bad.find("linux-x86_64: \"2.17\""), 20, "linux-x86_64: [2.17]");
+  auto error = read_facts(bad, "cudnn.yaml");
+  REQUIRE_FALSE(error);
+  CHECK_THAT(error.error().headline(), Catch::StartsWith("cudnn.yaml:"));
+  CHECK_THAT(error.error().headline(), Catch::Contains("min-glibc"));
+}

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +47,20 @@ inline std::string fake_index_url(std::string_view path = "") {
   std::string url = "https://index.example.test/simple/";
   url.append(path);
   return url;
+}
+
+// A PEP 691 project page listing the wheels `filenames` (under files.example.test, each
+// with a sha256); those in `yanked` are marked yanked.
+inline std::string json_page(const std::vector<std::string>& filenames,
+                             const std::vector<std::string>& yanked = {}) {
+  nlohmann::json files = nlohmann::json::array();
+  for (const auto& name : filenames) {
+    files.push_back({{"filename", name},
+                     {"url", "https://files.example.test/" + name},
+                     {"hashes", {{"sha256", std::string(64, 'a')}}},
+                     {"yanked", std::find(yanked.begin(), yanked.end(), name) != yanked.end()}});
+  }
+  return nlohmann::json{{"meta", {{"api-version", "1.1"}}}, {"files", files}}.dump();
 }
 
 // An index in memory: responses by URL, 404 for the rest; remembers what was asked, and with
