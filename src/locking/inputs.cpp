@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "envkit/core/env_vars.hpp"
+#include "envkit/locking/machine.hpp"
 #include "envkit/project/external.hpp"
 
 namespace envkit::locking {
@@ -53,7 +54,11 @@ Result<void> settle_facts(LockInputs& inputs, const gpu::ProbeSources& sources) 
     for (const auto& capability : system.cuda_arch)
       facts.gpus.push_back({capability, ""});
     assumed.cuda_arch = system.cuda_arch;
-    if (system.glibc) assumed.glibc = system.glibc->original();
+    if (system.glibc) {
+      assumed.glibc = system.glibc->original();
+      facts.glibc = lowest_admitted(*system.glibc);
+      facts.glibc_written = *assumed.glibc;
+    }
     return {};
   }
   auto host = gpu::probe_host(sources);
@@ -81,6 +86,11 @@ Result<void> settle_facts(LockInputs& inputs, const gpu::ProbeSources& sources) 
   }
   if (const auto glibc = sources.variable(env::kOverrideGlibc); glibc && !glibc->empty()) {
     assumed.glibc = *glibc;
+  }
+  // The framework's wheels must load here: its glibc is a fact like the driver.
+  if (auto glibc = specs::Version::parse(host_glibc(sources))) {
+    facts.glibc = *std::move(glibc);
+    facts.glibc_written = facts.glibc->original();
   }
   std::sort(assumed.cuda_arch.begin(), assumed.cuda_arch.end());
   assumed.cuda_arch.erase(std::unique(assumed.cuda_arch.begin(), assumed.cuda_arch.end()),

@@ -146,27 +146,37 @@ lock::SystemAssumptions machine_requirements(const VersionFiles& files, const So
                                              specs::FactSource source) {
   lock::SystemAssumptions needed{.source = source};
   std::optional<specs::Version> driver;
+  std::optional<specs::Version> glibc;
   std::vector<std::vector<specs::ComputeCapability>> archs;
   for (const auto& [platform, solution] : solved.solutions) {
     for (const auto& choice : solution.packages) {
       const auto* build = choice.external ? nullptr : chosen_build(files, choice);
       if (build == nullptr) continue;
       archs.push_back(build->cuda_arch);
+      if (const auto it = build->min_glibc.find(platform);
+          it != build->min_glibc.end() && (!glibc || it->second > *glibc)) {
+        glibc = it->second;
+      }
       if (choice.name != "cuda") continue;
       const auto minimum = driver_needed(*build, platform);
       if (minimum && (!driver || *minimum > *driver)) driver = minimum;
     }
   }
   if (driver) needed.driver = ">=" + driver->original();
+  if (glibc) needed.glibc = ">=" + glibc->original();
   if (auto common = specs::common_archs(archs)) needed.cuda_arch = *std::move(common);
   return needed;
 }
 
 // The glibc the closure's manylinux wheels need (`>=2.28`), for a lock that
-// states what it needs of a machine.
+// states what it needs of a machine; the framework builds' own minimum stays when higher.
 void add_glibc_needed(lock::Lockfile& lockfile) {
   if (lockfile.system.source == specs::FactSource::manifest) return;
   std::optional<unsigned> highest;
+  if (lockfile.system.glibc) {
+    const auto builds = specs::Version::parse(lockfile.system.glibc->substr(2));
+    if (builds && builds->release().size() > 1) highest = static_cast<unsigned>(builds->minor());
+  }
   for (const auto& platform : lockfile.platforms) {
     if (!platform.python || platform.platform == specs::Platform::windows_x86_64) continue;
     const auto arch = platform.platform == specs::Platform::linux_aarch64 ? "aarch64" : "x86_64";

@@ -50,13 +50,6 @@ Result<void> check_gpus(const std::vector<specs::ComputeCapability>& archs,
   return {};
 }
 
-// This machine's glibc: ENVKIT_OVERRIDE_GLIBC, else the running C library's.
-std::string host_glibc(const gpu::ProbeSources& sources) {
-  if (const auto given = sources.variable(env::kOverrideGlibc); given && !given->empty())
-    return *given;
-  return gnu_get_libc_version();
-}
-
 Result<void> check_glibc(const std::string& needed, const gpu::ProbeSources& sources) {
   auto spec = specs::VersionSpec::parse(needed);
   auto glibc = specs::Version::parse(host_glibc(sources));
@@ -70,6 +63,12 @@ Result<void> check_glibc(const std::string& needed, const gpu::ProbeSources& sou
 }
 
 }  // namespace
+
+std::string host_glibc(const gpu::ProbeSources& sources) {
+  if (const auto given = sources.variable(env::kOverrideGlibc); given && !given->empty())
+    return *given;
+  return gnu_get_libc_version();
+}
 
 Result<void> check_machine(const lock::Lockfile& lockfile, const gpu::ProbeSources& sources) {
   const auto& needed = lockfile.system;

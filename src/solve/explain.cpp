@@ -36,6 +36,16 @@ std::string driver_sentence(const SystemFacts& system) {
               : fmt::format("the machines' drivers are {} (envkit.yaml system.driver)", written);
 }
 
+// The glibc fact as a sentence: "this machine's glibc is 2.26",
+// "the machines' glibc is >=2.26 (envkit.yaml system.glibc)".
+std::string glibc_sentence(const SystemFacts& system) {
+  if (system.source == specs::FactSource::manifest) {
+    return fmt::format("the machines' glibc is {} (envkit.yaml system.glibc)",
+                       system.glibc_written);
+  }
+  return fmt::format("this machine's glibc is {}", system.glibc_written);
+}
+
 // Whose GPUs: this machine's, or those envkit.yaml `system.cuda-arch` lists.
 std::string_view gpus_owner(const SystemFacts& system) {
   return system.source == specs::FactSource::manifest ? "the machines'" : "your";
@@ -48,7 +58,10 @@ Describer::Describer(const Problem& problem) : problem_(problem) {
     const auto& fact = problem.fact(id);
     if (fact.kind != Fact::Kind::requirement) continue;
     const auto& dependency = problem.package(fact.dependency);
-    if (dependency.kind == PackageKind::driver || fact.spec.empty()) continue;
+    if (dependency.kind == PackageKind::driver || dependency.kind == PackageKind::glibc ||
+        fact.spec.empty()) {
+      continue;
+    }
     labels_.push_back(
         {fact.dependency, problem.allowed_by(fact.dependency, fact.spec), fact.spec.to_string()});
   }
@@ -129,6 +142,8 @@ std::string Describer::candidates(PackageId package, const VersionSet& set) cons
       return "envkit.yaml";
     case PackageKind::driver:
       return "the NVIDIA driver";
+    case PackageKind::glibc:
+      return "glibc";
     default:
       break;
   }
@@ -150,6 +165,9 @@ std::string Describer::requirement(const Fact& fact) const {
         "an NVIDIA driver {}{}", fact.spec.original(),  // as NVIDIA spells it: 450.80.02
         fact.driver_through_compat ? " (with CUDA minor-version compatibility)" : "");
   }
+  if (dependency.kind == PackageKind::glibc) {
+    return fmt::format("glibc {} (its manylinux wheels)", fact.spec.to_string());
+  }
   return fact.spec.empty() ? dependency.name
                            : fmt::format("{} {}", dependency.name, fact.spec.to_string());
 }
@@ -159,6 +177,8 @@ std::string Describer::nothing_satisfies(const Fact& fact) const {
   switch (dependency.kind) {
     case PackageKind::driver:
       return driver_sentence(problem_.request().system);
+    case PackageKind::glibc:
+      return glibc_sentence(problem_.request().system);
     case PackageKind::missing:
       return fmt::format("the recipe database has no package `{}`", dependency.name);
     case PackageKind::external:

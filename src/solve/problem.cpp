@@ -71,6 +71,12 @@ Result<PackageId> Problem::add_package(const std::string& name) {
       return Error::internal("a requirement on the driver, with no driver known");
     info.kind = PackageKind::driver;
     info.candidates.push_back({.version = *request_.system.driver});
+  } else if (name == kGlibcPackage) {
+    // Only add_glibc_requirement() names glibc, and only when the machines' is known.
+    if (!request_.system.glibc)
+      return Error::internal("a requirement on glibc, with no glibc known");
+    info.kind = PackageKind::glibc;
+    info.candidates.push_back({.version = *request_.system.glibc});
   } else if (const auto external = request_.external.find(name);
              external != request_.external.end()) {
     info.kind = PackageKind::external;
@@ -125,6 +131,7 @@ Result<void> Problem::add_candidates(PackageInfo& info, const recipes::Recipe& r
           .version = version.version, .build = build, .build_id = build->id, .version_rank = rank};
       candidate.requirements = recipes::requirements_on(*build, request_.platform);
       if (info.name == "cuda") add_driver_requirement(candidate);
+      add_glibc_requirement(candidate);
       info.candidates.push_back(std::move(candidate));
     }
     ++rank;
@@ -149,6 +156,16 @@ void Problem::add_driver_requirement(CandidateInfo& candidate) const {
   if (minimum == nullptr) return;
   candidate.requirements.insert_or_assign(
       std::string(kDriverPackage), specs::VersionSpec::parse(">=" + minimum->original()).value());
+}
+
+// A build whose wheels need a newer glibc than the machines' installs and then fails
+// at import: it needs `__glibc >=` its minimum on this platform.
+void Problem::add_glibc_requirement(CandidateInfo& candidate) const {
+  if (!request_.system.glibc || candidate.build == nullptr) return;
+  const auto it = candidate.build->min_glibc.find(request_.platform);
+  if (it == candidate.build->min_glibc.end()) return;
+  candidate.requirements.insert_or_assign(
+      std::string(kGlibcPackage), specs::VersionSpec::parse(">=" + it->second.original()).value());
 }
 
 std::uint32_t Problem::add_fact(Fact fact) {
@@ -267,6 +284,7 @@ int Problem::priority(PackageId package) const {
     case PackageKind::root:
       return -1;
     case PackageKind::driver:
+    case PackageKind::glibc:
       return 0;
     default:
       break;

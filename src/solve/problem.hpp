@@ -18,12 +18,14 @@
 namespace envkit::solve {
 
 inline constexpr std::string_view kDriverPackage = "__driver";
+inline constexpr std::string_view kGlibcPackage = "__glibc";
 
 enum class PackageKind : std::uint8_t {
   root,      // the project (envkit.yaml)
   recipe,    // a package of the recipe database
   external,  // provided by the machine (envkit.yaml external:)
   driver,    // the virtual package __driver: one candidate, the machines' lowest driver
+  glibc,     // the virtual package __glibc: one candidate, the machines' lowest glibc
   missing,   // required, but not in the recipe database: no candidates
 };
 
@@ -98,6 +100,7 @@ class Problem final : public Provider {
   [[nodiscard]] Result<PackageId> add_package(const std::string& name);
   [[nodiscard]] Result<void> add_candidates(PackageInfo& info, const recipes::Recipe& recipe);
   void add_driver_requirement(CandidateInfo& candidate) const;
+  void add_glibc_requirement(CandidateInfo& candidate) const;
   [[nodiscard]] bool runs_everywhere(const CandidateInfo& candidate) const;
   [[nodiscard]] bool driver_runs(const CandidateInfo& cuda) const;
   // How good a framework build is: the newest CUDA it can use, native first.

@@ -54,7 +54,10 @@ Solution solution_of(const Attempt& attempt) {
   Solution solution;
   for (const auto& decision : attempt.result.decisions) {
     const auto& info = problem.package(decision.package);
-    if (info.kind == PackageKind::root || info.kind == PackageKind::driver) continue;
+    if (info.kind == PackageKind::root || info.kind == PackageKind::driver ||
+        info.kind == PackageKind::glibc) {
+      continue;
+    }
     const auto& candidate = info.candidates[decision.candidate];
     Choice choice{.name = info.name,
                   .version = candidate.version,

@@ -16,4 +16,7 @@ namespace envkit::locking {
 [[nodiscard]] Result<void> check_machine(const lock::Lockfile& lockfile,
                                          const gpu::ProbeSources& sources);
 
+// This machine's glibc: ENVKIT_OVERRIDE_GLIBC, else the running C library's (`2.36`).
+[[nodiscard]] std::string host_glibc(const gpu::ProbeSources& sources);
+
 }  // namespace envkit::locking

@@ -16,7 +16,8 @@
 // Solving a project's requirements against the recipe database and the facts
 // of the machines it must run on (docs/how-it-works.md). The machine is part of
 // the problem: the NVIDIA driver is the virtual package `__driver` (CUDA
-// versions require a minimum driver), the GPUs' compute capabilities rule out
+// versions require a minimum driver), glibc the virtual package `__glibc` (builds
+// whose manylinux wheels need one), the GPUs' compute capabilities rule out
 // builds without code for them, and the platform rules out versions without
 // artifacts for it.
 namespace envkit::solve {
@@ -33,6 +34,10 @@ struct SystemFacts {
   // The driver as the manifest writes it (`390.48`, `>=390.30`); empty otherwise.
   std::string driver_written;
   std::vector<GpuFact> gpus;
+  // The lowest glibc among the machines (envkit.yaml system.glibc, ENVKIT_OVERRIDE_GLIBC);
+  // absent: not stated, builds are not checked (the lock records what they need).
+  std::optional<specs::Version> glibc;
+  std::string glibc_written;  // as stated: `>=2.28`, `2.26`
   // This machine's facts (host, override) or every machine's (manifest).
   specs::FactSource source = specs::FactSource::host;
 };

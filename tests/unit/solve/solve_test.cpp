@@ -248,14 +248,15 @@ TEST_CASE("solve: tensorflow-gpu 1.6 with the machine's Python 3.6.9", "[solve]"
 }
 
 TEST_CASE("solve: tensorflow-gpu 1.6 on a 375 driver, in words (golden)", "[solve]") {
+  // 1.12.3: tensorflow-gpu's last 1.12 release on PyPI (recipes/pypi/tensorflow-gpu.yaml).
   auto request = framework("tensorflow-gpu", "==1.6.0");
   external(request, "python", "3.6.9");
   driver(request, "375.26");
   const auto failed = failure(request);
   CHECK(failed.summary == "no environment satisfies envkit.yaml on linux-x86_64");
   CHECK(lines(failed.explanation) ==
-        "Because tensorflow-gpu <=1.12.0 requires cuda ==9.0.* and cuda 9.0.176 requires an "
-        "NVIDIA driver >=384.81, but this machine's driver is 375.26, tensorflow-gpu <=1.12.0 "
+        "Because tensorflow-gpu <=1.12.3 requires cuda ==9.0.* and cuda 9.0.176 requires an "
+        "NVIDIA driver >=384.81, but this machine's driver is 375.26, tensorflow-gpu <=1.12.3 "
         "cannot be used.\n"
         "And because envkit.yaml requires tensorflow-gpu ==1.6.0, no environment satisfies "
         "envkit.yaml on linux-x86_64.\n");
@@ -467,6 +468,29 @@ TEST_CASE("solve: a tested CUDA runtime pin (12.1.105) prefers its CUDA series (
   CHECK(chosen(s, "cuda") == "cuda 12.1.1");
   CHECK_THAT(because(s, "cuda"),
              Catch::Contains("chosen: torch 2.1.2 (cu121) was tested with cuda 12.1.105"));
+}
+
+TEST_CASE("solve: a framework whose wheels need a newer glibc than the machine's is refused in words",
+          "[solve]") {
+  // tensorflow 2.12.1's wheels are manylinux2014 (glibc 2.17): they install on an older
+  // glibc and fail at import, so the solver refuses them as it refuses a CUDA on an old driver.
+  auto request = framework("tensorflow", "==2.12.1");
+  driver(request, "535.104.05");
+  request.system.glibc = v("2.12");
+  request.system.glibc_written = "2.12";
+  const auto failed = failure(request);
+  const auto text = lines(failed.explanation);
+  CHECK_THAT(text, Catch::Contains("glibc >=2.17 (its manylinux wheels)"));
+  CHECK_THAT(text, Catch::Contains("this machine's glibc is 2.12"));
+
+  request.system.glibc = v("2.17");
+  CHECK(chosen(solution(request), "tensorflow") == "tensorflow 2.12.1 (cuda11.8)");
+  // manylinux2010 wheels (tensorflow-gpu 1.15) need only glibc 2.12.
+  auto old = framework("tensorflow-gpu", "==1.15.*");
+  old.system.glibc = v("2.12");
+  old.system.glibc_written = "2.12";
+  external(old, "python", "3.7.9");
+  CHECK_THAT(chosen(solution(old), "tensorflow-gpu"), Catch::StartsWith("tensorflow-gpu 1.15"));
 }
 
 }  // namespace envkit::solve
