@@ -42,6 +42,7 @@ void merge_build(Build& base, const Build& update) {
     base.tested.insert_or_assign(package, version);
   if (!update.cuda_arch.empty()) base.cuda_arch = update.cuda_arch;
   if (!update.wheel_index.empty()) base.wheel_index = update.wheel_index;
+  if (!update.runfile_only.empty()) base.runfile_only = update.runfile_only;
   for (auto platform : update.platforms) {
     if (std::find(base.platforms.begin(), base.platforms.end(), platform) == base.platforms.end()) {
       base.platforms.push_back(platform);
@@ -84,6 +85,25 @@ const RecipeVersion* Recipe::find(const specs::Version& version) const {
     if (v.version == version) return &v;
   }
   return nullptr;
+}
+
+std::vector<specs::Platform> runfile_only_platforms(const Build& build) {
+  if (build.artifacts.empty()) return build.runfile_only;
+  std::vector<specs::Platform> only;
+  for (const auto platform : build.platforms) {
+    bool runfile = false, other = false;
+    for (const auto& artifact : build.artifacts) {
+      if (artifact.platform != platform) continue;
+      (artifact.kind == ArtifactKind::runfile ? runfile : other) = true;
+    }
+    if (runfile && !other) only.push_back(platform);
+  }
+  return only;
+}
+
+bool installable_on(const Build& build, specs::Platform platform) {
+  const auto only = runfile_only_platforms(build);
+  return std::find(only.begin(), only.end(), platform) == only.end();
 }
 
 std::map<std::string, specs::VersionSpec> requirements_on(const Build& build,

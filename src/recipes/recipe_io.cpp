@@ -84,6 +84,10 @@ void write_build(std::string& out, const Build& build) {
          "\n";
   if (!build.wheel_index.empty())
     out += key("wheel-index") + " " + yaml::scalar(build.wheel_index) + "\n";
+  if (const auto only = runfile_only_platforms(build); !only.empty()) {
+    out += key("runfile-only") + " " +
+           yaml::flow_list(only, [](auto p) { return std::string(specs::to_string(p)); }) + "\n";
+  }
 }
 
 void write_artifact(std::string& out, const std::string& build_id, const Artifact& a) {
@@ -309,6 +313,15 @@ Result<Build> read_build(const Source& source, const YAML::Node& node) {
             auto platform = read_platform(source, item);
             if (!platform) return platform.error();
             build.platforms.push_back(*platform);
+            return {};
+          });
+        }},
+       {"runfile-only",
+        [&](const Entry& e) {
+          return read_list(source, e, [&](const YAML::Node& item) -> Result<void> {
+            auto platform = read_platform(source, item);
+            if (!platform) return platform.error();
+            build.runfile_only.push_back(*platform);
             return {};
           });
         }},

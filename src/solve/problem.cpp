@@ -130,6 +130,7 @@ Result<void> Problem::add_candidates(PackageInfo& info, const recipes::Recipe& r
       CandidateInfo candidate{
           .version = version.version, .build = build, .build_id = build->id, .version_rank = rank};
       candidate.requirements = recipes::requirements_on(*build, request_.platform);
+      candidate.installable = recipes::installable_on(*build, request_.platform);
       if (info.name == "cuda") add_driver_requirement(candidate);
       add_glibc_requirement(candidate);
       info.candidates.push_back(std::move(candidate));
@@ -349,8 +350,10 @@ std::tuple<int, int, long> Problem::build_rank(const CandidateInfo& framework) c
           !driver_runs(cuda) || (tested_only && !series->contains(cuda.version))) {
         continue;
       }
-      const std::tuple<int, int, long> rank{0, driver_runs_natively(cuda) ? 0 : 1,
-                                            -static_cast<long>(cuda.version_rank)};
+      // A CUDA envkit can install first, then one the driver runs natively.
+      const std::tuple<int, int, long> rank{
+          0, (cuda.installable ? 0 : 2) + (driver_runs_natively(cuda) ? 0 : 1),
+          -static_cast<long>(cuda.version_rank)};
       if (!best || rank < *best) best = rank;
     }
     return best;
@@ -381,18 +384,29 @@ bool Problem::tested_with(PackageId package, const CandidateInfo& candidate,
 Candidate Problem::choose(PackageId package, const VersionSet& allowed,
                           std::span<const Decision> decided) {
   const auto& info = packages_[package];
-  using Key = std::tuple<int, int, int, long, int, long, std::size_t>;
+  using Key = std::tuple<int, int, int, int, long, int, long, std::size_t>;
   std::optional<Key> best_key;
   Candidate best = 0;
   std::string best_reason;
+  // A tested candidate passed over because envkit cannot install it, for the reason given.
+  std::string tested_not_installable;
+  bool best_tested = false;
   for (const auto c : allowed.members()) {
     const auto& candidate = info.candidates[c];
     std::string tested_by;
     const bool tested = tested_with(package, candidate, decided, tested_by);
+    if (tested && !candidate.installable && tested_not_installable.empty()) {
+      tested_not_installable = fmt::format("{}, but NVIDIA ships {} {} only as a runfile "
+                                           "installer, which envkit does not install yet",
+                                           tested_by, info.name, candidate.version.original());
+    }
     const bool native = info.name != "cuda" || driver_runs_natively(candidate);
     const auto [no_cuda, compat_only, newest_cuda] =
         info.is_framework() ? build_rank(candidate) : std::tuple<int, int, long>{0, 0, 0};
-    const Key key{tested ? 0 : 1,
+    // What envkit can install comes first (docs/solver.md): a lock of a runfile-only CUDA
+    // fails at install while an allowed CUDA with archives works.
+    const Key key{candidate.installable ? 0 : 1,
+                  tested ? 0 : 1,
                   native ? 0 : 1,
                   candidate.version.is_prerelease() ? 1 : 0,
                   -static_cast<long>(candidate.version_rank),
@@ -402,6 +416,7 @@ Candidate Problem::choose(PackageId package, const VersionSet& allowed,
     if (best_key && !(key < *best_key)) continue;
     best_key = key;
     best = static_cast<Candidate>(c);
+    best_tested = tested;
     if (tested) {
       best_reason = fmt::format("{}: the tested version is preferred", tested_by);
     } else if (info.name == "cuda" && request_.system.driver) {
@@ -418,6 +433,9 @@ Candidate Problem::choose(PackageId package, const VersionSet& allowed,
                             request_.system.driver ? "the driver runs natively" : "it supports")
               : fmt::format("; build {}", candidate.build_id);
     }
+  }
+  if (!best_tested && !tested_not_installable.empty()) {
+    best_reason = fmt::format("{}; {}", tested_not_installable, best_reason);
   }
   preferences_[package] = std::move(best_reason);
   return best;

@@ -66,6 +66,9 @@ struct Build {
   // those the upstream tables list).
   std::vector<specs::Platform> platforms;
   std::vector<Artifact> artifacts;
+  // Platforms where the build exists only as NVIDIA runfile installers, so that the
+  // solver knows without reading the artifact files (written from `artifacts`).
+  std::vector<specs::Platform> runfile_only;
   // Frameworks: the package index whose plain release (`torch==2.4.1`, no local
   // `+cu124` label) is this build: PyPI carries one CUDA build of each torch
   // release. Empty: not known. Other builds are on their own indexes.
@@ -79,6 +82,15 @@ inline constexpr std::string_view kPypiIndex = "https://pypi.org/simple";
 // does not restrict, and those it restricts to a list holding `platform`.
 [[nodiscard]] std::map<std::string, specs::VersionSpec> requirements_on(const Build& build,
                                                                         specs::Platform platform);
+
+// Whether envkit can install `build` on `platform`: it has an archive, a wheel or sources
+// there, or no artifacts at all (a framework, which pip installs). NVIDIA's runfile
+// installers (CUDA before 11.4.2) are not unpacked yet.
+[[nodiscard]] bool installable_on(const Build& build, specs::Platform platform);
+
+// The platforms where `build` has artifacts and all are runfiles; `build.runfile_only`
+// when it carries no artifacts (facts read alone).
+[[nodiscard]] std::vector<specs::Platform> runfile_only_platforms(const Build& build);
 
 struct RecipeVersion {
   specs::Version version;  // original() keeps upstream's spelling (8.9.7.29)

@@ -493,4 +493,21 @@ TEST_CASE("solve: a framework whose wheels need a newer glibc than the machine's
   CHECK_THAT(chosen(solution(old), "tensorflow-gpu"), Catch::StartsWith("tensorflow-gpu 1.15"));
 }
 
+TEST_CASE("solve: a CUDA envkit can install beats a tested one that is only a runfile",
+          "[solve]") {
+  // tensorflow 2.10 was tested with CUDA 11.2, which NVIDIA ships for Linux only as runfile
+  // installers; it allows >=11.2,<12, and 11.4.2 has archives the 470 driver runs natively.
+  auto request = framework("tensorflow", "==2.10.*");
+  driver(request, "470.57.02");
+  const auto s = solution(request);
+  CHECK(chosen(s, "cuda") == "cuda 11.4.2");
+  CHECK_THAT(because(s, "cuda"),
+             Catch::Contains("was tested with cuda 11.2, but NVIDIA ships cuda 11.2") &&
+                 Catch::Contains("only as a runfile installer, which envkit does not install yet"));
+  // Where only runfiles are allowed (tensorflow-gpu 1.15: CUDA 10.0) the lock still takes one.
+  auto old = framework("tensorflow-gpu", "==1.15.*");
+  external(old, "python", "3.7.9");
+  CHECK(chosen(solution(old), "cuda") == "cuda 10.0.130");
+}
+
 }  // namespace envkit::solve
