@@ -282,7 +282,7 @@ TEST_CASE("nothing to infer is an input error with a hint", "[init]") {
   CHECK(r.exit_code == 2);
   CHECK(r.err ==
         "error: cannot infer the framework: the project has no requirements*.txt, "
-        "pyproject.toml or environment.yml\n"
+        "pyproject.toml, setup.py, setup.cfg or conda environment file\n"
         "hint: name it with `--framework`, e.g. `envkit init --framework \"torch 2.1.*\"`\n");
   CHECK_FALSE(fs::exists(dir.path() / "envkit.yaml"));
 
