@@ -291,7 +291,8 @@ int run_init(Context& context, const InitOptions& options) {
   if (const auto cuda = plan->requires_.find("cuda");
       cuda != plan->requires_.end() && cuda->second.source.line > 0) {
     context.console.info(fmt::format("cuda {} from {} ({})", cuda->second.spec.to_string(),
-                                     source_text(cuda->second), text::quoted(cuda->second.written)));
+                                     source_text(cuda->second),
+                                     text::quoted(cuda->second.written)));
   }
   context.console.info(fmt::format("wrote {}: framework {}, {}", plan->path.string(),
                                    text::quoted(framework_text(plan->framework)),

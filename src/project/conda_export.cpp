@@ -47,8 +47,8 @@ Result<Requirement> explicit_package(std::string_view line, SourceLocation where
   }
   Requirement requirement;
   requirement.name = std::string(file.substr(0, version));
-  requirement.spec = fmt::format("={}={}", file.substr(version + 1, build - version - 1),
-                                 file.substr(build + 1));
+  requirement.spec =
+      fmt::format("={}={}", file.substr(version + 1, build - version - 1), file.substr(build + 1));
   requirement.dialect = SpecDialect::conda;
   requirement.written = std::string(line);
   requirement.where = std::move(where);

@@ -158,8 +158,8 @@ Result<Pin> infer_framework(const ProjectScan& scan) {
 }
 
 Result<std::optional<Pin>> infer_python(const ProjectScan& scan) {
-  auto pins =
-      pins_of(scan, known_package_if([](const std::string& package) { return package == "python"; }));
+  auto pins = pins_of(
+      scan, known_package_if([](const std::string& package) { return package == "python"; }));
   if (!pins) return std::move(pins).error();
   return intersection(*pins);
 }

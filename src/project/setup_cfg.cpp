@@ -34,7 +34,8 @@ void add_cfg_files(std::string_view list, const SourceLocation& where, FileRequi
   }
 }
 
-Result<void> read_cfg_install_requires(const std::vector<CfgValueLine>& lines, FileRequirements& out) {
+Result<void> read_cfg_install_requires(const std::vector<CfgValueLine>& lines,
+                                       FileRequirements& out) {
   for (const auto& line : lines) {
     if (line.text.starts_with("file:")) {
       add_cfg_files(line.text.substr(5), line.where, out);
@@ -91,7 +92,8 @@ Result<FileRequirements> parse_setup_cfg(std::string_view text, std::string_view
       continue;
     }
     if (value) {
-      value->push_back({text::trim(line), {std::string(file), number, static_cast<int>(start + 1)}});
+      value->push_back(
+          {text::trim(line), {std::string(file), number, static_cast<int>(start + 1)}});
     }
   }
   FileRequirements out;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <optional>
 #include <set>
 
@@ -16,9 +17,9 @@ namespace {
 struct PythonToken {
   enum class Kind : std::uint8_t { name, string, op };
   Kind kind = Kind::op;
-  std::string text;         // the name, the operator, or the string's value
-  bool formatted = false;   // an f-string: its value is not known without running it
-  SourceLocation where;     // the first character (of a string: past its opening quotes)
+  std::string text;        // the name, the operator, or the string's value
+  bool formatted = false;  // an f-string: its value is not known without running it
+  SourceLocation where;    // the first character (of a string: past its opening quotes)
 };
 
 bool is_python_name_start(char c) {
@@ -111,8 +112,8 @@ class PythonLexer {
     const bool raw = prefix.find_first_of("rR") != std::string_view::npos;
     for (int i = 0; i < (triple ? 3 : 1); ++i)
       advance();
-    PythonToken token{PythonToken::Kind::string, "", prefix.find_first_of("fF") != std::string_view::npos,
-                here()};
+    PythonToken token{PythonToken::Kind::string, "",
+                      prefix.find_first_of("fF") != std::string_view::npos, here()};
     while (position_ < text_.size()) {
       const char c = text_[position_];
       if (c == quote && (!triple || text_.substr(position_, 3) == std::string(3, quote))) {
@@ -172,7 +173,8 @@ std::vector<std::size_t> values_of(const std::vector<PythonToken>& tokens, std::
 
 // The strings of a literal list or tuple at `i`: `["torch>=2.1", 'numpy',]`;
 // nullopt for anything else, or a literal with more to it (`[...] + extra`).
-std::optional<std::vector<PythonToken>> literal_list(const std::vector<PythonToken>& tokens, std::size_t i) {
+std::optional<std::vector<PythonToken>> literal_list(const std::vector<PythonToken>& tokens,
+                                                     std::size_t i) {
   std::string_view close;
   if (is_op(tokens, i, "[")) close = "]";
   if (is_op(tokens, i, "(")) close = ")";
@@ -190,7 +192,8 @@ std::optional<std::vector<PythonToken>> literal_list(const std::vector<PythonTok
   }
   ++i;
   for (std::string_view more : {"+", "*", ".", "[", "if"}) {
-    if (i < tokens.size() && tokens[i].kind != PythonToken::Kind::string && tokens[i].text == more) {
+    if (i < tokens.size() && tokens[i].kind != PythonToken::Kind::string &&
+        tokens[i].text == more) {
       return std::nullopt;
     }
   }
@@ -199,7 +202,8 @@ std::optional<std::vector<PythonToken>> literal_list(const std::vector<PythonTok
 
 // `install_requires=REQUIRED` where the file says `REQUIRED = [...]`: the index
 // of that literal list, or nullopt.
-std::optional<std::size_t> assigned_list(const std::vector<PythonToken>& tokens, std::size_t value) {
+std::optional<std::size_t> assigned_list(const std::vector<PythonToken>& tokens,
+                                         std::size_t value) {
   if (tokens[value].kind != PythonToken::Kind::name) return std::nullopt;
   const std::size_t after = value + 1;
   if (is_op(tokens, after, "(") || is_op(tokens, after, ".") || is_op(tokens, after, "[")) {
@@ -218,10 +222,13 @@ Error not_literal(const PythonToken& value, std::string_view key, std::string_vi
       .at(value.where);
 }
 
-Result<void> read_literal_install_requires(const std::vector<PythonToken>& tokens, FileRequirements& out) {
-  std::set<std::size_t> lists_read;  // `install_requires = [...]` then `install_requires=install_requires`
+Result<void> read_literal_install_requires(const std::vector<PythonToken>& tokens,
+                                           FileRequirements& out) {
+  std::set<std::size_t>
+      lists_read;  // `install_requires = [...]` then `install_requires=install_requires`
   for (const auto value : values_of(tokens, "install_requires")) {
-    std::optional<std::size_t> list = literal_list(tokens, value) ? value : assigned_list(tokens, value);
+    std::optional<std::size_t> list =
+        literal_list(tokens, value) ? value : assigned_list(tokens, value);
     if (!list) {
       out.warnings.push_back(not_literal(tokens[value], "install_requires", "a literal list"));
       continue;
@@ -261,7 +268,8 @@ Result<FileRequirements> parse_setup_py(std::string_view text, std::string_view 
   if (!tokens) return std::move(tokens).error();
   FileRequirements out;
   read_literal_python_requires(*tokens, out);
-  if (auto read = read_literal_install_requires(*tokens, out); !read) return std::move(read).error();
+  if (auto read = read_literal_install_requires(*tokens, out); !read)
+    return std::move(read).error();
   // In the file's order: the first place a pin is written is the one reported.
   std::stable_sort(out.requirements.begin(), out.requirements.end(),
                    [](const Requirement& a, const Requirement& b) {

@@ -62,8 +62,7 @@ struct FileRequirements {
 // literals given to `install_requires` (as a keyword, or a variable assigned
 // such a list) and the literal string of `python_requires`. Any other value
 // (a function call, a comprehension) is a warning at its place, not an error.
-[[nodiscard]] Result<FileRequirements> parse_setup_py(std::string_view text,
-                                                      std::string_view file);
+[[nodiscard]] Result<FileRequirements> parse_setup_py(std::string_view text, std::string_view file);
 
 // setup.cfg: `[options]` `install_requires` (one requirement a line, comments
 // allowed; `file: a.txt` includes requirements files) and `python_requires`.

@@ -231,10 +231,9 @@ TEST_CASE("a setup.py or setup.cfg in python-requirements gives uv its literal r
                 "from setuptools import setup\n"
                 "setup(install_requires=['torch==2.4.1', 'numpy>=1.24'])\n");
   project.write("setup.cfg", "[options]\ninstall_requires =\n    tqdm  # progress bars\n");
-  const auto inputs = inputs_for(project,
-                                 std::string(kTorchFromPypi) +
-                                     "python-requirements:\n  - setup.py\n  - setup.cfg\n",
-                                 machine({{"ENVKIT_OVERRIDE_DRIVER", "550.54.15"}}));
+  const auto inputs = inputs_for(
+      project, std::string(kTorchFromPypi) + "python-requirements:\n  - setup.py\n  - setup.cfg\n",
+      machine({{"ENVKIT_OVERRIDE_DRIVER", "550.54.15"}}));
   FakeResolver resolver{.closure = pypi_torch_2_4_1()};
   locked(inputs, resolver.factory());
   REQUIRE_FALSE(resolver.requirements.empty());

@@ -175,9 +175,10 @@ TEST_CASE("conda's CUDA packages pin cuda", "[project]") {
     if (!cuda) FAIL(cuda.error().to_string());
     return *std::move(cuda);
   };
-  const auto toolkit = cuda_of({{"environment.yml",
-                                 "name: tf\nchannels:\n  - defaults\ndependencies:\n"
-                                 "  - python=3.7\n  - tensorflow-gpu=1.15\n  - cudatoolkit=10.1\n"}});
+  const auto toolkit =
+      cuda_of({{"environment.yml",
+                "name: tf\nchannels:\n  - defaults\ndependencies:\n"
+                "  - python=3.7\n  - tensorflow-gpu=1.15\n  - cudatoolkit=10.1\n"}});
   REQUIRE(toolkit.has_value());
   CHECK(toolkit->name == "cuda");
   CHECK(toolkit->spec.to_string() == "==10.1.*");
@@ -185,14 +186,15 @@ TEST_CASE("conda's CUDA packages pin cuda", "[project]") {
   CHECK(toolkit->written == "cudatoolkit=10.1");
 
   // An exported build names the runtime's version: only its series is kept.
-  const auto exported = cuda_of(
-      {{"requirements.txt", "python=3.7.6=h0371630_2\ncudatoolkit=10.1.243=h6bb024c_0\n"}});
+  const auto exported =
+      cuda_of({{"requirements.txt", "python=3.7.6=h0371630_2\ncudatoolkit=10.1.243=h6bb024c_0\n"}});
   REQUIRE(exported.has_value());
   CHECK(exported->spec.to_string() == "==10.1.*");
   CHECK(exported->source.to_string() == "requirements.txt:2:1");
 
-  CHECK(cuda_of({{"environment.yml", "dependencies:\n  - pytorch-cuda=11.8\n"}})
-            ->spec.to_string() == "==11.8.*");
+  CHECK(
+      cuda_of({{"environment.yml", "dependencies:\n  - pytorch-cuda=11.8\n"}})->spec.to_string() ==
+      "==11.8.*");
   CHECK(cuda_of({{"environment.yml", "dependencies:\n  - conda-forge::cuda-version=12.1\n"}})
             ->spec.to_string() == "==12.1.*");
   CHECK(cuda_of({{"environment.yml", "dependencies:\n  - nvidia::cuda-toolkit=12.1.0\n"}})
@@ -200,7 +202,8 @@ TEST_CASE("conda's CUDA packages pin cuda", "[project]") {
   CHECK(cuda_of({{"environment.yml", "dependencies:\n  - cuda-runtime>=11.8,<12\n"}})
             ->spec.to_string() == "<12,>=11.8");
   // Several pins all hold.
-  CHECK(cuda_of({{"environment.yml", "dependencies:\n  - cudatoolkit>=11.0\n  - cuda-version=11.8\n"}})
+  CHECK(cuda_of(
+            {{"environment.yml", "dependencies:\n  - cudatoolkit>=11.0\n  - cuda-version=11.8\n"}})
             ->spec.to_string() == "==11.8.*,>=11.0");
   // An unpinned cudatoolkit says nothing of the version.
   CHECK_FALSE(cuda_of({{"environment.yml", "dependencies:\n  - cudatoolkit\n"}}).has_value());

@@ -61,8 +61,7 @@ setup(
   CHECK(parsed->warnings.empty());
 }
 
-TEST_CASE("setup.py: a list assigned to a name, or given as a tuple, is literal too",
-          "[project]") {
+TEST_CASE("setup.py: a list assigned to a name, or given as a tuple, is literal too", "[project]") {
   // The shape of the widespread setup.py template: `REQUIRED = [...]` at the top.
   const auto parsed = project::parse_setup_py(
       "REQUIRED = [\n    'tensorflow-gpu==1.15.0', 'keras==2.3.1',\n]\n"
@@ -117,8 +116,8 @@ TEST_CASE("setup.py: install_requires that is not a literal list is a warning", 
 }
 
 TEST_CASE("setup.py: a malformed requirement or string is an error at its place", "[project]") {
-  const auto bad = project::parse_setup_py("setup(\n  install_requires=['torch 2.1'],\n)\n",
-                                           "setup.py");
+  const auto bad =
+      project::parse_setup_py("setup(\n  install_requires=['torch 2.1'],\n)\n", "setup.py");
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().headline() ==
         "setup.py:2:28: expected a version specifier such as `>=2.1` in requirement `torch 2.1`");
@@ -229,8 +228,9 @@ TEST_CASE("conda list --explicit output is read from the package file names", "[
 }
 
 TEST_CASE("a YAML file is a conda environment when it has a dependencies list", "[project]") {
-  CHECK(project::is_conda_environment("name: gpu\nchannels: [pytorch]\ndependencies:\n"
-                                      "  - pytorch=2.1\n"));
+  CHECK(
+      project::is_conda_environment("name: gpu\nchannels: [pytorch]\ndependencies:\n"
+                                    "  - pytorch=2.1\n"));
   CHECK(project::is_conda_environment("dependencies: []\n"));
   CHECK_FALSE(project::is_conda_environment(
       "version: \"3.8\"\nservices:\n  app:\n    image: python:3.10\n"));  // docker-compose.yml
