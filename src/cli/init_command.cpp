@@ -44,6 +44,7 @@ struct InitPlan {
   Pin framework;
   std::map<std::string, Pin> requires_;  // `requires:` package -> constraint
   std::vector<std::string> python_requirements;
+  std::vector<std::string> warnings;  // what the scan of the project passed over
   specs::Platform platform = specs::host_platform();
   gpu::HostFacts host;
 };
@@ -112,18 +113,25 @@ Result<std::optional<Pin>> python_requirement(const project::ProjectScan& scan,
   return std::optional<Pin>(std::move(python).value());
 }
 
-// `requires:`: Python (given or the project's) and CUDA (given).
+// The CUDA versions given with --cuda, else those the project's conda packages fix, if any.
+Result<std::optional<Pin>> cuda_requirement(const project::ProjectScan& scan,
+                                            const InitOptions& options) {
+  if (!options.cuda) return project::infer_cuda(scan);
+  auto cuda = requirement_flag("--cuda", "cuda", *options.cuda);
+  if (!cuda) return std::move(cuda).error();
+  return std::optional<Pin>(std::move(cuda).value());
+}
+
+// `requires:`: Python and CUDA, each given or the project's.
 Result<std::map<std::string, Pin>> requirements_of(const project::ProjectScan& scan,
                                                    const InitOptions& options) {
   std::map<std::string, Pin> requirements;
   auto python = python_requirement(scan, options);
   if (!python) return std::move(python).error();
   if (*python) requirements.emplace("python", std::move(**python));
-  if (options.cuda) {
-    auto cuda = requirement_flag("--cuda", "cuda", *options.cuda);
-    if (!cuda) return std::move(cuda).error();
-    requirements.emplace("cuda", std::move(cuda).value());
-  }
+  auto cuda = cuda_requirement(scan, options);
+  if (!cuda) return std::move(cuda).error();
+  if (*cuda) requirements.emplace("cuda", std::move(**cuda));
   return requirements;
 }
 
@@ -131,9 +139,11 @@ Result<InitPlan> plan_init(const fs::path& directory, const InitOptions& options
   InitPlan plan;
   plan.path = (directory / manifest::kFileName).lexically_normal();
   plan.name = project_name(directory);
-  auto scan = project::scan(directory);
+  // Given the framework, init needs no file of the project: a bad one is passed over.
+  auto scan = project::scan(directory, {.skip_bad_files = options.framework.has_value()});
   if (!scan) return std::move(scan).error();
   plan.python_requirements = scan->python_requirements();
+  plan.warnings = scan->warnings;
 
   auto framework =
       options.framework ? framework_flag(*options.framework) : project::infer_framework(*scan);
@@ -272,8 +282,17 @@ Result<InitPlan> init(const fs::path& directory, const InitOptions& options) {
 int run_init(Context& context, const InitOptions& options) {
   auto plan = init(context.options.directory, options);
   if (!plan) return report(context, plan.error());
+  for (const auto& warning : plan->warnings)
+    context.console.warn(warning);
   for (const auto& note : plan->host.notes) {
     context.console.detail(note);
+  }
+  // CUDA read from a conda package of another name (`cudatoolkit=10.1`): say so.
+  if (const auto cuda = plan->requires_.find("cuda");
+      cuda != plan->requires_.end() && cuda->second.source.line > 0) {
+    context.console.info(fmt::format("cuda {} from {} ({})", cuda->second.spec.to_string(),
+                                     source_text(cuda->second),
+                                     text::quoted(cuda->second.written)));
   }
   context.console.info(fmt::format("wrote {}: framework {}, {}", plan->path.string(),
                                    text::quoted(framework_text(plan->framework)),
@@ -289,7 +308,8 @@ void register_init(CLI::App& root, Commands& out) {
   auto* command = root.add_subcommand(
       "init",
       "Write envkit.yaml for the project: the framework (given, or inferred from its "
-      "requirements.txt, pyproject.toml or environment.yml) and this machine's GPU facts");
+      "requirements.txt, pyproject.toml, setup.py, setup.cfg or conda environment) and this "
+      "machine's GPU facts");
   command
       ->add_option("--framework", options->framework,
                    "Framework and versions, e.g. \"torch 2.1.*\" (default: the project's pin)")
@@ -298,7 +318,10 @@ void register_init(CLI::App& root, Commands& out) {
       ->add_option("--python", options->python,
                    "Python versions, e.g. 3.10 (default: the project's requires-python)")
       ->option_text("SPEC");
-  command->add_option("--cuda", options->cuda, "CUDA versions, e.g. 12.1 (default: any)")
+  command
+      ->add_option("--cuda", options->cuda,
+                   "CUDA versions, e.g. 12.1 (default: the project's conda cudatoolkit, "
+                   "cuda-version or pytorch-cuda pin, else any)")
       ->option_text("SPEC");
   command->add_flag("--force", options->force, "Overwrite an existing envkit.yaml");
   out.push_back({command, [options](Context& context) { return run_init(context, *options); }});

@@ -39,7 +39,8 @@ std::optional<std::string> pip_line(const project::Requirement& requirement) {
 }
 
 // `python-requirements:` files: requirements.txt goes to pip whole (-r), the
-// others are read for their PEP 508 lines. Each file's text goes into `digest`.
+// others (pyproject.toml, a conda environment, setup.py, setup.cfg) are read
+// for their PEP 508 lines. Each file's text goes into `digest`.
 Result<void> add_requirement_files(const LockInputs& inputs, python::ResolveRequest& request,
                                    std::string& digest) {
   const auto directory = fs::absolute(inputs.manifest_path).parent_path();
@@ -57,6 +58,10 @@ Result<void> add_requirement_files(const LockInputs& inputs, python::ResolveRequ
       parsed = project::parse_pyproject_toml(*text, file.string());
     } else if (filename.ends_with(".yml") || filename.ends_with(".yaml")) {
       parsed = project::parse_environment_yml(*text, file.string());
+    } else if (filename == "setup.py") {
+      parsed = project::parse_setup_py(*text, file.string());
+    } else if (filename == "setup.cfg") {
+      parsed = project::parse_setup_cfg(*text, file.string());
     } else {
       request.requirement_files.push_back(file);
       continue;

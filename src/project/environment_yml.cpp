@@ -65,6 +65,15 @@ Result<FileRequirements> read_environment(const YAML::Node& root, std::string_vi
 
 }  // namespace
 
+bool is_conda_environment(std::string_view text) {
+  try {
+    const YAML::Node root = YAML::Load(std::string(text));
+    return root.IsMap() && root["dependencies"] && root["dependencies"].IsSequence();
+  } catch (const YAML::Exception&) {
+    return false;
+  }
+}
+
 Result<FileRequirements> parse_environment_yml(std::string_view text, std::string_view file) {
   // yaml-cpp reports through exceptions; none may leave this module.
   try {

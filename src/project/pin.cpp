@@ -25,14 +25,15 @@ std::string mention(const Pin& pin) {
   return fmt::format("{} at {}", text::quoted(pin.written), file_and_line(pin.source));
 }
 
-// Every requirement of the scan whose package `wanted` accepts, with its spec read.
-template <class Wanted>
-Result<std::vector<Pin>> pins_of(const ProjectScan& scan, Wanted wanted) {
+// Every requirement of the scan that pins a package: `pinned(requirement)` is
+// the package it pins (nullopt: none of interest), with its spec read.
+template <class Pinned>
+Result<std::vector<Pin>> pins_of(const ProjectScan& scan, Pinned pinned) {
   std::vector<Pin> pins;
   for (const auto& file : scan.files) {
     for (const auto& requirement : file.requirements) {
-      const auto package = requirement.known_package();
-      if (!package || !wanted(*package)) continue;
+      const std::optional<std::string> package = pinned(requirement);
+      if (!package) continue;
       auto spec = requirement.version_spec();
       if (!spec) return std::move(spec).error();
       pins.push_back({*package, std::move(spec).value(), requirement.where, requirement.written,
@@ -40,6 +41,25 @@ Result<std::vector<Pin>> pins_of(const ProjectScan& scan, Wanted wanted) {
     }
   }
   return pins;
+}
+
+// The known package a requirement names, when `wanted` accepts it.
+template <class Wanted>
+auto known_package_if(Wanted wanted) {
+  return [wanted](const Requirement& requirement) -> std::optional<std::string> {
+    auto package = requirement.known_package();
+    if (package && !wanted(*package)) return std::nullopt;
+    return package;
+  };
+}
+
+// The first pin, constrained by all of them: every stated constraint holds.
+std::optional<Pin> intersection(const std::vector<Pin>& pins) {
+  if (pins.empty()) return std::nullopt;
+  Pin all = pins.front();
+  for (const auto& pin : pins)
+    all.spec = all.spec & pin.spec;
+  return all;
 }
 
 Error nothing_found(const ProjectScan& scan) {
@@ -50,7 +70,8 @@ Error nothing_found(const ProjectScan& scan) {
   for (const auto& file : scan.files)
     files.push_back(file.path);
   const std::string where =
-      files.empty() ? "the project has no requirements*.txt, pyproject.toml or environment.yml"
+      files.empty() ? "the project has no requirements*.txt, pyproject.toml, setup.py, setup.cfg "
+                      "or conda environment file"
                     : fmt::format("no {} requirement in {}", text::join(frameworks, ", "),
                                   text::join(files, ", "));
   return Error::input(fmt::format("cannot infer the framework: {}", where))
@@ -107,7 +128,9 @@ std::vector<Pin> applicable(std::vector<Pin> pins) {
 }  // namespace
 
 Result<Pin> infer_framework(const ProjectScan& scan) {
-  auto all = pins_of(scan, [](const std::string& package) { return specs::is_framework(package); });
+  auto all = pins_of(scan, known_package_if([](const std::string& package) {
+                       return specs::is_framework(package);
+                     }));
   if (!all) return std::move(all).error();
   if (all->empty()) return nothing_found(scan);
   auto pins = applicable(*std::move(all));
@@ -135,13 +158,52 @@ Result<Pin> infer_framework(const ProjectScan& scan) {
 }
 
 Result<std::optional<Pin>> infer_python(const ProjectScan& scan) {
-  auto pins = pins_of(scan, [](const std::string& package) { return package == "python"; });
+  auto pins = pins_of(
+      scan, known_package_if([](const std::string& package) { return package == "python"; }));
   if (!pins) return std::move(pins).error();
-  if (pins->empty()) return std::optional<Pin>();
-  Pin python = pins->front();
-  for (const auto& pin : *pins)
-    python.spec = python.spec & pin.spec;
-  return std::optional<Pin>(std::move(python));
+  return intersection(*pins);
+}
+
+namespace {
+
+// conda packages whose version is the environment's CUDA version.
+constexpr std::string_view kCondaCudaPackages[] = {"cudatoolkit", "cuda-version", "pytorch-cuda",
+                                                   "cuda-toolkit", "cuda-runtime"};
+
+std::optional<std::string> conda_cuda_package(const Requirement& requirement) {
+  if (requirement.dialect != SpecDialect::conda) return std::nullopt;
+  const auto name = specs::canonical_package_name(requirement.name);
+  const auto* end = std::end(kCondaCudaPackages);
+  if (std::find(std::begin(kCondaCudaPackages), end, name) == end) return std::nullopt;
+  return "cuda";
+}
+
+// `==10.1.243` -> `==10.1.*`: conda's cudatoolkit numbers its builds by the
+// runtime library's version (10.1.243, 11.0.221), not by a toolkit release
+// envkit's recipes know (11.0.3), so an exact pin keeps only its series.
+specs::VersionSpec series_of_exact(const specs::VersionSpec& spec) {
+  if (spec.specifiers().size() != 1) return spec;
+  const auto& only = spec.specifiers().front();
+  if (only.op() != specs::Specifier::Op::equal || !only.version() ||
+      only.version()->release().size() < 2) {
+    return spec;
+  }
+  const auto& release = only.version()->release();
+  auto series = specs::VersionSpec::parse(fmt::format("=={}.{}.*", release[0], release[1]),
+                                          specs::SpecSyntax::pep440);
+  return series ? *std::move(series) : spec;
+}
+
+}  // namespace
+
+Result<std::optional<Pin>> infer_cuda(const ProjectScan& scan) {
+  auto pins = pins_of(scan, conda_cuda_package);
+  if (!pins) return std::move(pins).error();
+  // A bare `cudatoolkit` says nothing of the version.
+  std::erase_if(*pins, [](const Pin& pin) { return pin.spec.empty(); });
+  for (auto& pin : *pins)
+    pin.spec = series_of_exact(pin.spec);
+  return intersection(*pins);
 }
 
 }  // namespace envkit::project

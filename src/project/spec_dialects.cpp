@@ -135,6 +135,12 @@ Result<std::string> conda_to_pep440(std::string_view constraint) {
     if (build != std::string_view::npos) return equal_to(text::trim(body.substr(0, build)));
     // `=2.1` is conda's fuzzy match: any 2.1.x.
     const auto version = text::trim(body);
+    // `=3.8.5` matches 3.8.5.*: a full release, and only the post-releases
+    // these packages do not publish besides, so it is written as the exact pin it is.
+    if (!prefix_of(version)) {
+      const auto full = specs::Version::parse(version);
+      if (full && full->release().size() >= 3) return fmt::format("=={}", version);
+    }
     return fmt::format("=={}.*", prefix_of(version).value_or(version));
   }
   if (starts_with_digit(text)) {

@@ -282,7 +282,7 @@ TEST_CASE("nothing to infer is an input error with a hint", "[init]") {
   CHECK(r.exit_code == 2);
   CHECK(r.err ==
         "error: cannot infer the framework: the project has no requirements*.txt, "
-        "pyproject.toml or environment.yml\n"
+        "pyproject.toml, setup.py, setup.cfg or conda environment file\n"
         "hint: name it with `--framework`, e.g. `envkit init --framework \"torch 2.1.*\"`\n");
   CHECK_FALSE(fs::exists(dir.path() / "envkit.yaml"));
 
@@ -310,7 +310,149 @@ TEST_CASE("conflicting pins are an input error naming each place", "[init]") {
 TEST_CASE("a malformed project file is an input error at file:line:column", "[init]") {
   TempDir dir;
   dir.write("pyproject.toml", "[tool.poetry.dependencies]\ntorch = ^2.1\n");
-  const auto r = init(dir.path(), {"--framework", "torch"});
+  const auto r = init(dir.path());
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Catch::StartsWith("error: pyproject.toml:2:9: malformed TOML: "));
+
+  // Given the framework, init needs no pin from the file: it is passed over.
+  const auto given = init(dir.path(), {"--framework", "torch"});
+  CHECK(given.exit_code == 0);
+  CHECK_THAT(given.err, Catch::StartsWith("warning: pyproject.toml:2:9: malformed TOML: "));
+  CHECK_THAT(given.err, Catch::Contains("; pyproject.toml is skipped\n"));
+}
+
+TEST_CASE("init takes the framework from setup.py without running it", "[init]") {
+  TempDir dir;
+  dir.write("p/setup.py",
+            "import sys\n"
+            "from setuptools import find_packages, setup\n"
+            "\n"
+            "sys.exit('envkit must not run setup.py')\n"
+            "setup(\n"
+            "    name='p',\n"
+            "    packages=find_packages(),\n"
+            "    python_requires='>=3.9',\n"
+            "    install_requires=[\n"
+            "        'torch>=2.5.1',\n"
+            "        'numpy',\n"
+            "    ],\n"
+            ")\n");
+  const auto r = init(dir.path() / "p");
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err ==
+        "wrote envkit.yaml: framework `torch >=2.5.1`, inferred from setup.py:10 "
+        "(`torch>=2.5.1`)\n");
+  const auto manifest = envkit::manifest::load(dir.path() / "p" / "envkit.yaml");
+  REQUIRE(manifest.ok());
+  CHECK(manifest->framework->spec.to_string() == ">=2.5.1");
+  CHECK(manifest->requires_.at("python").to_string() == ">=3.9");
+  CHECK(manifest->python_requirements == std::vector<std::string>{"setup.py"});
+}
+
+TEST_CASE("init reads a conda export committed as requirements.txt", "[init]") {
+  TempDir dir;
+  dir.write("requirements.txt",
+            "# This file may be used to create an environment using:\n"
+            "# $ conda create --name <env> --file <this file>\n"
+            "# platform: linux-64\n"
+            "_libgcc_mutex=0.1=main\n"
+            "cudatoolkit=10.1.243=h6bb024c_0\n"
+            "python=3.7.6=h0371630_2\n"
+            "tensorflow-gpu=1.15.0=h0d30ee6_0\n");
+  const auto r = init(dir.path());
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err ==
+        "cuda ==10.1.* from requirements.txt:5 (`cudatoolkit=10.1.243=h6bb024c_0`)\n"
+        "wrote envkit.yaml: framework `tensorflow-gpu ==1.15.0`, inferred from "
+        "requirements.txt:7 (`tensorflow-gpu=1.15.0=h0d30ee6_0`)\n");
+  const std::string text = read(dir.path() / "envkit.yaml");
+  CHECK_THAT(text, Catch::Contains("# requires.cuda: inferred from requirements.txt:5 "
+                                   "(`cudatoolkit=10.1.243=h6bb024c_0`)\n"));
+  CHECK_THAT(text, Catch::Contains("\nframework: tensorflow-gpu ==1.15.0\n"
+                                   "requires:\n"
+                                   "  cuda: \"==10.1.*\"\n"
+                                   "  python: \"==3.7.6\"\n"));
+  // conda installs every package of the file: nothing for pip.
+  CHECK_THAT(text, !Catch::Contains("python-requirements:"));
+}
+
+TEST_CASE("init reads any top-level conda environment, e.g. env.yml", "[init]") {
+  TempDir dir;
+  dir.write("env.yml",
+            "name: detectron\n"
+            "channels:\n"
+            "  - pytorch\n"
+            "  - defaults\n"
+            "dependencies:\n"
+            "  - python=3.8.5\n"
+            "  - cudatoolkit=10.1\n"
+            "  - pytorch=1.7.1\n"
+            "  - pip\n"
+            "  - pip:\n"
+            "    - opencv-python\n");
+  dir.write("docker-compose.yml", "services:\n  train:\n    build: .\n");
+  dir.write("mkdocs.yml", "site_name: detectron\n");
+  const auto r = init(dir.path());
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err ==
+        "cuda ==10.1.* from env.yml:7 (`cudatoolkit=10.1`)\n"
+        "wrote envkit.yaml: framework `torch ==1.7.1`, inferred from env.yml:8 "
+        "(`pytorch=1.7.1`)\n");
+  const auto manifest = envkit::manifest::load(dir.path() / "envkit.yaml");
+  REQUIRE(manifest.ok());
+  CHECK(manifest->requires_.at("python").to_string() == "==3.8.5");
+  CHECK(manifest->requires_.at("cuda").to_string() == "==10.1.*");
+  CHECK(manifest->python_requirements == std::vector<std::string>{"env.yml"});
+
+  SECTION("--cuda wins over the project's cudatoolkit, and says nothing") {
+    const auto given = init(dir.path(), {"--force", "--cuda", "11.0"});
+    REQUIRE(given.exit_code == 0);
+    CHECK_THAT(given.err, Catch::StartsWith("wrote envkit.yaml: "));
+    CHECK_THAT(read(dir.path() / "envkit.yaml"), Catch::Contains("  cuda: \"==11.0.*\"\n"));
+  }
+}
+
+TEST_CASE("with --framework, a malformed project file is skipped with a warning", "[init]") {
+  TempDir dir;
+  dir.write("requirements.txt", "numpy\ntorch 2.1\n");
+  dir.write("environment.yml", "dependencies:\n  - python=3.10\n");
+
+  const auto strict = init(dir.path());
+  CHECK(strict.exit_code == 2);
+  CHECK(strict.err ==
+        "error: requirements.txt:2:7: expected a version specifier such as `>=2.1` in "
+        "requirement `torch 2.1`\n");
+  CHECK_FALSE(fs::exists(dir.path() / "envkit.yaml"));
+
+  const auto given = init(dir.path(), {"--framework", "torch 2.1"});
+  REQUIRE(given.exit_code == 0);
+  CHECK(given.err ==
+        "warning: requirements.txt:2:7: expected a version specifier such as `>=2.1` in "
+        "requirement `torch 2.1`; requirements.txt is skipped\n"
+        "wrote envkit.yaml: framework `torch ==2.1.*`, given with --framework\n");
+  const auto manifest = envkit::manifest::load(dir.path() / "envkit.yaml");
+  REQUIRE(manifest.ok());
+  // The other files are still read.
+  CHECK(manifest->requires_.at("python").to_string() == "==3.10.*");
+  CHECK(manifest->python_requirements.empty());
+}
+
+TEST_CASE("a setup.py install_requires that is not a literal list is a warning", "[init]") {
+  TempDir dir;
+  dir.write("setup.py",
+            "from setuptools import setup\n"
+            "\n"
+            "def requirements():\n"
+            "    with open('requirements.txt') as f:\n"
+            "        return f.read().splitlines()\n"
+            "\n"
+            "setup(name='p', install_requires=requirements())\n");
+  dir.write("requirements.txt", "jax[cuda12]==0.4.23\n");
+  const auto r = init(dir.path());
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err ==
+        "warning: setup.py:7:34: `install_requires` is not a literal list: envkit reads "
+        "setup.py without running it, so the value is not read\n"
+        "wrote envkit.yaml: framework `jax ==0.4.23`, inferred from requirements.txt:1 "
+        "(`jax[cuda12]==0.4.23`)\n");
 }

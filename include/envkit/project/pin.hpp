@@ -30,4 +30,10 @@ struct Pin {
 // nullopt when the project states none.
 [[nodiscard]] Result<std::optional<Pin>> infer_python(const ProjectScan& scan);
 
+// The CUDA versions the project's conda packages fix: `cudatoolkit`,
+// `cuda-version`, `pytorch-cuda`, `cuda-toolkit`, `cuda-runtime` (conda pins
+// only), intersected. An exact version keeps only its series:
+// `cudatoolkit=10.1.243=h6bb024c_0` -> `==10.1.*`. nullopt when none is pinned.
+[[nodiscard]] Result<std::optional<Pin>> infer_cuda(const ProjectScan& scan);
+
 }  // namespace envkit::project

@@ -21,6 +21,9 @@ struct Include {
 struct FileRequirements {
   std::vector<Requirement> requirements;
   std::vector<Include> includes;
+  // What could not be read and is passed over, at file:line:column: a setup.py
+  // whose `install_requires` is not a literal list.
+  std::vector<Error> warnings;
 };
 
 // requirements.txt: one PEP 508 requirement per line; comments, `\` line
@@ -39,5 +42,31 @@ struct FileRequirements {
 // their `pip:` list (which may include requirements files).
 [[nodiscard]] Result<FileRequirements> parse_environment_yml(std::string_view text,
                                                              std::string_view file);
+
+// Whether a YAML file is a conda environment: a mapping whose `dependencies:`
+// is a list (`name:` and `channels:` optional). False for text that is not YAML.
+[[nodiscard]] bool is_conda_environment(std::string_view text);
+
+// Whether a requirements file is `conda list --export` (or `--explicit`) output:
+// conda's `# This file may be used to create an environment using:` or
+// `# platform:` header, or every line `name=version=build`.
+[[nodiscard]] bool is_conda_export(std::string_view text);
+
+// `conda list --export` output: conda match specs, one a line
+// (`cudatoolkit=10.1.243=h6bb024c_0`); `--explicit` package URLs are read from
+// their file names (`.../cudatoolkit-10.1.243-h6bb024c_0.tar.bz2`).
+[[nodiscard]] Result<FileRequirements> parse_conda_export(std::string_view text,
+                                                          std::string_view file);
+
+// setup.py, read without running it: the literal list (or tuple) of string
+// literals given to `install_requires` (as a keyword, or a variable assigned
+// such a list) and the literal string of `python_requires`. Any other value
+// (a function call, a comprehension) is a warning at its place, not an error.
+[[nodiscard]] Result<FileRequirements> parse_setup_py(std::string_view text, std::string_view file);
+
+// setup.cfg: `[options]` `install_requires` (one requirement a line, comments
+// allowed; `file: a.txt` includes requirements files) and `python_requires`.
+[[nodiscard]] Result<FileRequirements> parse_setup_cfg(std::string_view text,
+                                                       std::string_view file);
 
 }  // namespace envkit::project

@@ -53,7 +53,9 @@ struct Requirement {
 [[nodiscard]] Result<std::string> poetry_to_pep440(std::string_view constraint);
 
 // A conda version constraint in PEP 440: `=2.1` -> `==2.1.*` (conda's `=` is a
-// prefix match), `=2.1.0=<build>` -> `==2.1.0`, `2.1.0` -> `==2.1.0`, `>=2.1,<2.2` as is.
+// prefix match), `=3.8.5` -> `==3.8.5` (a full release: the prefix adds nothing
+// that is published), `=2.1.0=<build>` -> `==2.1.0`, `2.1.0` -> `==2.1.0`,
+// `>=2.1,<2.2` as is.
 [[nodiscard]] Result<std::string> conda_to_pep440(std::string_view constraint);
 
 }  // namespace envkit::project

@@ -19,6 +19,9 @@ struct ProjectFile {
 // What a project directory states about its Python packages.
 struct ProjectScan {
   std::vector<ProjectFile> files;  // sorted by path
+  // What was passed over, each naming file:line:column: a file skipped for an
+  // error (ScanOptions::skip_bad_files), a setup.py value that is not a literal.
+  std::vector<std::string> warnings;
 
   // The files that ask for Python packages other than the framework and Python
   // itself, for the manifest's `python-requirements:`. A conda environment's
@@ -26,9 +29,18 @@ struct ProjectScan {
   [[nodiscard]] std::vector<std::string> python_requirements() const;
 };
 
-// Reads `requirements*.txt`, `pyproject.toml`, `environment.yml` and
-// `environment.yaml` at the top of `directory`, following `-r` includes.
-// Malformed files are input errors naming file:line:column.
-[[nodiscard]] Result<ProjectScan> scan(const std::filesystem::path& directory);
+struct ScanOptions {
+  // A file that cannot be read or is malformed is a warning and left out,
+  // instead of an error (for `envkit init --framework`, which needs no pin).
+  bool skip_bad_files = false;
+};
+
+// Reads, at the top of `directory`: `requirements*.txt` (pip's format, or a
+// `conda list --export` by its content), `pyproject.toml`, `setup.py`,
+// `setup.cfg`, `environment.yml`/`environment.yaml`, and any other `*.yml` or
+// `*.yaml` that is a conda environment (never envkit.yaml); `-r` includes are
+// followed. Malformed files are input errors naming file:line:column.
+[[nodiscard]] Result<ProjectScan> scan(const std::filesystem::path& directory,
+                                       ScanOptions options = {});
 
 }  // namespace envkit::project

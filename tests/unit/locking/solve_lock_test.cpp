@@ -224,4 +224,25 @@ TEST_CASE("a project without Python requirements never makes a resolver", "[lock
   CHECK(package(lockfile, "cuda").version.original().starts_with("12.4."));
 }
 
+TEST_CASE("a setup.py or setup.cfg in python-requirements gives uv its literal requirements",
+          "[locking]") {
+  test::TempDir project;
+  project.write("setup.py",
+                "from setuptools import setup\n"
+                "setup(install_requires=['torch==2.4.1', 'numpy>=1.24'])\n");
+  project.write("setup.cfg", "[options]\ninstall_requires =\n    tqdm  # progress bars\n");
+  const auto inputs = inputs_for(
+      project, std::string(kTorchFromPypi) + "python-requirements:\n  - setup.py\n  - setup.cfg\n",
+      machine({{"ENVKIT_OVERRIDE_DRIVER", "550.54.15"}}));
+  FakeResolver resolver{.closure = pypi_torch_2_4_1()};
+  locked(inputs, resolver.factory());
+  REQUIRE_FALSE(resolver.requirements.empty());
+  // Read as envkit reads them, never handed to pip as requirements files.
+  const auto& asked = resolver.requirements.back();
+  for (const std::string line : {"numpy>=1.24", "tqdm"}) {
+    CAPTURE(line);
+    CHECK(std::find(asked.begin(), asked.end(), line) != asked.end());
+  }
+}
+
 }  // namespace envkit::locking

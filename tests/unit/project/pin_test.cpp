@@ -16,6 +16,9 @@ project::ProjectScan scan_of(std::vector<std::pair<std::string, std::string>> fi
     Parser parse = project::parse_requirements_txt;
     if (name.ends_with(".toml")) parse = project::parse_pyproject_toml;
     if (name.ends_with(".yml")) parse = project::parse_environment_yml;
+    if (name.ends_with(".txt") && project::is_conda_export(text)) {
+      parse = project::parse_conda_export;
+    }
     auto parsed = parse(text, name);
     REQUIRE(parsed.ok());
     scan.files.push_back({name, std::move(parsed->requirements)});
@@ -110,8 +113,8 @@ TEST_CASE("no framework is an error that says where envkit looked", "[project]")
   const auto empty = project::infer_framework(project::ProjectScan{});
   REQUIRE_FALSE(empty.ok());
   CHECK(empty.error().message() ==
-        "cannot infer the framework: the project has no requirements*.txt, pyproject.toml or "
-        "environment.yml");
+        "cannot infer the framework: the project has no requirements*.txt, pyproject.toml, "
+        "setup.py, setup.cfg or conda environment file");
 }
 
 TEST_CASE("an unreadable framework version is an error at its line", "[project]") {
@@ -164,4 +167,58 @@ torch = [
   const auto pin = framework(scan);
   CHECK(pin.spec.to_string() == "<3,>=2.1");
   CHECK(pin.source.to_string() == "pyproject.toml:2:1");
+}
+
+TEST_CASE("conda's CUDA packages pin cuda", "[project]") {
+  const auto cuda_of = [](std::vector<std::pair<std::string, std::string>> files) {
+    auto cuda = project::infer_cuda(scan_of(std::move(files)));
+    if (!cuda) FAIL(cuda.error().to_string());
+    return *std::move(cuda);
+  };
+  const auto toolkit =
+      cuda_of({{"environment.yml",
+                "name: tf\nchannels:\n  - defaults\ndependencies:\n"
+                "  - python=3.7\n  - tensorflow-gpu=1.15\n  - cudatoolkit=10.1\n"}});
+  REQUIRE(toolkit.has_value());
+  CHECK(toolkit->name == "cuda");
+  CHECK(toolkit->spec.to_string() == "==10.1.*");
+  CHECK(toolkit->source.to_string() == "environment.yml:7:5");
+  CHECK(toolkit->written == "cudatoolkit=10.1");
+
+  // An exported build names the runtime's version: only its series is kept.
+  const auto exported =
+      cuda_of({{"requirements.txt", "python=3.7.6=h0371630_2\ncudatoolkit=10.1.243=h6bb024c_0\n"}});
+  REQUIRE(exported.has_value());
+  CHECK(exported->spec.to_string() == "==10.1.*");
+  CHECK(exported->source.to_string() == "requirements.txt:2:1");
+
+  CHECK(
+      cuda_of({{"environment.yml", "dependencies:\n  - pytorch-cuda=11.8\n"}})->spec.to_string() ==
+      "==11.8.*");
+  CHECK(cuda_of({{"environment.yml", "dependencies:\n  - conda-forge::cuda-version=12.1\n"}})
+            ->spec.to_string() == "==12.1.*");
+  CHECK(cuda_of({{"environment.yml", "dependencies:\n  - nvidia::cuda-toolkit=12.1.0\n"}})
+            ->spec.to_string() == "==12.1.*");
+  CHECK(cuda_of({{"environment.yml", "dependencies:\n  - cuda-runtime>=11.8,<12\n"}})
+            ->spec.to_string() == "<12,>=11.8");
+  // Several pins all hold.
+  CHECK(cuda_of(
+            {{"environment.yml", "dependencies:\n  - cudatoolkit>=11.0\n  - cuda-version=11.8\n"}})
+            ->spec.to_string() == "==11.8.*,>=11.0");
+  // An unpinned cudatoolkit says nothing of the version.
+  CHECK_FALSE(cuda_of({{"environment.yml", "dependencies:\n  - cudatoolkit\n"}}).has_value());
+
+  // Not conda's: a pip requirement of that name; a project that names none.
+  CHECK_FALSE(cuda_of({{"requirements.txt", "cuda-toolkit==12.1\n"}}).has_value());
+  CHECK_FALSE(cuda_of({{"environment.yml", "dependencies:\n  - python=3.10\n"}}).has_value());
+}
+
+TEST_CASE("a conda exact pin of Python is exact, a series a series", "[project]") {
+  const auto exact = project::infer_python(
+      scan_of({{"env.yml", "name: py38\ndependencies:\n  - python=3.8.5\n  - pip\n"}}));
+  REQUIRE(exact.ok());
+  CHECK((*exact)->spec.to_string() == "==3.8.5");
+  const auto series =
+      project::infer_python(scan_of({{"env.yml", "dependencies:\n  - python=3.7\n"}}));
+  CHECK((*series)->spec.to_string() == "==3.7.*");
 }

@@ -133,7 +133,11 @@ TEST_CASE("conda match specs", "[project]") {
 TEST_CASE("conda constraints in PEP 440", "[project]") {
   CHECK(project::conda_to_pep440("").value().empty());
   CHECK(project::conda_to_pep440("=2.1").value() == "==2.1.*");
-  CHECK(project::conda_to_pep440("=2.1.0").value() == "==2.1.0.*");
+  // A full release is exact (`python=3.8.5` is Python 3.8.5), a series stays a series.
+  CHECK(project::conda_to_pep440("=2.1.0").value() == "==2.1.0");
+  CHECK(project::conda_to_pep440("=3.8.5").value() == "==3.8.5");
+  CHECK(project::conda_to_pep440("=3.7").value() == "==3.7.*");
+  CHECK(project::conda_to_pep440("=2.1.0.*").value() == "==2.1.0.*");
   CHECK(project::conda_to_pep440("=2.1.*").value() == "==2.1.*");
   CHECK(project::conda_to_pep440("=2.1.0=py3.10_cuda12.1_cudnn8.9.2_0").value() == "==2.1.0");
   CHECK(project::conda_to_pep440("==1.6.0").value() == "==1.6.0");
