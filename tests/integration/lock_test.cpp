@@ -574,3 +574,33 @@ TEST_CASE("lock: input errors are exit 2 with file:line:column", "[cli][lock]") 
     CHECK(read(p / "envkit.lock") == text);
   }
 }
+
+TEST_CASE("lock: releases the tables lack and the installable CUDA (issue 17)", "[cli][lock]") {
+  TempDir dir;
+  SECTION("tensorflow 2.12.1, a patch release PyPI has") {
+    const auto p =
+        project(dir, "framework: tensorflow ==2.12.1\nsystem: {driver: 535.104.05, glibc: 2.31}\n");
+    const auto locked = envkit_in(p, {"lock"});
+    CHECK(locked.exit_code == 0);
+    CHECK_THAT(locked.err, Catch::Contains("cuda 11.8.0") &&
+                               Catch::Contains("tensorflow 2.12.1 (cuda11.8)"));
+  }
+  SECTION("tensorflow 2.10 on driver 470: CUDA 11.4.2 from archives, not the 11.2.1 runfile") {
+    const auto p = project(dir, "framework: tensorflow ==2.10.*\nsystem: {driver: 470.57.02}\n");
+    const auto locked = envkit_in(p, {"lock"});
+    CHECK(locked.exit_code == 0);
+    CHECK_THAT(locked.err, Catch::Contains("cuda 11.4.2,"));
+    const auto why = envkit_in(p, {"why", "cuda"});
+    CHECK_THAT(why.out + why.err, Catch::Contains("only as a runfile installer"));
+    CHECK(why.exit_code == 0);
+  }
+  SECTION("a machine whose glibc is older than the wheels need is refused in those words") {
+    const auto p =
+        project(dir, "framework: tensorflow ==2.12.1\nsystem: {driver: 535.104.05, glibc: 2.12}\n");
+    const auto locked = envkit_in(p, {"lock"});
+    CHECK(locked.exit_code == 1);
+    CHECK_THAT(locked.err, Catch::Contains("glibc >=2.17 (its manylinux wheels)") &&
+                               Catch::Contains("the machines' glibc is 2.12"));
+    CHECK_FALSE(fs::exists(p / "envkit.lock"));
+  }
+}
