@@ -83,6 +83,11 @@ struct WheelFilename {
 // The envkit platform a wheel installs on: manylinux x86_64 / aarch64 and
 // win_amd64 wheels that need no particular Python (py3-none); else nullopt.
 [[nodiscard]] std::optional<specs::Platform> wheel_platform(const WheelFilename& wheel);
+// The same for a wheel of any Python and ABI (cp312-cp312-manylinux2014_x86_64).
+[[nodiscard]] std::optional<specs::Platform> binary_wheel_platform(const WheelFilename& wheel);
+
+// The newest CPython minor of a wheel's `cp3XX` tags (cp311 -> 11); nullopt without one.
+[[nodiscard]] std::optional<unsigned> cpython_minor(const WheelFilename& wheel);
 
 // The glibc a manylinux wheel needs at least, as {major, minor} (manylinux1 ->
 // 2.5, manylinux2014 -> 2.17, manylinux_2_28 -> 2.28); the lowest of its tags.
@@ -127,6 +132,19 @@ struct PypiImport {
 // header), or nullopt when the index has no such project (404, 410).
 [[nodiscard]] Result<std::optional<std::vector<IndexFile>>> fetch_project_files(
     const PypiImportOptions& options, std::string_view project);
+
+// A wheel's METADATA as its PEP 658 file (`<url>.metadata`), or nullopt when
+// the index serves none (404, 410).
+[[nodiscard]] Result<std::optional<std::string>> fetch_core_metadata(
+    const PypiImportOptions& options, const IndexFile& wheel);
+
+// A wheel's METADATA: its PEP 658 file, else read out of the wheel itself with
+// HTTP range requests (the zip's end record, central directory and the one
+// member; a server that ignores ranges sends the whole wheel, which serves as
+// well), as pip does where an index serves no metadata. nullopt when the index
+// has neither (404, 410) or the wheel holds no `*.dist-info/METADATA`.
+[[nodiscard]] Result<std::optional<std::string>> fetch_wheel_metadata(
+    const PypiImportOptions& options, const IndexFile& wheel);
 
 // Queries the index once per wheel project `cuda` and `cudnn` need.
 [[nodiscard]] Result<PypiImport> import_pypi_nvidia(const Recipe& cuda, const Recipe& cudnn,
