@@ -85,8 +85,11 @@ Result<std::uint64_t> zip_member_span(std::string_view local_header, const ZipMe
   if (local_header.size() < kLocalHeaderSize || le(local_header, 0, 4) != kLocalSignature) {
     return damaged(name, fmt::format("no local header for {}", member.path));
   }
+  // Bit 3: the sizes follow the data in a descriptor (signature, crc, sizes: 16 bytes,
+  // 24 with zip64 sizes; bytes past it are not read).
+  const bool descriptor = (le(local_header, 6, 2) & 0x08U) != 0;
   return kLocalHeaderSize + le(local_header, 26, 2) + le(local_header, 28, 2) +
-         member.compressed_size;
+         member.compressed_size + (descriptor ? 24 : 0);
 }
 
 Result<std::string> zip_member_content(std::string_view local, const ZipMember& member,
@@ -94,11 +97,14 @@ Result<std::string> zip_member_content(std::string_view local, const ZipMember& 
   auto span = zip_member_span(local, member, name);
   if (!span) return std::move(span).error();
   if (local.size() < *span) return damaged(name, fmt::format("{} is cut short", member.path));
-  // libarchive's streaming zip reader reads one local header and its data: the member alone.
+  // libarchive's streaming zip reader reads one local header and its data, then looks
+  // ahead for what follows: an empty end record ends this one-member zip.
+  std::string alone(local.substr(0, *span));
+  alone += std::string("PK\x05\x06", 4) + std::string(kEndSize - 4, '\0');
   std::unique_ptr<struct archive, decltype(&archive_read_free)> reader(archive_read_new(),
                                                                        archive_read_free);
   archive_read_support_format_zip_streamable(reader.get());
-  if (archive_read_open_memory(reader.get(), local.data(), *span) != ARCHIVE_OK) {
+  if (archive_read_open_memory(reader.get(), alone.data(), alone.size()) != ARCHIVE_OK) {
     return damaged(name, reader_error(reader.get()));
   }
   struct archive_entry* entry = nullptr;

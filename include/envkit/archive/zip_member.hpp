@@ -37,8 +37,8 @@ struct ZipMember {
 [[nodiscard]] Result<std::vector<ZipMember>> zip_directory_members(std::string_view directory,
                                                                    std::string_view name);
 
-// How many bytes from a member's local header hold the member, given the
-// first 30 (the fixed part of the header).
+// How many bytes from a member's local header hold the member (its data
+// descriptor included), given the first 30 (the fixed part of the header).
 [[nodiscard]] Result<std::uint64_t> zip_member_span(std::string_view local_header,
                                                     const ZipMember& member,
                                                     std::string_view name);
