@@ -142,13 +142,18 @@ def run_jax(jax, args):
     x = jax.device_put(jnp.asarray(images, dtype=jnp.float32).reshape(SAMPLES, 1, IMAGE, IMAGE),
                        device)
     y = jax.device_put(jnp.asarray(labels, dtype=jnp.int32), device)
-    k1, k2 = jax.random.split(jax.random.PRNGKey(args.seed))
+    # PyTorch's default initialization (uniform in +-1/sqrt(fan_in)), as run_torch trains.
+    keys = jax.random.split(jax.random.PRNGKey(args.seed), 4)
+
+    def uniform(key, shape, fan_in):
+        bound = 1.0 / fan_in ** 0.5
+        return jax.random.uniform(key, shape, jnp.float32, -bound, bound)
+
+    dense_in = 8 * IMAGE * IMAGE
     params = jax.device_put({
-        "conv": jax.random.normal(k1, (8, 1, 3, 3), jnp.float32) / 3.0,
-        "conv_b": jnp.zeros((8,), jnp.float32),
-        "dense": jax.random.normal(k2, (8 * IMAGE * IMAGE, CLASSES), jnp.float32)
-        / (8 * IMAGE * IMAGE) ** 0.5,
-        "dense_b": jnp.zeros((CLASSES,), jnp.float32)}, device)
+        "conv": uniform(keys[0], (8, 1, 3, 3), 9), "conv_b": uniform(keys[1], (8,), 9),
+        "dense": uniform(keys[2], (dense_in, CLASSES), dense_in),
+        "dense_b": uniform(keys[3], (CLASSES,), dense_in)}, device)
 
     def loss_fn(p, xb, yb):
         h = jax.lax.conv_general_dilated(xb, p["conv"], (1, 1), "SAME")  # cuDNN on the GPU
