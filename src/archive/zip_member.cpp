@@ -65,8 +65,7 @@ Result<std::vector<ZipMember>> zip_directory_members(std::string_view directory,
     const std::size_t name_length = le(directory, at + 28, 2);
     const std::size_t extra_length = le(directory, at + 30, 2);
     const std::size_t comment_length = le(directory, at + 32, 2);
-    const std::size_t end =
-        at + kDirectoryHeaderSize + name_length + extra_length + comment_length;
+    const std::size_t end = at + kDirectoryHeaderSize + name_length + extra_length + comment_length;
     if (end > directory.size()) return damaged(name, "its central directory is cut short");
     ZipMember member{.path = std::string(directory.substr(at + kDirectoryHeaderSize, name_length)),
                      .offset = le(directory, at + 42, 4),

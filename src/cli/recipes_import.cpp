@@ -192,7 +192,8 @@ int run_import_pypi_jax(Context& context, const std::optional<std::string>& inde
   if (!imported) return report(context, imported.error());
   for (const auto& release : imported->releases) {
     if (!release.metadata_read) {
-      context.console.info(fmt::format("jax {}: no METADATA of {}", release.version, release.wheel));
+      context.console.info(
+          fmt::format("jax {}: no METADATA of {}", release.version, release.wheel));
     } else if (!release.builds.empty()) {
       context.console.info(
           fmt::format("jax {}: {}", release.version, text::join(release.builds, ", ")));
@@ -201,10 +202,10 @@ int run_import_pypi_jax(Context& context, const std::optional<std::string>& inde
   if (auto written = recipes::write_facts_overlay(dir, imported->jax); !written) {
     return report(context, written.error());
   }
-  context.console.info(fmt::format("{} of {} jax releases have CUDA builds ({} METADATA read) -> {}",
-                                   imported->jax.versions.size(), imported->releases.size(),
-                                   imported->metadata_read,
-                                   (dir / "pypi" / "jax.yaml").string()));
+  context.console.info(
+      fmt::format("{} of {} jax releases have CUDA builds ({} METADATA read) -> {}",
+                  imported->jax.versions.size(), imported->releases.size(), imported->metadata_read,
+                  (dir / "pypi" / "jax.yaml").string()));
   return 0;
 }
 

@@ -201,8 +201,7 @@ Result<std::string> Database::digest(std::string_view name,
   if (auto hashed = hash_file(hash, dir_, package + ".yaml", !overlay_only); !hashed) {
     return hashed.error();
   }
-  if (auto hashed =
-          hash_file(hash, dir_, fs::path("pypi") / (package + ".yaml"), overlay_only);
+  if (auto hashed = hash_file(hash, dir_, fs::path("pypi") / (package + ".yaml"), overlay_only);
       !hashed) {
     return hashed.error();
   }

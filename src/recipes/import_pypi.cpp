@@ -701,10 +701,9 @@ class RangedWheel {
   }
   // Bytes [first, first + count).
   Result<std::optional<std::string>> range(std::uint64_t first, std::uint64_t count) {
-    return get(fmt::format("bytes={}-{}", first, first + count - 1),
-               [&](const std::string& whole) {
-                 return first >= whole.size() ? std::string() : whole.substr(first, count);
-               });
+    return get(fmt::format("bytes={}-{}", first, first + count - 1), [&](const std::string& whole) {
+      return first >= whole.size() ? std::string() : whole.substr(first, count);
+    });
   }
 
  private:
@@ -720,8 +719,8 @@ class RangedWheel {
     }
     if (response->status != 206) {
       return Error::failed("cannot read the wheel " + text::quoted(url::redacted(wheel_.url)))
-          .because(fmt::format("the server answered HTTP {} to `Range: {}`", response->status,
-                               range));
+          .because(
+              fmt::format("the server answered HTTP {} to `Range: {}`", response->status, range));
     }
     return std::optional(std::move(response->body));
   }

@@ -227,12 +227,12 @@ class JaxImporter {
     const PluginRelease& found = **plugin_on_index;
     if (std::find(found.platforms.begin(), found.platforms.end(), Platform::linux_x86_64) ==
         found.platforms.end()) {
-      return skip(fmt::format("{} {} has no manylinux x86_64 wheel", plugin_project,
-                              found.version));
+      return skip(
+          fmt::format("{} {} has no manylinux x86_64 wheel", plugin_project, found.version));
     }
     std::string plugin_python;
-    const bool with_cuda = std::find(plugin->extras.begin(), plugin->extras.end(),
-                                     "with-cuda") != plugin->extras.end();
+    const bool with_cuda = std::find(plugin->extras.begin(), plugin->extras.end(), "with-cuda") !=
+                           plugin->extras.end();
     if (with_cuda && found.wheel == nullptr) {
       return skip(fmt::format("{} {} has no CPython wheel to read", plugin_project, found.version));
     }

@@ -114,10 +114,9 @@ TEST_CASE("live: pypi-jax finds jax 0.4.26's CUDA 12 build on PyPI", "[cli][reci
   }
   TempDir dir;
   const auto db = (dir.path() / "recipes").string();
-  const auto imported = run_envkit(
-      {.args = {"--recipes", db, "recipes", "import", "pypi-jax", "--index",
-                "https://pypi.org/simple/"},
-       .env = {{"ENVKIT_INDEX_URL", std::nullopt}}});
+  const auto imported = run_envkit({.args = {"--recipes", db, "recipes", "import", "pypi-jax",
+                                             "--index", "https://pypi.org/simple/"},
+                                    .env = {{"ENVKIT_INDEX_URL", std::nullopt}}});
   INFO(imported.err);
   REQUIRE(imported.exit_code == 0);
   CHECK_THAT(imported.err, Catch::Contains("jax 0.4.26: cuda12\n"));

@@ -40,8 +40,7 @@ struct ZipMember {
 // How many bytes from a member's local header hold the member (its data
 // descriptor included), given the first 30 (the fixed part of the header).
 [[nodiscard]] Result<std::uint64_t> zip_member_span(std::string_view local_header,
-                                                    const ZipMember& member,
-                                                    std::string_view name);
+                                                    const ZipMember& member, std::string_view name);
 
 // The content of `member` from the bytes starting at its local header (at
 // least zip_member_span() of them), inflated (stored and deflate) and checked

@@ -30,7 +30,7 @@ struct MetadataRequirement {
 
 // The headers of a METADATA text that decide jax's builds.
 struct WheelMetadata {
-  std::string requires_python;  // "" when absent
+  std::string requires_python;              // "" when absent
   std::vector<std::string> provides_extra;  // normalized (PEP 685)
   std::vector<MetadataRequirement> requires_dist;
 };
@@ -43,10 +43,10 @@ struct WheelMetadata {
 // What one jax release became.
 struct JaxRelease {
   std::string version;
-  std::string wheel;                 // the jax wheel whose metadata was read
+  std::string wheel;  // the jax wheel whose metadata was read
   bool metadata_read = false;
-  std::vector<std::string> builds;   // ids made (cuda12, ...)
-  std::vector<std::string> notes;    // what was left out and why
+  std::vector<std::string> builds;  // ids made (cuda12, ...)
+  std::vector<std::string> notes;   // what was left out and why
 };
 
 struct PypiJaxImport {

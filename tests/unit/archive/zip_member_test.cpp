@@ -63,13 +63,14 @@ TEST_CASE("a zip member is read from the end record, the directory and its own b
 TEST_CASE("zip pieces that are not a zip's are refused, naming the zip", "[archive][zip-member]") {
   auto none = zip_directory_location(std::string(100, 'x'), "w.whl");
   REQUIRE_FALSE(none);
-  CHECK_THAT(none.error().to_string(), Catch::Contains("w.whl") &&
-                                           Catch::Contains("no end-of-central-directory record"));
-  const auto zip = make_archive(Format::zip, {Entry::file("a.dist-info/METADATA", metadata_text())});
+  CHECK_THAT(none.error().to_string(),
+             Catch::Contains("w.whl") && Catch::Contains("no end-of-central-directory record"));
+  const auto zip =
+      make_archive(Format::zip, {Entry::file("a.dist-info/METADATA", metadata_text())});
   auto where = zip_directory_location(zip, "w.whl");
   REQUIRE(where);
-  auto members = zip_directory_members(std::string_view(zip).substr(where->offset, where->size),
-                                       "w.whl");
+  auto members =
+      zip_directory_members(std::string_view(zip).substr(where->offset, where->size), "w.whl");
   REQUIRE(members);
   REQUIRE(members->size() == 1);
   const auto& member = members->front();
@@ -78,7 +79,8 @@ TEST_CASE("zip pieces that are not a zip's are refused, naming the zip", "[archi
   REQUIRE_FALSE(cut);
   CHECK_THAT(cut.error().to_string(), Catch::Contains("cut short"));
   // Not a local header where the directory says one is.
-  auto wrong = zip_member_span(std::string_view(zip).substr(member.offset + 1, 30), member, "w.whl");
+  auto wrong =
+      zip_member_span(std::string_view(zip).substr(member.offset + 1, 30), member, "w.whl");
   REQUIRE_FALSE(wrong);
   CHECK_THAT(wrong.error().to_string(), Catch::Contains("no local header"));
 }

@@ -232,17 +232,18 @@ namespace {
 // What PyPI serves for `jax[cuda12]==0.4.26`: jaxlib, the CUDA 12 plugin, NVIDIA's wheels in
 // the ranges jax's METADATA states.
 python::Closure pypi_jax_cuda12_0_4_26() {
-  return {.wheels = {wheel("jax", "0.4.26", "jax-0.4.26-py3-none-any.whl"),
-                     wheel("jax-cuda12-pjrt", "0.4.26",
-                           "jax_cuda12_pjrt-0.4.26-py3-none-manylinux2014_x86_64.whl"),
-                     wheel("jax-cuda12-plugin", "0.4.26",
-                           "jax_cuda12_plugin-0.4.26-cp312-cp312-manylinux2014_x86_64.whl"),
-                     wheel("jaxlib", "0.4.26", "jaxlib-0.4.26-cp312-cp312-manylinux2014_x86_64.whl"),
-                     wheel("nvidia-cuda-runtime-cu12", "12.2.140",
-                           "nvidia_cuda_runtime_cu12-12.2.140-py3-none-manylinux1_x86_64.whl"),
-                     wheel("nvidia-cudnn-cu12", "8.9.7.29",
-                           "nvidia_cudnn_cu12-8.9.7.29-py3-none-manylinux1_x86_64.whl")},
-          .resolver = "fake index"};
+  return {
+      .wheels = {wheel("jax", "0.4.26", "jax-0.4.26-py3-none-any.whl"),
+                 wheel("jax-cuda12-pjrt", "0.4.26",
+                       "jax_cuda12_pjrt-0.4.26-py3-none-manylinux2014_x86_64.whl"),
+                 wheel("jax-cuda12-plugin", "0.4.26",
+                       "jax_cuda12_plugin-0.4.26-cp312-cp312-manylinux2014_x86_64.whl"),
+                 wheel("jaxlib", "0.4.26", "jaxlib-0.4.26-cp312-cp312-manylinux2014_x86_64.whl"),
+                 wheel("nvidia-cuda-runtime-cu12", "12.2.140",
+                       "nvidia_cuda_runtime_cu12-12.2.140-py3-none-manylinux1_x86_64.whl"),
+                 wheel("nvidia-cudnn-cu12", "8.9.7.29",
+                       "nvidia_cudnn_cu12-8.9.7.29-py3-none-manylinux1_x86_64.whl")},
+      .resolver = "fake index"};
 }
 
 }  // namespace

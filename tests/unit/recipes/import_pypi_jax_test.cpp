@@ -66,7 +66,8 @@ std::string jax_file_json(const std::string& filename, bool yanked = false) {
 std::string jax_page_json(const std::vector<std::string>& files) {
   std::string out = "{\"meta\": {\"api-version\": \"1.1\"}, \"files\": [";
   for (std::size_t i = 0; i < files.size(); ++i)
-    out += (i == 0 ? "" : ", ") + jax_file_json(files[i], files[i].find("0.4.32") != std::string::npos);
+    out += (i == 0 ? "" : ", ") +
+           jax_file_json(files[i], files[i].find("0.4.32") != std::string::npos);
   return out + "]}";
 }
 
@@ -77,16 +78,16 @@ FakeIndex jax_index(bool in_wheel) {
   const std::string json = "application/vnd.pypi.simple.v1+json";
   index.add("jax", json,
             jax_page_json({"jax-0.4.20-py3-none-any.whl", "jax-0.4.20.tar.gz",
-                       "jax-0.4.26-py3-none-any.whl", "jax-0.4.26.tar.gz",
-                       "jax-0.4.32-py3-none-any.whl", "jax-0.7.2-py3-none-any.whl",
-                       "jax-0.7.3rc1-py3-none-any.whl"}));
+                           "jax-0.4.26-py3-none-any.whl", "jax-0.4.26.tar.gz",
+                           "jax-0.4.32-py3-none-any.whl", "jax-0.7.2-py3-none-any.whl",
+                           "jax-0.7.3rc1-py3-none-any.whl"}));
   index.add("jax-cuda12-plugin", json,
             jax_page_json({"jax_cuda12_plugin-0.4.26-cp39-cp39-manylinux2014_x86_64.whl",
-                       "jax_cuda12_plugin-0.4.26-cp312-cp312-manylinux2014_x86_64.whl"}));
+                           "jax_cuda12_plugin-0.4.26-cp312-cp312-manylinux2014_x86_64.whl"}));
   index.add("jax-cuda13-plugin", json,
             jax_page_json({"jax_cuda13_plugin-0.7.2-cp311-cp311-manylinux_2_27_x86_64.whl",
-                       "jax_cuda13_plugin-0.7.2-cp314-cp314t-manylinux_2_27_x86_64.whl",
-                       "jax_cuda13_plugin-0.7.2-cp314-cp314-manylinux_2_27_aarch64.whl"}));
+                           "jax_cuda13_plugin-0.7.2-cp314-cp314t-manylinux_2_27_x86_64.whl",
+                           "jax_cuda13_plugin-0.7.2-cp314-cp314-manylinux_2_27_aarch64.whl"}));
   const std::vector<std::pair<std::string, std::string_view>> metadata = {
       {"jax-0.4.20-py3-none-any.whl", kJax0420},
       {"jax-0.4.26-py3-none-any.whl", kJax0426},
@@ -100,8 +101,7 @@ FakeIndex jax_index(bool in_wheel) {
                                             {dist_info + "/METADATA", std::string(text)},
                                             {dist_info + "/RECORD", "\n"}}));
     } else {
-      index.add_url(std::string(kJaxFiles) + wheel + ".metadata", "text/plain",
-                    std::string(text));
+      index.add_url(std::string(kJaxFiles) + wheel + ".metadata", "text/plain", std::string(text));
     }
   }
   return index;
@@ -150,11 +150,13 @@ TEST_CASE("pypi-jax: each extra cudaNN is a build with the requirements its META
         std::vector{specs::Platform::linux_x86_64, specs::Platform::linux_aarch64});
 
   // What was left out says why.
-  CHECK(jax_has_source(jax, "jax 0.4.20: extras cuda11-pip need jaxlib ==0.4.20+cuda11.cudnn86, a "
-                        "wheel the index does not have (Google's find-links page); left out"));
+  CHECK(jax_has_source(jax,
+                       "jax 0.4.20: extras cuda11-pip need jaxlib ==0.4.20+cuda11.cudnn86, a "
+                       "wheel the index does not have (Google's find-links page); left out"));
   CHECK(jax_has_source(jax, "jax 0.4.26: extras cuda12-pip need jaxlib ==0.4.26+cuda12.cudnn89"));
-  CHECK(jax_has_source(jax, "jax 0.7.2: extra cuda14: the index has no jax-cuda14-plugin "
-                        "<=0.7.2,>=0.7.2; left out"));
+  CHECK(jax_has_source(jax,
+                       "jax 0.7.2: extra cuda14: the index has no jax-cuda14-plugin "
+                       "<=0.7.2,>=0.7.2; left out"));
   CHECK(result.releases.size() == 3);
 }
 
@@ -167,8 +169,7 @@ TEST_CASE("pypi-jax: without PEP 658 files, METADATA comes out of the wheel by H
   CHECK(versions_of(result.jax) == std::vector<std::string>{"0.4.26", "0.7.2"});
   CHECK(build_of(result.jax, "0.4.26", "cuda12").requires_.at("cudnn").to_string() ==
         "<9.0,>=8.9.2.26");
-  CHECK(build_of(result.jax, "0.7.2", "cuda13").requires_.at("cuda").to_string() ==
-        "<14,>=13.0");
+  CHECK(build_of(result.jax, "0.7.2", "cuda13").requires_.at("cuda").to_string() == "<14,>=13.0");
   // Every wheel was asked for by range; with a server that ignores ranges, once per wheel.
   std::size_t whole_wheels = 0;
   for (std::size_t i = 0; i < index.asked.size(); ++i) {
