@@ -614,7 +614,7 @@ TEST_CASE("lock: jax 0.4.26 on a driver older than CUDA 12 explains itself", "[c
   CHECK_FALSE(fs::exists(p / "envkit.lock"));
 }
 
-TEST_CASE("lock: jax's cuda12 and cuda13 builds are both on PyPI; the driver chooses",
+TEST_CASE("lock: jax's cuda12 and cuda13 builds are both on PyPI and the driver chooses",
           "[cli][lock][jax]") {
   using Expected = std::pair<std::string, std::string>;
   const auto [driver, expected] = GENERATE(table<std::string, Expected>({
