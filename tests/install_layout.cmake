@@ -21,7 +21,7 @@ endif()
 execute_process(COMMAND ${CMAKE_COMMAND} -E env --unset=ENVKIT_RECIPES
                         "${PREFIX}/bin/envkit" recipes check
                 ERROR_VARIABLE check_output RESULT_VARIABLE check_result)
-if(NOT check_result EQUAL 0 OR NOT check_output MATCHES "share/envkit/recipes: 7 packages")
+if(NOT check_result EQUAL 0 OR NOT check_output MATCHES "share/envkit/recipes: 8 packages")
   message(FATAL_ERROR "installed envkit does not read its installed database: ${check_output}")
 endif()
 file(REMOVE_RECURSE "${PREFIX}")

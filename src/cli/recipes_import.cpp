@@ -10,6 +10,7 @@
 #include "envkit/recipes/import_nvidia_redist.hpp"
 #include "envkit/recipes/import_pypi.hpp"
 #include "envkit/recipes/import_pypi_tensorflow.hpp"
+#include "envkit/recipes/import_pypi_jax.hpp"
 #include "envkit/recipes/import_pypi_torch.hpp"
 #include "envkit/recipes/import_upstream.hpp"
 #include "envkit/sys/fs.hpp"
@@ -211,6 +212,33 @@ int run_import_pypi_tensorflow(Context& context, const std::optional<std::string
   return 0;
 }
 
+int run_import_pypi_jax(Context& context, const std::optional<std::string>& index) {
+  const fs::path dir = target_dir(context);
+  auto index_url = index_url_for(context, index);
+  if (!index_url) return report(context, index_url.error());
+  context.console.info(
+      fmt::format("asking {} for jax's releases and their CUDA builds", url::redacted(*index_url)));
+  auto imported = recipes::import_pypi_jax({.index_url = *index_url, .fetch = fetch_index_page});
+  if (!imported) return report(context, imported.error());
+  for (const auto& release : imported->releases) {
+    if (!release.metadata_read) {
+      context.console.info(
+          fmt::format("jax {}: no METADATA of {}", release.version, release.wheel));
+    } else if (!release.builds.empty()) {
+      context.console.info(
+          fmt::format("jax {}: {}", release.version, text::join(release.builds, ", ")));
+    }
+  }
+  if (auto written = recipes::write_facts_overlay(dir, imported->jax); !written) {
+    return report(context, written.error());
+  }
+  context.console.info(
+      fmt::format("{} of {} jax releases have CUDA builds ({} METADATA read) -> {}",
+                  imported->jax.versions.size(), imported->releases.size(), imported->metadata_read,
+                  (dir / "pypi" / "jax.yaml").string()));
+  return 0;
+}
+
 }  // namespace
 
 void register_recipes_import(CLI::App& recipes, Commands& out) {
@@ -263,6 +291,14 @@ void register_recipes_import(CLI::App& recipes, Commands& out) {
   out.push_back({tensorflow, [tensorflow_index](Context& c) {
                    return run_import_pypi_tensorflow(c, *tensorflow_index);
                  }});
+  auto jax_index = std::make_shared<std::optional<std::string>>();
+  auto* jax = import->add_subcommand(
+      "pypi-jax", "Import jax's CUDA builds (cuda11/12/13) from its wheels' metadata on PyPI");
+  jax->add_option(
+         "--index", *jax_index,
+         "Simple-API index URL (default: index-url, else as pip: PIP_INDEX_URL, pip.conf, PyPI)")
+      ->option_text("URL");
+  out.push_back({jax, [jax_index](Context& c) { return run_import_pypi_jax(c, *jax_index); }});
 
   auto upstream_dir = std::make_shared<std::string>();
   auto* upstream = import->add_subcommand(

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <regex>
 
 #include "envkit/core/env_vars.hpp"
 #include "envkit/core/sha256.hpp"
@@ -127,11 +128,32 @@ std::optional<std::string> index_named_after(const std::vector<std::string>& ind
   return std::nullopt;
 }
 
+// jax's CUDA builds are extras of one release on PyPI (recipes/pypi/jax.yaml):
+// the build `cuda12` is `jax[cuda12]`, which brings jax-cuda12-plugin.
+bool build_is_extra(const lock::LockedPackage& framework) {
+  return framework.name == "jax" && framework.build.starts_with("cuda");
+}
+
+// The build of jax a closure holds: the CUDA plugin it brings (`jax-cuda12-plugin`: cuda12).
+std::optional<std::pair<std::string, std::string>> jax_plugin_build(
+    const lock::PythonClosure& closure) {
+  static const std::regex plugin("jax-(cuda[0-9]+)-plugin");
+  for (const auto& wheel : closure.packages) {
+    std::smatch match;
+    if (std::regex_match(wheel.name, match, plugin)) {
+      return std::pair(match[1].str(), fmt::format("it brings {} {}", wheel.name, wheel.version));
+    }
+  }
+  return std::nullopt;
+}
+
 // The framework build as a requirement: `torch==2.4.1+cu124` when a configured
-// index is that build's own, else the plain release.
+// index is that build's own, `jax[cuda12]==0.4.26` for a jax build, else the plain release.
 std::string framework_pin(const lock::LockedPackage& framework,
                           const std::vector<std::string>& indexes) {
   const auto& version = framework.version.original();
+  if (build_is_extra(framework))
+    return fmt::format("{}[{}]=={}", framework.name, framework.build, version);
   if (index_named_after(indexes, framework.build))
     return fmt::format("{}=={}+{}", framework.name, version, framework.build);
   return fmt::format("{}=={}", framework.name, version);
@@ -241,6 +263,7 @@ std::optional<std::pair<std::string, std::string>> resolved_build(
     const lock::PythonClosure& closure, const lock::LockedPackage& framework) {
   const auto* wheel = closure_wheel(closure, framework.name);
   if (wheel == nullptr) return std::nullopt;
+  if (build_is_extra(framework)) return jax_plugin_build(closure);
   if (const auto plus = wheel->version.find('+'); plus != std::string::npos) {
     return std::pair(wheel->version.substr(plus + 1),
                      fmt::format("its wheel is {} {}", wheel->name, wheel->version));
@@ -490,7 +513,8 @@ Result<std::vector<solve::UnavailableBuild>> unavailable_builds(const recipes::D
                      [](const recipes::Build& b) { return !b.wheel_index.empty(); });
     if (on_pypi == version.builds.end()) continue;
     for (const auto& build : version.builds) {
-      if (&build == &*on_pypi || index_named_after(indexes, build.id)) continue;
+      // jax has one build per CUDA major on PyPI itself (extras `cuda12`, `cuda13`).
+      if (!build.wheel_index.empty() || index_named_after(indexes, build.id)) continue;
       unavailable.push_back(
           {.package = (*recipe)->name,
            .version = version.version.original(),

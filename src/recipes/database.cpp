@@ -93,6 +93,15 @@ Result<Database> Database::open(const fs::path& dir) {
     }
   }
   if (ec) return Error::failed(fmt::format("cannot list {}", dir.string())).because(ec.message());
+  // A package read from PyPI alone (jax) has its overlay and no <name>.yaml under it.
+  std::error_code no_overlays;
+  for (const auto& entry : fs::directory_iterator(dir / "pypi", no_overlays)) {
+    const auto name = entry.path().stem().string();
+    if (entry.is_regular_file() && entry.path().extension() == ".yaml" &&
+        std::find(db.names_.begin(), db.names_.end(), name) == db.names_.end()) {
+      db.names_.push_back(name);
+    }
+  }
   std::sort(db.names_.begin(), db.names_.end());
   return db;
 }
@@ -103,11 +112,14 @@ bool Database::contains(std::string_view name) const {
 
 namespace {
 
-// A package's facts file with its pypi/ overlay merged in.
+// A package's facts file with its pypi/ overlay merged in; the overlay alone for a
+// package that has no facts file of its own.
 Result<Recipe> read_merged_facts(const fs::path& dir, std::string_view name) {
-  auto recipe = read_facts_file(dir / (std::string(name) + ".yaml"), name);
-  if (!recipe) return recipe.error();
   std::error_code ec;
+  const auto base = dir / (std::string(name) + ".yaml");
+  if (!fs::exists(base, ec)) return read_facts_file(overlay_path(dir, name), name);
+  auto recipe = read_facts_file(base, name);
+  if (!recipe) return recipe.error();
   if (const auto overlay = overlay_path(dir, name); fs::exists(overlay, ec)) {
     auto refined = read_facts_file(overlay, name);
     if (!refined) return refined.error();
@@ -183,8 +195,14 @@ Result<std::string> Database::digest(std::string_view name,
   files.erase(std::unique(files.begin(), files.end()), files.end());
 
   core::Sha256 hash;
-  if (auto hashed = hash_file(hash, dir_, package + ".yaml", true); !hashed) return hashed.error();
-  if (auto hashed = hash_file(hash, dir_, fs::path("pypi") / (package + ".yaml"), false); !hashed) {
+  // One of the two facts files exists (open() listed the package from it).
+  std::error_code ec;
+  const bool overlay_only = !fs::exists(dir_ / (package + ".yaml"), ec);
+  if (auto hashed = hash_file(hash, dir_, package + ".yaml", !overlay_only); !hashed) {
+    return hashed.error();
+  }
+  if (auto hashed = hash_file(hash, dir_, fs::path("pypi") / (package + ".yaml"), overlay_only);
+      !hashed) {
     return hashed.error();
   }
   for (const auto& file : files) {

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <tuple>
 
+#include "envkit/archive/zip_member.hpp"
 #include "envkit/core/env_vars.hpp"
 #include "envkit/core/text.hpp"
 #include "envkit/core/url.hpp"
@@ -628,6 +629,20 @@ std::optional<specs::VersionSpec> cpython_range(const std::vector<WheelFilename>
   return *std::move(spec);
 }
 
+std::optional<unsigned> cpython_minor(const WheelFilename& wheel) {
+  std::optional<unsigned> newest;
+  for (std::string_view tag : wheel.python_tags) {
+    unsigned minor = 0;
+    if (!tag.starts_with("cp3")) continue;
+    const auto digits = tag.substr(3);
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), minor);
+    if (ec == std::errc{} && end == digits.data() + digits.size()) {
+      newest = std::max(newest.value_or(0), minor);
+    }
+  }
+  return newest;
+}
+
 std::optional<std::pair<unsigned, unsigned>> manylinux_glibc(const WheelFilename& wheel) {
   std::optional<std::pair<unsigned, unsigned>> lowest;
   for (const auto& tag : wheel.platform_tags) {
@@ -675,6 +690,116 @@ Result<std::optional<std::vector<IndexFile>>> fetch_project_files(const PypiImpo
   auto files = parse_index_page(*response, response->url);
   if (!files) return std::move(files).error();
   return std::optional(std::move(files).value());
+}
+
+Result<std::optional<std::string>> fetch_core_metadata(const PypiImportOptions& options,
+                                                       const IndexFile& wheel) {
+  const std::string url = wheel.url + ".metadata";
+  auto response = options.fetch(url, {});
+  if (!response) return std::move(response).error();
+  if (response->status == 404 || response->status == 410) return std::optional<std::string>{};
+  if (response->status < 200 || response->status > 299) {
+    return Error::failed("cannot read the wheel metadata " + text::quoted(url::redacted(url)))
+        .because(fmt::format("the server answered HTTP {}", response->status));
+  }
+  return std::optional(std::move(response->body));
+}
+
+namespace {
+
+// Pieces of one wheel on the index, by HTTP range; a server that answers a
+// range with the whole file (200) is read from that copy from then on.
+class RangedWheel {
+ public:
+  RangedWheel(const PypiImportOptions& options, const IndexFile& wheel)
+      : options_(options), wheel_(wheel) {}
+
+  // The last `count` bytes, with their offset in the file unknown until the
+  // zip's end record says it; nullopt when the index has no such file.
+  Result<std::optional<std::string>> tail(std::uint64_t count) {
+    return get(fmt::format("bytes=-{}", count), [&](const std::string& whole) {
+      return whole.substr(whole.size() - std::min<std::uint64_t>(count, whole.size()));
+    });
+  }
+  // Bytes [first, first + count).
+  Result<std::optional<std::string>> range(std::uint64_t first, std::uint64_t count) {
+    return get(fmt::format("bytes={}-{}", first, first + count - 1), [&](const std::string& whole) {
+      return first >= whole.size() ? std::string() : whole.substr(first, count);
+    });
+  }
+
+ private:
+  template <class Slice>
+  Result<std::optional<std::string>> get(const std::string& range, Slice slice) {
+    if (whole_) return std::optional(slice(*whole_));
+    auto response = options_.fetch(wheel_.url, {"Range: " + range});
+    if (!response) return std::move(response).error();
+    if (response->status == 404 || response->status == 410) return std::optional<std::string>{};
+    if (response->status == 200) {
+      whole_ = std::move(response->body);
+      return std::optional(slice(*whole_));
+    }
+    if (response->status != 206) {
+      return Error::failed("cannot read the wheel " + text::quoted(url::redacted(wheel_.url)))
+          .because(
+              fmt::format("the server answered HTTP {} to `Range: {}`", response->status, range));
+    }
+    return std::optional(std::move(response->body));
+  }
+
+  const PypiImportOptions& options_;
+  const IndexFile& wheel_;
+  std::optional<std::string> whole_;
+};
+
+// The end record and the central directory fit in this much of a wheel's end.
+constexpr std::uint64_t kWheelTail = 64 * 1024;
+
+bool is_metadata_member(std::string_view path) {
+  const auto slash = path.find('/');
+  return slash != std::string_view::npos && path.substr(0, slash).ends_with(".dist-info") &&
+         path.substr(slash + 1) == "METADATA";
+}
+
+Result<std::optional<std::string>> metadata_from_wheel(const PypiImportOptions& options,
+                                                       const IndexFile& wheel) {
+  RangedWheel file(options, wheel);
+  auto tail = file.tail(kWheelTail);
+  if (!tail || !*tail) return tail;
+  auto where = archive::zip_directory_location(**tail, wheel.filename);
+  if (!where) return std::move(where).error();
+  std::string directory;
+  if (where->offset >= where->tail_offset) {
+    directory = (*tail)->substr(where->offset - where->tail_offset, where->size);
+  } else {
+    auto read = file.range(where->offset, where->size);
+    if (!read || !*read) return read;
+    directory = **std::move(read);
+  }
+  auto members = archive::zip_directory_members(directory, wheel.filename);
+  if (!members) return std::move(members).error();
+  const auto member = std::find_if(members->begin(), members->end(),
+                                   [](const auto& m) { return is_metadata_member(m.path); });
+  if (member == members->end()) return std::optional<std::string>{};
+  // The local header's name and extra field may differ in length from the directory's.
+  auto header = file.range(member->offset, 30);
+  if (!header || !*header) return header;
+  auto span = archive::zip_member_span(**header, *member, wheel.filename);
+  if (!span) return std::move(span).error();
+  auto local = file.range(member->offset, *span);
+  if (!local || !*local) return local;
+  auto content = archive::zip_member_content(**local, *member, wheel.filename);
+  if (!content) return std::move(content).error();
+  return std::optional(std::move(content).value());
+}
+
+}  // namespace
+
+Result<std::optional<std::string>> fetch_wheel_metadata(const PypiImportOptions& options,
+                                                        const IndexFile& wheel) {
+  auto served = fetch_core_metadata(options, wheel);
+  if (!served || *served) return served;
+  return metadata_from_wheel(options, wheel);
 }
 
 Result<PypiImport> import_pypi_nvidia(const Recipe& cuda, const Recipe& cudnn,

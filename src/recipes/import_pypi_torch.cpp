@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <map>
 
 #include "envkit/core/text.hpp"
@@ -81,26 +80,8 @@ bool has_extra(const Pin& pin, std::string_view extra) {
 
 // ---------------------------------------------------------------- the index
 
-// The CPython minor of a `cp3XX` tag (cp311 -> 11).
-std::optional<unsigned> cpython_minor(const WheelFilename& wheel) {
-  std::optional<unsigned> newest;
-  for (std::string_view tag : wheel.python_tags) {
-    unsigned minor = 0;
-    if (!tag.starts_with("cp3")) continue;
-    const auto digits = tag.substr(3);
-    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), minor);
-    if (ec == std::errc{} && end == digits.data() + digits.size()) {
-      newest = std::max(newest.value_or(0), minor);
-    }
-  }
-  return newest;
-}
-
 bool manylinux_x86_64(const WheelFilename& wheel) {
-  return manylinux_glibc(wheel) &&
-         std::any_of(wheel.platform_tags.begin(), wheel.platform_tags.end(), [](const auto& tag) {
-           return tag.starts_with("manylinux") && tag.ends_with("_x86_64");
-         });
+  return binary_wheel_platform(wheel) == specs::Platform::linux_x86_64;
 }
 
 // A patch release on the index, with the wheel whose metadata speaks for it.
@@ -147,17 +128,10 @@ std::map<specs::Version, PatchOnIndex> patches_of(const specs::Version& minor,
 // The pins of `wheel`'s PEP 658 metadata; nullopt when the index serves none (404, 410).
 Result<std::optional<TorchWheelPins>> read_pins(const PypiImportOptions& options,
                                                 const IndexFile& wheel) {
-  const std::string url = wheel.url + ".metadata";
-  auto response = options.fetch(url, {});
-  if (!response) return std::move(response).error();
-  if (response->status == 404 || response->status == 410) {
-    return std::optional<TorchWheelPins>{};
-  }
-  if (response->status < 200 || response->status > 299) {
-    return Error::failed("cannot read the wheel metadata " + text::quoted(url::redacted(url)))
-        .because(fmt::format("the server answered HTTP {}", response->status));
-  }
-  return std::optional(parse_torch_wheel_pins(response->body));
+  auto metadata = fetch_core_metadata(options, wheel);
+  if (!metadata) return std::move(metadata).error();
+  if (!*metadata) return std::optional<TorchWheelPins>{};
+  return std::optional(parse_torch_wheel_pins(**metadata));
 }
 
 // ---------------------------------------------------------------- the overlay

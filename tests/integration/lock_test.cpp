@@ -140,9 +140,11 @@ TEST_CASE("lock chooses the stack a GPU user expects", "[cli][lock]") {
       // The build the driver runs natively, with the CUDA and cuDNN it was tested with.
       {"framework: torch 2.4.*\nsystem: {driver: 535.104.05}\n",
        {{"torch", "2.4.1 (cu121)"}, {"cuda", "12.1.1"}, {"cudnn", "9.1.0.70 (cuda12)"}}},
-      // A driver too old for CUDA 12: the cu118 build and CUDA 11.8.
+      // A driver too old for CUDA 12: the cu118 build and CUDA 11.8. PyPI's 2.1.2 is the
+      // cu121 build (its metadata pins 12.1.105), so 2.1.2 cu118 needs PyTorch's index; 2.1.1's
+      // metadata is not served, so which build PyPI has of it is unknown and it stays.
       {"framework: torch 2.1.*\nsystem: {driver: 520.61.05}\n",
-       {{"torch", "2.1.2 (cu118)"}, {"cuda", "11.8.0"}}},
+       {{"torch", "2.1.1 (cu118)"}, {"cuda", "11.8.0"}}},
       // Pascal GPUs: CUDA 12.8+ builds dropped sm_61, the cu126 build still has it.
       {"framework: torch\nsystem: {driver: \">=580.65.06\", cuda-arch: [\"6.1\"]}\n",
        {{"cuda", "12.6.3"}}},
@@ -603,4 +605,61 @@ TEST_CASE("lock: releases the tables lack and the installable CUDA (issue 17)", 
                                Catch::Contains("the machines' glibc is 2.12"));
     CHECK_FALSE(fs::exists(p / "envkit.lock"));
   }
+}
+
+// jax's builds come from recipes/pypi/jax.yaml, read from its wheels' METADATA.
+TEST_CASE("lock: a project pinning jax 0.4.26 gets the CUDA 12 stack jax's metadata states",
+          "[cli][lock][jax]") {
+  // `jax[cuda12]` asks for the CUDA build by name; plain `jax` gets one as every framework does.
+  const std::string requirement = GENERATE("jax[cuda12]==0.4.26", "jax==0.4.26");
+  CAPTURE(requirement);
+  TempDir dir;
+  dir.write("p/requirements.txt", requirement + "\nnumpy\n");
+  const auto p = dir.path() / "p";
+  const auto init = envkit_in(p, {"init"});
+  INFO(init.err);
+  REQUIRE(init.exit_code == 0);
+  CHECK_THAT(read(p / "envkit.yaml"), Catch::Contains("\nframework: jax ==0.4.26\n"));
+  // The machine: a driver for CUDA 12.2, an A100 (as `--driver`/`--gpu` would state them).
+  const Env machine = {{"ENVKIT_OVERRIDE_DRIVER", "535.104.05"},
+                       {"ENVKIT_OVERRIDE_CUDA_ARCH", "8.0"}};
+  const auto r = envkit_in(p, {"lock", "--json"}, machine);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto got = chosen(parsed_json(r.out), "linux-x86_64");
+  CHECK(got.at("jax") == "0.4.26 (cuda12)");
+  // cuda <13,>=12.1 (nvidia-cuda-runtime-cu12 >=12.1.105), the newest the driver runs natively.
+  CHECK(got.at("cuda") == "12.2.2");
+  // cudnn <9.0,>=8.9.2.26 (nvidia-cudnn-cu12): the newest 8.9.
+  CHECK(got.at("cudnn") == "8.9.7.29 (cuda12)");
+  // python <3.13,>=3.9: jax-cuda12-plugin 0.4.26 has wheels up to cp312.
+  CHECK_THAT(got.at("python"), Catch::StartsWith("3.12."));
+}
+
+TEST_CASE("lock: jax 0.4.26 on a driver older than CUDA 12 explains itself", "[cli][lock][jax]") {
+  TempDir dir;
+  const auto p = project(dir, "framework: jax ==0.4.26\nsystem: {driver: 470.57.02}\n");
+  const auto r = envkit_in(p, {"lock"});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("jax") && Catch::Contains("cuda <13,>=12.1") &&
+                        Catch::Contains("470.57.02"));
+  CHECK_FALSE(fs::exists(p / "envkit.lock"));
+}
+
+TEST_CASE("lock: jax's cuda12 and cuda13 builds are both on PyPI and the driver chooses",
+          "[cli][lock][jax]") {
+  using Expected = std::pair<std::string, std::string>;
+  const auto [driver, expected] = GENERATE(table<std::string, Expected>({
+      {"535.104.05", {"0.7.2 (cuda12)", "12.2.2"}},
+      {"580.65.06", {"0.7.2 (cuda13)", "13.0.0"}},
+  }));
+  CAPTURE(driver);
+  TempDir dir;
+  const auto p = project(dir, "framework: jax ==0.7.2\n");
+  const auto r = envkit_in(p, {"lock", "--json"}, {{"ENVKIT_OVERRIDE_DRIVER", driver}});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto got = chosen(parsed_json(r.out), "linux-x86_64");
+  CHECK(got.at("jax") == expected.first);
+  CHECK(got.at("cuda") == expected.second);
 }

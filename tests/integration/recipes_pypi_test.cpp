@@ -102,3 +102,29 @@ TEST_CASE("pypi-nvidia adds NVIDIA's wheels from the index it is given", "[cli][
   // The wheels live apart: the offline artifact file is byte for byte what it was.
   CHECK(read(work.path() / "db" / "cuda" / "12.4.1.yaml") == offline_before);
 }
+
+// Opt-in (ENVKIT_LIVE_TESTS=1): the real PyPI, read as `envkit recipes import pypi-jax` reads
+// it (PEP 658 files where served, else HTTP ranges of the wheels); about 500 requests, a
+// minute. Its output is recorded in docs/recipes.md.
+TEST_CASE("live: pypi-jax finds jax 0.4.26's CUDA 12 build on PyPI", "[cli][recipes][pypi][live]") {
+  const char* live = std::getenv("ENVKIT_LIVE_TESTS");
+  if (!live || std::string_view(live) != "1") {
+    WARN("skipped: set ENVKIT_LIVE_TESTS=1 to read jax's metadata from PyPI");
+    return;
+  }
+  TempDir dir;
+  const auto db = (dir.path() / "recipes").string();
+  const auto imported = run_envkit({.args = {"--recipes", db, "recipes", "import", "pypi-jax",
+                                             "--index", "https://pypi.org/simple/"},
+                                    .env = {{"ENVKIT_INDEX_URL", std::nullopt}}});
+  INFO(imported.err);
+  REQUIRE(imported.exit_code == 0);
+  CHECK_THAT(imported.err, Catch::Contains("jax 0.4.26: cuda12\n"));
+  WARN(imported.err.substr(imported.err.rfind("\n", imported.err.size() - 2) + 1));
+  const auto show = run_envkit({.args = {"--recipes", db, "recipes", "show", "jax", "0.4.26"}});
+  INFO(show.err);
+  REQUIRE(show.exit_code == 0);
+  CHECK(show.out ==
+        "jax 0.4.26 [cuda12]\n  requires cuda <13,>=12.1\n  requires cudnn <9.0,>=8.9.2.26\n"
+        "  requires python <3.13,>=3.9\n  platforms linux-x86_64\n");
+}

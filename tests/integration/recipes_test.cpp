@@ -27,8 +27,8 @@ TEST_CASE("recipes list and show answer in JSON as CLI.md says", "[cli][recipes]
   std::vector<std::string> names;
   for (const auto& p : packages)
     names.push_back(p.at("name"));
-  CHECK(names == std::vector<std::string>{"cuda", "cudnn", "python", "tensorflow", "tensorflow-gpu",
-                                          "torch", "zlib"});
+  CHECK(names == std::vector<std::string>{"cuda", "cudnn", "jax", "python", "tensorflow",
+                                          "tensorflow-gpu", "torch", "zlib"});
 
   const auto show = run_envkit(
       {.args = {"--recipes", committed_recipes(), "recipes", "show", "cuda", "12.4.1", "--json"}});
@@ -80,7 +80,7 @@ TEST_CASE("recipes show names what is missing", "[cli][recipes]") {
 TEST_CASE("recipes check passes on the committed database", "[cli][recipes]") {
   const auto r = run_envkit({.args = {"--recipes", committed_recipes(), "recipes", "check"}});
   CHECK(r.exit_code == 0);
-  CHECK_THAT(r.err, Catch::Contains("7 packages, consistent"));
+  CHECK_THAT(r.err, Catch::Contains("8 packages, consistent"));
 }
 
 TEST_CASE("recipes check --json names each problem in one object, and exits 1", "[cli][recipes]") {

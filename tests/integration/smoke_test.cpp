@@ -195,7 +195,7 @@ TEST_CASE("smoke --framework runs its script with the prefix's own Python", "[cl
     return;
   }
   auto toolchain = fake_toolchain();
-  // The machine's Python stands in for the prefix's (which has neither torch nor tensorflow).
+  // The machine's Python stands in for the prefix's (which has none of torch, tensorflow, jax).
   toolchain.files.push_back({.path = "bin/python3",
                              .content = "#!/bin/sh\nexec " + python->string() + " -I \"$@\"\n",
                              .executable = true});
@@ -214,8 +214,33 @@ TEST_CASE("smoke --framework runs its script with the prefix's own Python", "[cl
   }
   CHECK(framework.at("status") == "skip");
   CHECK_THAT(framework.at("reason").get<std::string>(),
-             Catch::Contains("neither torch nor tensorflow is installed"));
-  CHECK_THAT(r.err, Catch::Contains("framework:     skipped: neither torch nor tensorflow"));
+             Catch::Contains("none of torch, tensorflow, jax is installed"));
+  CHECK_THAT(r.err, Catch::Contains("framework:     skipped: none of torch, tensorflow, jax"));
+}
+
+TEST_CASE("the framework smoke script fails a jax that sees no GPU", "[cli][smoke][jax]") {
+  const auto python = sys::find_on_path("python3");
+  if (!python) {
+    WARN("skipped: no python3");
+    return;
+  }
+  // A stand-in jax whose only device is the CPU, as a CPU-only jaxlib (no jax-cuda12-plugin).
+  TempDir fake;
+  fake.write("jax/__init__.py",
+             "__version__ = '0.4.26'\n"
+             "class _Cpu:\n    platform = 'cpu'\n    def __str__(self): return 'TFRT_CPU_0'\n"
+             "def devices(backend=None): return [_Cpu()]\n");
+  // -S: not the machine's site-packages, so a torch installed there is not tried first.
+  const auto ran = sys::run_process(
+      {python->string(), "-S", (source_dir() / "share/envkit/smoke/framework_smoke.py").string()},
+      {.env = {{"PYTHONPATH", fake.path().string()}}});
+  REQUIRE(ran);
+  INFO(ran->err);
+  CHECK(ran->exit_code == 1);
+  const auto report = json::parse(ran->out);
+  CHECK(report.at("status") == "fail");
+  CHECK(report.at("framework") == "jax");
+  CHECK(report.at("reason") == "jax 0.4.26 sees no GPU (jax.devices() is ['TFRT_CPU_0'])");
 }
 
 TEST_CASE("smoke says which GCC to install when nvcc refuses the default and none older is there",

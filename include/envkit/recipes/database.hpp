@@ -18,8 +18,10 @@ namespace envkit::recipes {
 //   <name>.yaml                  facts of a package (what the solver reads)
 //   <name>/<version>.yaml        archives, runfiles, sources of a version
 //   pypi/<name>/<version>.yaml   NVIDIA wheels of a version (`import pypi-nvidia`)
-//   pypi/<name>.yaml             facts overlay read from PyPI (`import pypi-torch`): merged
-//                                over <name>.yaml, its versions replace those it `replaces`
+//   pypi/<name>.yaml             facts read from PyPI (`import pypi-torch`, `pypi-jax`): an
+//                                overlay merged over <name>.yaml, its versions replacing those
+//                                it `replaces`; the package's only facts where it has no
+//                                <name>.yaml (jax)
 // Packages are read on first use, artifacts only when asked for.
 class Database {
  public:

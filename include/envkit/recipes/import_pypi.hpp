@@ -84,15 +84,16 @@ struct WheelFilename {
 // The envkit platform a wheel installs on: manylinux x86_64 / aarch64 and
 // win_amd64 wheels that need no particular Python (py3-none); else nullopt.
 [[nodiscard]] std::optional<specs::Platform> wheel_platform(const WheelFilename& wheel);
+// The same for a wheel of any Python and ABI (cp312-cp312-manylinux2014_x86_64).
+[[nodiscard]] std::optional<specs::Platform> binary_wheel_platform(const WheelFilename& wheel);
+
+// The newest CPython minor of a wheel's `cp3XX` tags (cp311 -> 11); nullopt without one.
+[[nodiscard]] std::optional<unsigned> cpython_minor(const WheelFilename& wheel);
 
 // The glibc a manylinux wheel needs at least, as {major, minor} (manylinux1 ->
 // 2.5, manylinux2014 -> 2.17, manylinux_2_28 -> 2.28); the lowest of its tags.
 [[nodiscard]] std::optional<std::pair<unsigned, unsigned>> manylinux_glibc(
     const WheelFilename& wheel);
-
-// The envkit platform of any binary wheel (a framework's `cp310-cp310-manylinux2014_x86_64`
-// as well as NVIDIA's py3-none ones): manylinux x86_64 / aarch64, win_amd64; else nullopt.
-[[nodiscard]] std::optional<specs::Platform> binary_wheel_platform(const WheelFilename& wheel);
 
 // The CPython versions a release's wheels are built for, as a range: cp36 … cp39 wheels ->
 // `>=3.6,<3.10`; an abi3 wheel (cp37-abi3) leaves it open above. Python 2 tags are ignored;
@@ -138,6 +139,19 @@ struct PypiImport {
 // header), or nullopt when the index has no such project (404, 410).
 [[nodiscard]] Result<std::optional<std::vector<IndexFile>>> fetch_project_files(
     const PypiImportOptions& options, std::string_view project);
+
+// A wheel's METADATA as its PEP 658 file (`<url>.metadata`), or nullopt when
+// the index serves none (404, 410).
+[[nodiscard]] Result<std::optional<std::string>> fetch_core_metadata(
+    const PypiImportOptions& options, const IndexFile& wheel);
+
+// A wheel's METADATA: its PEP 658 file, else read out of the wheel itself with
+// HTTP range requests (the zip's end record, central directory and the one
+// member; a server that ignores ranges sends the whole wheel, which serves as
+// well), as pip does where an index serves no metadata. nullopt when the index
+// has neither (404, 410) or the wheel holds no `*.dist-info/METADATA`.
+[[nodiscard]] Result<std::optional<std::string>> fetch_wheel_metadata(
+    const PypiImportOptions& options, const IndexFile& wheel);
 
 // Queries the index once per wheel project `cuda` and `cudnn` need.
 [[nodiscard]] Result<PypiImport> import_pypi_nvidia(const Recipe& cuda, const Recipe& cudnn,

@@ -1,5 +1,5 @@
-"""The framework half of `envkit smoke --framework`: does the prefix's PyTorch (or TensorFlow)
-train a small network on the GPU with the prefix's CUDA and cuDNN?
+"""The framework half of `envkit smoke --framework`: does the prefix's PyTorch (or TensorFlow, or
+JAX) train a small network on the GPU with the prefix's CUDA and cuDNN?
 
 A conv net (conv 3x3, 1 -> 8 channels, ReLU, dense 2048 -> 4) learns the orientation of a bar in
 512 generated 16x16 images, like the smoke program (smoke.cu) but through the framework, so the
@@ -7,7 +7,7 @@ framework's own CUDA build, cuDNN convolutions and cuBLAS matrix products are ex
 off. It passes when the training-set loss at least halves in the steps.
 
 usage: python3 framework_smoke.py [--steps N] [--seed S] [--cpu]
-Prints one JSON object on stdout; exit 0 pass, 1 fail, 77 skip (neither torch nor tensorflow
+Prints one JSON object on stdout; exit 0 pass, 1 fail, 77 skip (none of torch, tensorflow, jax
 imports), 2 bad arguments.
 """
 
@@ -129,6 +129,56 @@ def run_tensorflow(tf, args):
                   cuda=build.get("cuda_version"), cudnn=build.get("cudnn_version"))
 
 
+def run_jax(jax, args):
+    devices = jax.devices("cpu") if args.cpu else [d for d in jax.devices() if d.platform == "gpu"]
+    if not devices:
+        return result("fail", "jax %s sees no GPU (jax.devices() is %s)"
+                      % (jax.__version__, [str(d) for d in jax.devices()]),
+                      framework="jax", version=jax.__version__)
+    device = devices[0]
+    import jax.numpy as jnp
+    jax.config.update("jax_default_matmul_precision", "highest")  # no TF32
+    images, labels = make_data(args.seed)
+    x = jax.device_put(jnp.asarray(images, dtype=jnp.float32).reshape(SAMPLES, 1, IMAGE, IMAGE),
+                       device)
+    y = jax.device_put(jnp.asarray(labels, dtype=jnp.int32), device)
+    # PyTorch's default initialization (uniform in +-1/sqrt(fan_in)), as run_torch trains.
+    keys = jax.random.split(jax.random.PRNGKey(args.seed), 4)
+
+    def uniform(key, shape, fan_in):
+        bound = 1.0 / fan_in ** 0.5
+        return jax.random.uniform(key, shape, jnp.float32, -bound, bound)
+
+    dense_in = 8 * IMAGE * IMAGE
+    params = jax.device_put({
+        "conv": uniform(keys[0], (8, 1, 3, 3), 9), "conv_b": uniform(keys[1], (8,), 9),
+        "dense": uniform(keys[2], (dense_in, CLASSES), dense_in),
+        "dense_b": uniform(keys[3], (CLASSES,), dense_in)}, device)
+
+    def loss_fn(p, xb, yb):
+        h = jax.lax.conv_general_dilated(xb, p["conv"], (1, 1), "SAME")  # cuDNN on the GPU
+        h = jax.nn.relu(h + p["conv_b"][None, :, None, None]).reshape(xb.shape[0], -1)
+        logits = h @ p["dense"] + p["dense_b"]
+        picked = jnp.take_along_axis(jax.nn.log_softmax(logits), yb[:, None], axis=1)
+        return -jnp.mean(picked)
+
+    @jax.jit
+    def step(p, xb, yb):
+        grads = jax.grad(loss_fn)(p, xb, yb)
+        return jax.tree_util.tree_map(lambda w, g: w - LEARNING_RATE * g, p, grads)
+
+    loss_first = float(loss_fn(params, x, y))
+    start = time.perf_counter()
+    for i in range(args.steps):
+        begin = (i * BATCH) % SAMPLES
+        params = step(params, x[begin:begin + BATCH], y[begin:begin + BATCH])
+    jax.block_until_ready(params)
+    seconds = time.perf_counter() - start
+    loss_last = float(loss_fn(params, x, y))
+    return judged(loss_first, loss_last, seconds, args, framework="jax", version=jax.__version__,
+                  device=str(device))
+
+
 def judged(loss_first, loss_last, seconds, args, **fields):
     fields.update(steps=args.steps, loss_first=loss_first, loss_last=loss_last,
                   seconds=round(seconds, 4))
@@ -139,16 +189,16 @@ def judged(loss_first, loss_last, seconds, args, **fields):
 
 
 def import_framework():
-    """(name, module) of the first framework installed, or (None, why neither is)."""
+    """(name, module) of the first framework installed, or (None, why none is)."""
     missing = []
-    for name in ("torch", "tensorflow"):
+    for name in ("torch", "tensorflow", "jax"):
         try:
             return name, __import__(name)
         except ModuleNotFoundError as e:
             if e.name != name:  # installed, but something it needs is not: a failure
                 raise
             missing.append(name)
-    return None, "neither %s is installed in this Python (%s)" % (" nor ".join(missing),
+    return None, "none of %s is installed in this Python (%s)" % (", ".join(missing),
                                                                    sys.executable)
 
 
@@ -156,7 +206,8 @@ def run_installed_framework(args):
     name, module = import_framework()
     if name is None:
         return result("skip", module)
-    return run_torch(module, args) if name == "torch" else run_tensorflow(module, args)
+    runners = {"torch": run_torch, "tensorflow": run_tensorflow, "jax": run_jax}
+    return runners[name](module, args)
 
 
 def main():

@@ -246,3 +246,43 @@ TEST_CASE("a setup.py or setup.cfg in python-requirements gives uv its literal r
 }
 
 }  // namespace envkit::locking
+
+namespace envkit::locking {
+namespace {
+
+// What PyPI serves for `jax[cuda12]==0.4.26`: jaxlib, the CUDA 12 plugin, NVIDIA's wheels in
+// the ranges jax's METADATA states.
+python::Closure pypi_jax_cuda12_0_4_26() {
+  return {
+      .wheels = {wheel("jax", "0.4.26", "jax-0.4.26-py3-none-any.whl"),
+                 wheel("jax-cuda12-pjrt", "0.4.26",
+                       "jax_cuda12_pjrt-0.4.26-py3-none-manylinux2014_x86_64.whl"),
+                 wheel("jax-cuda12-plugin", "0.4.26",
+                       "jax_cuda12_plugin-0.4.26-cp312-cp312-manylinux2014_x86_64.whl"),
+                 wheel("jaxlib", "0.4.26", "jaxlib-0.4.26-cp312-cp312-manylinux2014_x86_64.whl"),
+                 wheel("nvidia-cuda-runtime-cu12", "12.2.140",
+                       "nvidia_cuda_runtime_cu12-12.2.140-py3-none-manylinux1_x86_64.whl"),
+                 wheel("nvidia-cudnn-cu12", "8.9.7.29",
+                       "nvidia_cudnn_cu12-8.9.7.29-py3-none-manylinux1_x86_64.whl")},
+      .resolver = "fake index"};
+}
+
+}  // namespace
+}  // namespace envkit::locking
+
+TEST_CASE("a jax build is its extra: jax[cuda12] is resolved, and its plugin names the build",
+          "[locking][jax]") {
+  using namespace envkit::locking;
+  envkit::test::TempDir project;
+  const auto inputs = inputs_for(project, "framework: jax ==0.4.26\n",
+                                 machine({{"ENVKIT_OVERRIDE_DRIVER", "535.104.05"}}));
+  FakeResolver resolver{.closure = pypi_jax_cuda12_0_4_26()};
+  const auto lockfile = locked(inputs, resolver.factory());
+  // Not `jax==0.4.26`, whose jaxlib alone sees no GPU.
+  CHECK(std::find(resolver.requirements.back().begin(), resolver.requirements.back().end(),
+                  "jax[cuda12]==0.4.26") != resolver.requirements.back().end());
+  // The closure's runtime (12.2.140) is not read as a torch-style `cu122` build.
+  CHECK(package(lockfile, "jax").build == "cuda12");
+  CHECK(package(lockfile, "cuda").version.original().starts_with("12.2."));
+  CHECK(package(lockfile, "cudnn").version.original() == "8.9.7.29");
+}

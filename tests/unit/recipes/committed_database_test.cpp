@@ -76,7 +76,8 @@ std::vector<fs::path> manifests(const std::string& folder) {
 
 TEST_CASE("the committed database loads and is consistent", "[recipes][database]") {
   const Database db = committed();
-  CHECK(db.names() == std::vector<std::string>{"cuda", "cudnn", "python", "tensorflow",
+  // jax has no facts file of its own: recipes/pypi/jax.yaml is its only one.
+  CHECK(db.names() == std::vector<std::string>{"cuda", "cudnn", "jax", "python", "tensorflow",
                                                "tensorflow-gpu", "torch", "zlib"});
   auto problems = check_database(db);
   REQUIRE(problems);
@@ -106,6 +107,25 @@ TEST_CASE("the committed database says what the framework tables say", "[recipes
   };
   CHECK(component("cuda_cudart") == "12.4.127");
   CHECK(component("cuda_nvcc") == "12.4.131");
+}
+
+TEST_CASE("the committed database has jax 0.4.26 with the CUDA 12 build its METADATA states",
+          "[recipes][database]") {
+  const Database db = committed();
+  auto jax = db.facts("jax");
+  REQUIRE(jax);
+  const auto* release = (*jax)->find(specs::Version::parse("0.4.26").value());
+  REQUIRE(release != nullptr);
+  REQUIRE(release->builds.size() == 1);
+  const auto& build = release->builds[0];
+  CHECK(build.id == "cuda12");
+  // jax 0.4.26's METADATA, extra cuda12: nvidia-cuda-runtime-cu12 >=12.1.105,
+  // nvidia-cudnn-cu12 <9.0,>=8.9.2.26; Requires-Python >=3.9; plugin wheels cp39..cp312.
+  CHECK(build.requires_.at("cuda").to_string() == "<13,>=12.1");
+  CHECK(build.requires_.at("cudnn").to_string() == "<9.0,>=8.9.2.26");
+  CHECK(build.requires_.at("python").to_string() == "<3.13,>=3.9");
+  CHECK(build.platforms == std::vector{specs::Platform::linux_x86_64});
+  CHECK(build.wheel_index == kPypiIndex);
 }
 
 TEST_CASE("the committed database agrees with every NVIDIA manifest",

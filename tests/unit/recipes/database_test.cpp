@@ -217,3 +217,29 @@ TEST_CASE("digest of an unknown package is an input error", "[recipes][db][diges
   CHECK(digest.error().message() == "no recipe for `cudaa` in " + dir.path().string());
   CHECK(digest.error().hints().at(0) == "did you mean `cuda`?");
 }
+
+TEST_CASE("a package whose only facts are its pypi/ overlay is listed, read and digested",
+          "[recipes][db]") {
+  test::TempDir dir;
+  write_all(dir.path(), {cuda()});
+  Recipe jax = torch(">=12.1,<13");
+  jax.name = "jax";
+  REQUIRE(write_facts_overlay(dir.path(), jax));
+  auto db = Database::open(dir.path());
+  REQUIRE(db);
+  CHECK(db->names() == std::vector<std::string>{"cuda", "jax"});
+  auto facts = db->facts("jax");
+  INFO((facts ? "" : facts.error().to_string()));
+  REQUIRE(facts);
+  CHECK((*facts)->versions.size() == jax.versions.size());
+  auto digest = db->digest("jax", {});
+  REQUIRE(digest);
+  // The overlay is what the digest covers: changing it changes the digest.
+  jax.sources.push_back("changed");
+  REQUIRE(write_facts_overlay(dir.path(), jax));
+  auto again = Database::open(dir.path());
+  REQUIRE(again);
+  auto changed = again->digest("jax", {});
+  REQUIRE(changed);
+  CHECK(*changed != *digest);
+}

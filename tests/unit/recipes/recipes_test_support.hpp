@@ -69,6 +69,9 @@ struct FakeIndex {
   std::map<std::string, recipes::IndexResponse> pages;
   std::vector<std::string> asked;
   std::vector<std::vector<std::string>> headers;
+  // Answer `Range: bytes=A-B` / `bytes=-N` with 206 and those bytes, as PyPI's file host
+  // does; false: the whole file (200), as a server that ignores ranges.
+  bool ranges = false;
 
   void add_url(std::string url, std::string content_type, std::string body) {
     pages[std::move(url)] = recipes::IndexResponse{
@@ -79,12 +82,34 @@ struct FakeIndex {
     add_url(fake_index_url(project) + "/", std::move(content_type), std::move(body));
   }
 
+  static recipes::IndexResponse slice(recipes::IndexResponse whole, std::string_view header) {
+    const auto range = header.substr(std::string_view("Range: bytes=").size());
+    const auto dash = range.find('-');
+    const auto size = whole.body.size();
+    std::size_t first = 0;
+    std::size_t last = size - 1;
+    if (dash == 0) {
+      first = size - std::min<std::size_t>(std::stoull(std::string(range.substr(1))), size);
+    } else {
+      first = std::stoull(std::string(range.substr(0, dash)));
+      last = std::min<std::size_t>(std::stoull(std::string(range.substr(dash + 1))), size - 1);
+    }
+    whole.status = 206;
+    whole.body = first > last ? std::string() : whole.body.substr(first, last - first + 1);
+    return whole;
+  }
+
   recipes::FetchIndexPage fetcher() {
     return [this](const std::string& url,
                   const std::vector<std::string>& sent) -> Result<recipes::IndexResponse> {
       asked.push_back(url);
       headers.push_back(sent);
-      if (auto it = pages.find(url); it != pages.end()) return it->second;
+      if (auto it = pages.find(url); it != pages.end()) {
+        for (const auto& header : sent) {
+          if (ranges && header.starts_with("Range: bytes=")) return slice(it->second, header);
+        }
+        return it->second;
+      }
       return recipes::IndexResponse{
           .status = 404, .content_type = "text/plain", .body = "Not Found"};
     };
