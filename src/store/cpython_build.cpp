@@ -10,6 +10,7 @@
 #include "envkit/core/text.hpp"
 #include "envkit/sys/fs.hpp"
 #include "envkit/sys/process.hpp"
+#include "python_layer.hpp"
 
 namespace envkit::store {
 
@@ -50,20 +51,13 @@ std::string module_check_script() {
       names);
 }
 
-// `#!/prefix/bin/python3.9` -> a shebang that runs the python beside the script
-// (python-build-standalone's form): the prefix is a cache entry, linked into
-// every environment, and a script must not run another environment's python.
-std::string relocatable_shebang(std::string_view interpreter) {
-  return fmt::format(
-      "#!/bin/sh\n"
-      "'''exec' \"$(dirname -- \"$(realpath -- \"$0\")\")\"/'{}' \"$0\" \"$@\"\n"
-      "' '''\n",
-      interpreter);
-}
-
-Result<void> relocate_scripts(const fs::path& bin, const fs::path& prefix) {
+// ensurepip writes pip3 with `#!ENTRY/bin/python3.9`: the entry is linked into
+// every environment, and a script must run its own environment's python, not
+// the entry's, so the scripts of bin/ find python beside themselves (as pip's
+// scripts in a prefix do).
+Result<void> relocate_scripts(const fs::path& installed, const fs::path& prefix) {
   constexpr std::uintmax_t kScriptLimit = 1 << 20;
-  const std::string shebang = "#!" + (prefix / "bin").string() + "/";
+  const auto bin = installed / "bin";
   std::error_code error;
   for (fs::directory_iterator it(bin, error), end; !error && it != end; it.increment(error)) {
     std::error_code ignored;
@@ -71,22 +65,9 @@ Result<void> relocate_scripts(const fs::path& bin, const fs::path& prefix) {
         it->file_size(ignored) > kScriptLimit) {
       continue;
     }
-    auto text = sys::read_file(it->path());
-    if (!text || !text->starts_with(shebang)) continue;
-    const auto newline = text->find('\n');
-    const auto interpreter =
-        std::string_view(*text).substr(shebang.size(), newline - shebang.size());
-    if (!interpreter.starts_with("python") || interpreter.find(' ') != std::string_view::npos) {
-      continue;
+    if (auto relocated = python::relocate_script(prefix, it->path()); !relocated) {
+      return std::move(relocated).error();
     }
-    const auto rest = newline == std::string::npos ? std::string() : text->substr(newline + 1);
-    const auto status = fs::status(it->path(), ignored);
-    if (auto written =
-            sys::write_file_atomic(it->path(), relocatable_shebang(interpreter) + rest);
-        !written) {
-      return written;
-    }
-    fs::permissions(it->path(), status.permissions(), ignored);
   }
   if (error) {
     return Error::failed(fmt::format("cannot list `{}`", bin.string())).because(error.message());
@@ -124,7 +105,7 @@ std::string missing_module_warning(const std::string& label, const std::string& 
 
 Result<std::vector<std::string>> finish_cpython(const SourceBuild& build, const fs::path& installed,
                                                 BuildLog& log) {
-  if (auto relocated = relocate_scripts(installed / "bin", build.prefix); !relocated) {
+  if (auto relocated = relocate_scripts(installed, build.prefix); !relocated) {
     return std::move(relocated).error();
   }
   if (auto links = archive::add_python_links(installed); !links) return std::move(links).error();

@@ -44,7 +44,7 @@ sys::ProcessOutput run_in_prefix(const fs::path& program, std::vector<std::strin
 
 }  // namespace
 
-TEST_CASE("install builds CPython 3.9.2 from its python.org tarball; ctypes, zlib, sqlite3, pip",
+TEST_CASE("install builds CPython 3.9.2 from its python.org tarball: ctypes zlib sqlite3 and pip work",
           "[cli][install][source][python][slow]") {
   if (nginx_missing() || build_tools_missing()) return;
   const auto cached = test_cache() / std::string(kCpythonTarball);

@@ -112,7 +112,7 @@ TEST_CASE("pyenv: a bad hash or another release's tarball is an error at file:li
   const std::vector<SourceText> bad = {{.text = bad_hash, .file = "defs/3.7.9"}};
   auto result = import_python_source(bad, "p");
   REQUIRE_FALSE(result);
-  CHECK(result.error().headline() == "defs/3.7.9:2:80: `NOTAHASH` is not a lowercase hex sha256");
+  CHECK(result.error().headline() == "defs/3.7.9:2:89: `NOTAHASH` is not a lowercase hex sha256");
 
   const std::string other = python_line("3.7.8", kXzHash);
   const std::vector<SourceText> mismatch = {{.text = other, .file = "defs/3.7.9"}};

@@ -121,7 +121,7 @@ TEST_CASE("a CPython build installs relocatable scripts, python/pip links and mo
   const auto bin = build.install_root / "bin";
   // pip3 runs the python beside it, not the one of the prefix it was built for.
   CHECK(read_text_of(bin / "pip3") ==
-        "#!/bin/sh\n'''exec' \"$(dirname -- \"$(realpath -- \"$0\")\")\"/'python3.7' \"$0\" "
+        "#!/bin/sh\n'''exec' \"$(dirname -- \"$(realpath -- \"$0\")\")/python3.7\" \"$0\" "
         "\"$@\"\n' '''\nprint(1)\n");
   CHECK(fs::status(bin / "pip3").permissions() == fs::status(bin / "python3.7").permissions());
   CHECK(fs::read_symlink(bin / "python") == "python3");
