@@ -274,7 +274,9 @@ void register_recipes_import(CLI::App& recipes, Commands& out) {
       "pyenv",
       "Import CPython source releases from pyenv's python-build definitions into pyenv/ (an "
       "overlay)");
-  pyenv->add_option("DIR", pyenv_args->definitions, "pyenv's plugins/python-build/share/python-build")
+  pyenv
+      ->add_option("DIR", pyenv_args->definitions,
+                   "pyenv's plugins/python-build/share/python-build")
       ->required();
   pyenv
       ->add_option("--provenance", pyenv_args->provenance,

@@ -119,16 +119,16 @@ Result<Artifact> archive_artifact(const Download& d, std::string_view key, std::
     return Error::input(fmt::format("{}: entry {}: unknown archive format in {}", file,
                                     text::quoted(key), text::quoted(d.url)));
   }
-  return Artifact{.platform = *envkit_platform(d),
-                  .component = "python",
-                  .kind = ArtifactKind::archive,
-                  .url = d.url,
-                  .sha256 = *d.sha256,
-                  .size = std::nullopt,  // the metadata gives no sizes
-                  .format = *format,
-                  .layout = is_install_only(d.url) ? Layout::python_standalone
-                                                   : Layout::python_standalone_full,
-                  .wheel_root = {}};
+  return Artifact{
+      .platform = *envkit_platform(d),
+      .component = "python",
+      .kind = ArtifactKind::archive,
+      .url = d.url,
+      .sha256 = *d.sha256,
+      .size = std::nullopt,  // the metadata gives no sizes
+      .format = *format,
+      .layout = is_install_only(d.url) ? Layout::python_standalone : Layout::python_standalone_full,
+      .wheel_root = {}};
 }
 
 RecipeVersion& version_entry(Recipe& recipe, const Download& d) {

@@ -114,8 +114,8 @@ Result<std::vector<std::string>> finish_cpython(const SourceBuild& build, const 
   std::vector<std::string> names;
   for (const auto& module : kNeededModules)
     names.emplace_back(module.name);
-  log.text += fmt::format("$ {} -I -c '<import each of {}>'\n", python.string(),
-                          text::join(names, ", "));
+  log.text +=
+      fmt::format("$ {} -I -c '<import each of {}>'\n", python.string(), text::join(names, ", "));
   auto ran = sys::run_process({python.string(), "-I", "-c", module_check_script()},
                               {.env = {{"PYTHONHOME", std::nullopt}, {"PYTHONPATH", std::nullopt}},
                                .timeout = std::chrono::minutes(2)});

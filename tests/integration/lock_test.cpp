@@ -338,7 +338,8 @@ TEST_CASE("a pinned python ==3.8.5 is locked exactly, from a full standalone arc
   CHECK(artifact.at("kind") == "archive");
   CHECK(artifact.at("sha256") ==
         "30841db814a7837780b7161b13ad94e4da5a5425c054cedceb07052abf20c4c2");
-  CHECK_THAT(read(p / "envkit.lock"), Catch::Contains("            layout: python-standalone-full\n"));
+  CHECK_THAT(read(p / "envkit.lock"),
+             Catch::Contains("            layout: python-standalone-full\n"));
 }
 
 TEST_CASE("tensorflow-gpu 1.6 gets a Python 3.6 it supports, built from source", "[cli][lock]") {

@@ -44,8 +44,9 @@ sys::ProcessOutput run_in_prefix(const fs::path& program, std::vector<std::strin
 
 }  // namespace
 
-TEST_CASE("install builds CPython 3.9.2 from its python.org tarball: ctypes zlib sqlite3 and pip work",
-          "[cli][install][source][python][slow]") {
+TEST_CASE(
+    "install builds CPython 3.9.2 from its python.org tarball: ctypes zlib sqlite3 and pip work",
+    "[cli][install][source][python][slow]") {
   if (nginx_missing() || build_tools_missing()) return;
   const auto cached = test_cache() / std::string(kCpythonTarball);
   if (!fs::is_regular_file(cached)) {
@@ -77,12 +78,12 @@ TEST_CASE("install builds CPython 3.9.2 from its python.org tarball: ctypes zlib
   // -O0: the test checks that the build works and is relocatable, not its speed;
   // an optimised build takes about three times as long on two cores.
   const auto started = std::chrono::steady_clock::now();
-  const auto r = run_envkit({.args = {"-C", root.string(), "--cache-dir", cache.string(),
-                                      "install", "--frozen", "--json"},
+  const auto r = run_envkit({.args = {"-C", root.string(), "--cache-dir", cache.string(), "install",
+                                      "--frozen", "--json"},
                              .env = {{"CFLAGS", "-O0"}},
                              .timeout = std::chrono::minutes(40)});
-  const auto took = std::chrono::duration_cast<std::chrono::seconds>(
-      std::chrono::steady_clock::now() - started);
+  const auto took =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started);
   WARN("CPython 3.9.2 built and installed in " << took.count() << " s");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);

@@ -21,15 +21,13 @@ enum class ArtifactKind : std::uint8_t {
 
 // How an archive's entries map into the prefix.
 enum class Layout : std::uint8_t {
-  nvidia_redist,      // strip the single top folder; {bin,include,lib,...} land in the prefix
-  cudnn_legacy,       // cuda/include -> include, cuda/lib64 -> lib (legacy cuDNN .tgz)
-  python_standalone,  // python/ -> prefix (python-build-standalone install_only)
-  // python/install/ -> prefix: python-build-standalone "full" archives (a build
-  // tree; the only ones for 3.8.2 … 3.10.0 on some platforms), the way uv reads them
-  python_standalone_full,
-  nvidia_wheel,       // nvidia/<name>/... or nvidia/cu13/... -> prefix
-  source_tree,        // strip the single top folder into a build directory
-  none,               // not unpacked (runfile)
+  nvidia_redist,           // strip the single top folder; {bin,include,lib,...} land in the prefix
+  cudnn_legacy,            // cuda/include -> include, cuda/lib64 -> lib (legacy cuDNN .tgz)
+  python_standalone,       // python/ -> prefix (python-build-standalone install_only)
+  python_standalone_full,  // python/install/ -> prefix (its "full" archives; the build tree, not)
+  nvidia_wheel,            // nvidia/<name>/... or nvidia/cu13/... -> prefix
+  source_tree,             // strip the single top folder into a build directory
+  none,                    // not unpacked (runfile)
 };
 
 // How a source artifact is built (docs/recipes.md). Absent on an artifact:

@@ -16,8 +16,7 @@ namespace envkit::store {
 // The configure arguments besides --prefix: --enable-shared,
 // --with-ensurepip=install, and LDFLAGS with the rpath `$ORIGIN/../lib` (as
 // the Makefile needs it written) followed by `user_ldflags` ($LDFLAGS).
-[[nodiscard]] std::vector<std::string> cpython_configure_arguments(
-    const std::string& user_ldflags);
+[[nodiscard]] std::vector<std::string> cpython_configure_arguments(const std::string& user_ldflags);
 
 // After `make install` put the tree for `build.prefix` at `installed`: the
 // scripts of bin/ that name the prefix's python (pip3, ...) find it beside
@@ -25,9 +24,8 @@ namespace envkit::store {
 // deep-learning code needs are imported by the installed python. Returns a
 // warning per module that is missing, naming the Debian package it needs; a
 // python that does not run at all is an error (the log gets its output).
-[[nodiscard]] Result<std::vector<std::string>> finish_cpython(const SourceBuild& build,
-                                                              const std::filesystem::path& installed,
-                                                              BuildLog& log);
+[[nodiscard]] Result<std::vector<std::string>> finish_cpython(
+    const SourceBuild& build, const std::filesystem::path& installed, BuildLog& log);
 
 // The warning for module `module` missing from a CPython X.`minor` build.
 [[nodiscard]] std::string missing_module_warning(const std::string& label,

@@ -231,7 +231,8 @@ Recipe python_archives() {
   return {.name = "python",
           .sources = {"download-metadata.json"},
           .default_components = {},
-          .versions = {{.version = v("3.9.2"), .release_date = {}, .components = {}, .builds = {build}}}};
+          .versions = {
+              {.version = v("3.9.2"), .release_date = {}, .components = {}, .builds = {build}}}};
 }
 
 Recipe python_sources() {
@@ -239,8 +240,9 @@ Recipe python_sources() {
   for (const auto* version : {"3.7.9", "3.9.2"}) {
     Build build;
     build.platforms = {specs::Platform::linux_x86_64};
-    auto source = artifact("python", ArtifactKind::source,
-                           std::string("https://python.example/Python-") + version + ".tar.xz", 'c');
+    auto source =
+        artifact("python", ArtifactKind::source,
+                 std::string("https://python.example/Python-") + version + ".tar.xz", 'c');
     source.layout = Layout::source_tree;
     source.build_system = BuildSystem::cpython;
     build.artifacts = {source};

@@ -34,9 +34,10 @@ else
 fi
 )";
 
-const std::string kTgzOnly = std::string(
-                                 R"(install_package "Python-3.5.0" "https://www.python.org/ftp/python/3.5.0/Python-3.5.0.tgz#)") +
-                             std::string(kTgzHash) + "\" standard verify_py35 ensurepip\n";
+const std::string kTgzOnly =
+    std::string(
+        R"(install_package "Python-3.5.0" "https://www.python.org/ftp/python/3.5.0/Python-3.5.0.tgz#)") +
+    std::string(kTgzHash) + "\" standard verify_py35 ensurepip\n";
 
 std::string python_line(std::string_view version, std::string_view hash) {
   return "install_package \"Python-" + std::string(version) +
@@ -53,8 +54,7 @@ std::vector<std::string> version_texts(const Recipe& recipe) {
 
 }  // namespace
 
-TEST_CASE("pyenv: the .tar.xz is preferred, its hash from the URL's fragment",
-          "[other][pyenv]") {
+TEST_CASE("pyenv: the .tar.xz is preferred, its hash from the URL's fragment", "[other][pyenv]") {
   const std::vector<SourceText> definitions = {{.text = kWithXz, .file = "defs/3.7.9"}};
   auto recipe = import_python_source(definitions, "github.com/pyenv/pyenv@abc:defs");
   INFO((recipe ? "" : recipe.error().to_string()));
@@ -88,9 +88,9 @@ TEST_CASE("pyenv: a definition with only a .tgz gives the .tgz", "[other][pyenv]
 
 TEST_CASE("pyenv: pre-releases, -dev, free-threaded, debug and other series are skipped",
           "[other][pyenv]") {
-  const std::vector<std::string> names = {"3.15.0b4", "3.14.0t",  "3.7-dev", "3.13t-dev",
-                                           "3.6.15-debug", "3.4.10", "2.7.18", "3.15.0",
-                                           "3.8.0rc1", "3.10.0", "3.6.15"};
+  const std::vector<std::string> names = {"3.15.0b4",     "3.14.0t", "3.7-dev", "3.13t-dev",
+                                          "3.6.15-debug", "3.4.10",  "2.7.18",  "3.15.0",
+                                          "3.8.0rc1",     "3.10.0",  "3.6.15"};
   std::vector<std::string> texts;
   for (const auto& name : names)
     texts.push_back(python_line(name, kXzHash));
@@ -98,7 +98,8 @@ TEST_CASE("pyenv: pre-releases, -dev, free-threaded, debug and other series are 
   for (std::size_t i = 0; i < names.size(); ++i)
     definitions.push_back({.text = texts[i], .file = names[i]});
   // A -dev definition installs from git, with no hash at all.
-  const std::string dev = "install_git \"Python-3.9-dev\" \"https://github.com/python/cpython\" 3.9\n";
+  const std::string dev =
+      "install_git \"Python-3.9-dev\" \"https://github.com/python/cpython\" 3.9\n";
   definitions.push_back({.text = dev, .file = "3.9-dev"});
   auto recipe = import_python_source(definitions, "p");
   INFO((recipe ? "" : recipe.error().to_string()));

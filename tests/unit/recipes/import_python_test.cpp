@@ -49,8 +49,7 @@ TEST_CASE("python: CPython 3.8 to 3.14 final releases with a hashed archive", "[
   CHECK(recipe.sources == std::vector<std::string>{"downloads.json"});
   // 3.15 and 3.7 are outside the range, 3.14.0rc3 is a pre-release, 3.8.19 and 3.9.6
   // have no sha256.
-  CHECK(version_texts(recipe) ==
-        std::vector<std::string>{"3.8.20", "3.9.7", "3.12.2", "3.12.14"});
+  CHECK(version_texts(recipe) == std::vector<std::string>{"3.8.20", "3.9.7", "3.12.2", "3.12.14"});
 }
 
 TEST_CASE("python: a full archive serves a version that has no install_only one",

@@ -91,7 +91,8 @@ TEST_CASE("a missing module's warning names the module and the package its build
         "python 3.9.2: `ctypes` is missing (ctypes (torch, numpy's loaders)): its build needs "
         "libffi-dev; `sudo apt-get install libffi-dev` (Debian, Ubuntu), then `envkit cache "
         "clean` and reinstall");
-  CHECK_THAT(missing_module_warning("python 3.9.2", "sqlite3", 9), Catch::Contains("libsqlite3-dev"));
+  CHECK_THAT(missing_module_warning("python 3.9.2", "sqlite3", 9),
+             Catch::Contains("libsqlite3-dev"));
   CHECK_THAT(missing_module_warning("python 3.9.2", "lzma", 9), Catch::Contains("liblzma-dev"));
   CHECK_THAT(missing_module_warning("python 3.9.2", "bz2", 9), Catch::Contains("libbz2-dev"));
   CHECK_THAT(missing_module_warning("python 3.9.2", "zlib", 9), Catch::Contains("zlib1g-dev"));
@@ -126,9 +127,9 @@ TEST_CASE("a CPython build installs relocatable scripts, python/pip links and mo
   CHECK(fs::status(bin / "pip3").permissions() == fs::status(bin / "python3.7").permissions());
   CHECK(fs::read_symlink(bin / "python") == "python3");
   CHECK(fs::read_symlink(bin / "pip") == "pip3");
-  CHECK(built->warnings == std::vector<std::string>{
-                               missing_module_warning("python 3.7.9", "_ssl", 7),
-                               missing_module_warning("python 3.7.9", "ctypes", 7)});
+  CHECK(built->warnings ==
+        std::vector<std::string>{missing_module_warning("python 3.7.9", "_ssl", 7),
+                                 missing_module_warning("python 3.7.9", "ctypes", 7)});
   CHECK_THAT(read_text_of(build.log),
              Catch::Contains("# warning: " + missing_module_warning("python 3.7.9", "_ssl", 7)));
 }
