@@ -97,7 +97,7 @@ TEST_CASE(
   INFO(imported.err);
   CHECK(imported.exit_code == 0);
   // The prefix's python is its own: sys.prefix is the prefix, not the cache entry it came from.
-  CHECK(imported.out == fs::canonical(prefix).string() + "\n");
+  CHECK(imported.out == prefix.string() + "\n");
 
   const auto pip = run_in_prefix(python, {"-m", "pip", "--version"});
   INFO(pip.err);
@@ -107,7 +107,7 @@ TEST_CASE(
   // bin/pip runs the python beside it (its shebang names no cache entry).
   const auto pip_script = run_in_prefix(prefix / "bin" / "pip", {"--version"});
   CHECK(pip_script.exit_code == 0);
-  CHECK_THAT(pip_script.out, Catch::Contains(fs::canonical(prefix).string()));
+  CHECK_THAT(pip_script.out, Catch::Contains(" from " + fs::canonical(prefix).string() + "/lib/"));
 
   // libpython is found through the $ORIGIN rpath, wherever the tree is.
   const auto dynamic = sys::run_process({"readelf", "-d", (prefix / "bin" / "python3.9").string()});

@@ -34,6 +34,9 @@ void write_program(const fs::path& path, const std::string& text) {
 fs::path write_fake_cpython(const fs::path& dir, bool configure_fails = false) {
   fs::create_directories(dir);
   write_program(dir / "python3.7", "#!/bin/sh\necho 7\necho _ssl\necho ctypes\n");
+  // pip's form for a shebang too long for the kernel (a cache entry's path often is).
+  write_program(dir / "pydoc3.in",
+                "#!/bin/sh\n'''exec' \"@PREFIX@/bin/python3.7\" \"$0\" \"$@\"\n' '''\nprint(2)\n");
   write_program(dir / "configure",
                 configure_fails ? "#!/bin/sh\necho 'configure: error: no acceptable C compiler "
                                   "found in $PATH'\nexit 1\n"
@@ -50,6 +53,8 @@ fs::path write_fake_cpython(const fs::path& dir, bool configure_fails = false) {
                                   "  printf '\\tprintf \"#!%s/bin/python3.7\\\\nprint(1)\\\\n\" "
                                   "> $(DESTDIR)%s/bin/pip3\\n' \"$prefix\" \"$prefix\"\n"
                                   "  printf '\\tchmod 755 $(DESTDIR)%s/bin/pip3\\n' \"$prefix\"\n"
+                                  "  printf '\\tsed s,@PREFIX@,%s, pydoc3.in > "
+                                  "$(DESTDIR)%s/bin/pydoc3\\n' \"$prefix\" \"$prefix\"\n"
                                   "} > Makefile\n");
   return dir;
 }
@@ -125,6 +130,9 @@ TEST_CASE("a CPython build installs relocatable scripts, python/pip links and mo
         "#!/bin/sh\n'''exec' \"$(dirname -- \"$(realpath -- \"$0\")\")/python3.7\" \"$0\" "
         "\"$@\"\n' '''\nprint(1)\n");
   CHECK(fs::status(bin / "pip3").permissions() == fs::status(bin / "python3.7").permissions());
+  CHECK(read_text_of(bin / "pydoc3") ==
+        "#!/bin/sh\n'''exec' \"$(dirname -- \"$(realpath -- \"$0\")\")/python3.7\" \"$0\" "
+        "\"$@\"\n' '''\nprint(2)\n");
   CHECK(fs::read_symlink(bin / "python") == "python3");
   CHECK(fs::read_symlink(bin / "pip") == "pip3");
   CHECK(built->warnings ==
