@@ -254,7 +254,7 @@ Recipe python_sources() {
 
 }  // namespace
 
-TEST_CASE("the source overlay adds versions; a prebuilt archive wins where both exist",
+TEST_CASE("the source overlay adds versions, and a prebuilt archive wins where both exist",
           "[recipes][db][overlay]") {
   test::TempDir dir;
   REQUIRE(write_recipe(dir.path(), python_archives(), ArtifactSet::offline));
