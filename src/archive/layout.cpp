@@ -87,6 +87,16 @@ PathMap python_standalone_map() {
   };
 }
 
+// python-build-standalone "full" archives: one top folder (stripped, as uv
+// does), the installation under install/; the build tree beside it is left out.
+PathMap python_standalone_full_map() {
+  return [](std::string_view path) -> std::optional<std::string> {
+    const auto [first, rest] = split_first(path);
+    if (first != "install" || rest.empty()) return std::nullopt;
+    return std::string(rest);
+  };
+}
+
 // Python package markers that mean nothing in a prefix.
 bool is_python_clutter(std::string_view path) {
   std::string_view rest = path;
@@ -209,6 +219,10 @@ ExtractOptions layout_options(const LayoutTarget& target, ExtractOptions base) {
       break;
     case Layout::python_standalone:
       base.map = python_standalone_map();
+      break;
+    case Layout::python_standalone_full:
+      base.strip_components = 1;
+      base.map = python_standalone_full_map();
       break;
     case Layout::nvidia_wheel:
       base.map = nvidia_wheel_map(target);

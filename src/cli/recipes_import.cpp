@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "envkit/core/text.hpp"
 #include "envkit/core/url.hpp"
 #include "envkit/net/fetch.hpp"
@@ -12,6 +14,7 @@
 #include "envkit/recipes/import_pypi_tensorflow.hpp"
 #include "envkit/recipes/import_pypi_jax.hpp"
 #include "envkit/recipes/import_pypi_torch.hpp"
+#include "envkit/recipes/import_python_source.hpp"
 #include "envkit/recipes/import_upstream.hpp"
 #include "envkit/sys/fs.hpp"
 #include "settings.hpp"
@@ -239,6 +242,51 @@ int run_import_pypi_jax(Context& context, const std::optional<std::string>& inde
   return 0;
 }
 
+struct PyenvArgs {
+  std::string definitions;
+  std::optional<std::string> provenance;
+};
+
+// The definition files of a python-build folder, sorted by name.
+Result<std::vector<std::pair<std::string, std::string>>> read_definitions(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    return Error::input(fmt::format("{} is not a folder of pyenv definitions", dir.string()))
+        .hint(
+            "pass pyenv's plugins/python-build/share/python-build (scripts/import-pyenv extracts "
+            "it from a pyenv checkout)");
+  }
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (!entry.is_regular_file()) continue;
+    auto text = sys::read_file(entry.path());
+    if (!text) return text.error();
+    files.emplace_back(entry.path().string(), *std::move(text));
+  }
+  if (ec) return Error::failed(fmt::format("cannot list {}", dir.string())).because(ec.message());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+int run_import_pyenv(Context& context, const PyenvArgs& args) {
+  auto files = read_definitions(args.definitions);
+  if (!files) return report(context, files.error());
+  std::vector<recipes::SourceText> definitions;
+  for (const auto& [path, text] : *files)
+    definitions.push_back({.text = text, .file = path});
+  auto imported =
+      recipes::import_python_source(definitions, args.provenance.value_or(args.definitions));
+  if (!imported) return report(context, imported.error());
+  const fs::path dir = target_dir(context);
+  if (auto written = recipes::write_source_overlay(dir, *imported); !written) {
+    return report(context, written.error());
+  }
+  context.console.info(fmt::format("python: {} source releases from {} definitions -> {}",
+                                   imported->versions.size(), files->size(),
+                                   (dir / "pyenv").string()));
+  return 0;
+}
+
 }  // namespace
 
 void register_recipes_import(CLI::App& recipes, Commands& out) {
@@ -299,6 +347,21 @@ void register_recipes_import(CLI::App& recipes, Commands& out) {
          "Simple-API index URL (default: index-url, else as pip: PIP_INDEX_URL, pip.conf, PyPI)")
       ->option_text("URL");
   out.push_back({jax, [jax_index](Context& c) { return run_import_pypi_jax(c, *jax_index); }});
+
+  auto pyenv_args = std::make_shared<PyenvArgs>();
+  auto* pyenv = import->add_subcommand(
+      "pyenv",
+      "Import CPython source releases from pyenv's python-build definitions into pyenv/ (an "
+      "overlay)");
+  pyenv
+      ->add_option("DIR", pyenv_args->definitions,
+                   "pyenv's plugins/python-build/share/python-build")
+      ->required();
+  pyenv
+      ->add_option("--provenance", pyenv_args->provenance,
+                   "Where DIR came from, recorded as the recipe's source (default: DIR)")
+      ->option_text("TEXT");
+  out.push_back({pyenv, [pyenv_args](Context& c) { return run_import_pyenv(c, *pyenv_args); }});
 
   auto upstream_dir = std::make_shared<std::string>();
   auto* upstream = import->add_subcommand(

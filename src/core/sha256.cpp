@@ -2,6 +2,7 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <fstream>
 #include <stdexcept>
 #include <vector>
@@ -54,6 +55,12 @@ std::string Sha256::hex_digest() {
   }
   state_->start();
   return out;
+}
+
+bool is_sha256_hex(std::string_view text) {
+  return text.size() == 64 && std::all_of(text.begin(), text.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
 }
 
 std::string sha256_hex(std::string_view text) {

@@ -9,6 +9,7 @@
 #include <tuple>
 #include <utility>
 
+#include "envkit/core/sha256.hpp"
 #include "envkit/core/text.hpp"
 #include "envkit/core/url.hpp"
 #include "envkit/specs/version_spec.hpp"
@@ -30,14 +31,8 @@ constexpr std::string_view kHeader =
 
 constexpr std::string_view kHashPrefix = "sha256:";
 
-bool is_sha256(std::string_view text) {
-  return text.size() == 64 && std::all_of(text.begin(), text.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
-}
-
 bool is_prefixed_hash(std::string_view text) {
-  return text.starts_with(kHashPrefix) && is_sha256(text.substr(kHashPrefix.size()));
+  return text.starts_with(kHashPrefix) && core::is_sha256_hex(text.substr(kHashPrefix.size()));
 }
 
 bool has_credentials(std::string_view url) {
@@ -350,7 +345,7 @@ Result<std::string> read_url(const Source& source, const Entry& e) {
 }
 
 Result<std::string> read_sha256(const Source& source, const Entry& e) {
-  if (!e.value.IsScalar() || !is_sha256(e.value.Scalar())) {
+  if (!e.value.IsScalar() || !core::is_sha256_hex(e.value.Scalar())) {
     return wrong(source, e, "sha256", "64 lowercase hex digits");
   }
   return e.value.Scalar();

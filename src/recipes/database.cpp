@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <future>
 #include <set>
 #include <string>
@@ -23,8 +24,31 @@ std::string file_name_of(const specs::Version& version) {
   return version.original() + ".yaml";
 }
 
-fs::path overlay_path(const fs::path& dir, std::string_view name) {
-  return dir / "pypi" / (std::string(name) + ".yaml");
+// The overlay folders, merged over <name>.yaml in this order: PyPI's facts and
+// wheels, then the source releases of pyenv's definitions.
+constexpr std::string_view kPypiOverlay = "pypi";
+constexpr std::string_view kSourceOverlay = "pyenv";
+constexpr std::array<std::string_view, 2> kOverlays = {kPypiOverlay, kSourceOverlay};
+
+fs::path overlay_path(const fs::path& dir, std::string_view overlay, std::string_view name) {
+  return dir / overlay / (std::string(name) + ".yaml");
+}
+
+// A prebuilt binary wins over building from source: a source artifact is
+// dropped where the same build has an archive of its component for its
+// platform (python-build-standalone beside a python.org tarball).
+void prefer_prebuilt(Recipe& recipe) {
+  for (auto& version : recipe.versions) {
+    for (auto& build : version.builds) {
+      std::set<std::pair<specs::Platform, std::string>> prebuilt;
+      for (const auto& a : build.artifacts) {
+        if (a.kind == ArtifactKind::archive) prebuilt.emplace(a.platform, a.component);
+      }
+      std::erase_if(build.artifacts, [&](const Artifact& a) {
+        return a.kind == ArtifactKind::source && prebuilt.contains({a.platform, a.component});
+      });
+    }
+  }
 }
 
 // Reads a facts file of package `name` (`<name>.yaml` or its overlay).
@@ -112,18 +136,22 @@ bool Database::contains(std::string_view name) const {
 
 namespace {
 
-// A package's facts file with its pypi/ overlay merged in; the overlay alone for a
-// package that has no facts file of its own.
+// A package's facts file with its pypi/ and pyenv/ overlays merged in; the pypi/ overlay
+// alone for a package that has no facts file of its own (jax).
 Result<Recipe> read_merged_facts(const fs::path& dir, std::string_view name) {
   std::error_code ec;
   const auto base = dir / (std::string(name) + ".yaml");
-  if (!fs::exists(base, ec)) return read_facts_file(overlay_path(dir, name), name);
+  if (!fs::exists(base, ec)) {
+    return read_facts_file(overlay_path(dir, kPypiOverlay, name), name);
+  }
   auto recipe = read_facts_file(base, name);
   if (!recipe) return recipe.error();
-  if (const auto overlay = overlay_path(dir, name); fs::exists(overlay, ec)) {
-    auto refined = read_facts_file(overlay, name);
-    if (!refined) return refined.error();
-    merge_into(*recipe, *refined);
+  for (const auto folder : kOverlays) {
+    if (const auto overlay = overlay_path(dir, folder, name); fs::exists(overlay, ec)) {
+      auto refined = read_facts_file(overlay, name);
+      if (!refined) return refined.error();
+      merge_into(*recipe, *refined);
+    }
   }
   return recipe;
 }
@@ -195,19 +223,27 @@ Result<std::string> Database::digest(std::string_view name,
   files.erase(std::unique(files.begin(), files.end()), files.end());
 
   core::Sha256 hash;
-  // One of the two facts files exists (open() listed the package from it).
+  // <name>.yaml exists, or for a package read from PyPI alone (jax) its pypi/ overlay.
   std::error_code ec;
   const bool overlay_only = !fs::exists(dir_ / (package + ".yaml"), ec);
   if (auto hashed = hash_file(hash, dir_, package + ".yaml", !overlay_only); !hashed) {
     return hashed.error();
   }
-  if (auto hashed = hash_file(hash, dir_, fs::path("pypi") / (package + ".yaml"), overlay_only);
-      !hashed) {
-    return hashed.error();
+  for (const auto folder : kOverlays) {
+    const bool required = overlay_only && folder == kPypiOverlay;
+    if (auto hashed = hash_file(hash, dir_, fs::path(folder) / (package + ".yaml"), required);
+        !hashed) {
+      return hashed.error();
+    }
   }
   for (const auto& file : files) {
-    for (const fs::path& relative : {fs::path(package) / file, fs::path("pypi") / package / file}) {
-      if (auto hashed = hash_file(hash, dir_, relative, false); !hashed) return hashed.error();
+    if (auto hashed = hash_file(hash, dir_, fs::path(package) / file, false); !hashed) {
+      return hashed.error();
+    }
+    for (const auto folder : kOverlays) {
+      if (auto hashed = hash_file(hash, dir_, fs::path(folder) / package / file, false); !hashed) {
+        return hashed.error();
+      }
     }
   }
   return "sha256:" + hash.hex_digest();
@@ -216,25 +252,25 @@ Result<std::string> Database::digest(std::string_view name,
 Result<void> Database::add_version_files(Recipe& recipe) const {
   for (const auto& version : std::vector<RecipeVersion>(recipe.versions)) {
     const auto file = file_name_of(version.version);
-    for (const fs::path& path : {dir_ / recipe.name / file, dir_ / "pypi" / recipe.name / file}) {
-      if (auto added = add_artifacts_from(path, recipe); !added) return added;
+    if (auto added = add_artifacts_from(dir_ / recipe.name / file, recipe); !added) return added;
+    for (const auto folder : kOverlays) {
+      if (auto added = add_artifacts_from(dir_ / folder / recipe.name / file, recipe); !added) {
+        return added;
+      }
     }
   }
+  prefer_prebuilt(recipe);
   canonicalize(recipe);
   return {};
 }
 
-Result<void> write_recipe(const fs::path& dir, const Recipe& recipe, ArtifactSet set) {
-  const fs::path versions_dir =
-      set == ArtifactSet::wheels ? dir / "pypi" / recipe.name : dir / recipe.name;
+namespace {
+
+// Writes each version's artifacts of `set` into `versions_dir`/<version>.yaml;
+// the files of versions that left the recipe are removed.
+Result<void> write_version_files(const fs::path& versions_dir, const Recipe& recipe,
+                                 ArtifactSet set) {
   std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (set == ArtifactSet::offline) {
-    if (auto written = sys::write_file_atomic(dir / (recipe.name + ".yaml"), write_facts(recipe));
-        !written) {
-      return written;
-    }
-  }
   std::set<std::string> wanted;
   for (const auto& version : recipe.versions) {
     const std::string text = write_artifacts(version, set);
@@ -256,8 +292,7 @@ Result<void> write_recipe(const fs::path& dir, const Recipe& recipe, ArtifactSet
   return {};
 }
 
-Result<void> write_facts_overlay(const fs::path& dir, const Recipe& recipe) {
-  const fs::path path = overlay_path(dir, recipe.name);
+Result<void> write_overlay_facts(const fs::path& path, const Recipe& recipe) {
   std::error_code ec;
   fs::create_directories(path.parent_path(), ec);
   if (ec) {
@@ -265,6 +300,34 @@ Result<void> write_facts_overlay(const fs::path& dir, const Recipe& recipe) {
         .because(ec.message());
   }
   return sys::write_file_atomic(path, write_facts(recipe));
+}
+
+}  // namespace
+
+Result<void> write_recipe(const fs::path& dir, const Recipe& recipe, ArtifactSet set) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (set == ArtifactSet::offline) {
+    if (auto written = sys::write_file_atomic(dir / (recipe.name + ".yaml"), write_facts(recipe));
+        !written) {
+      return written;
+    }
+  }
+  return write_version_files(
+      set == ArtifactSet::wheels ? dir / kPypiOverlay / recipe.name : dir / recipe.name, recipe,
+      set);
+}
+
+Result<void> write_facts_overlay(const fs::path& dir, const Recipe& recipe) {
+  return write_overlay_facts(overlay_path(dir, kPypiOverlay, recipe.name), recipe);
+}
+
+Result<void> write_source_overlay(const fs::path& dir, const Recipe& recipe) {
+  if (auto written = write_overlay_facts(overlay_path(dir, kSourceOverlay, recipe.name), recipe);
+      !written) {
+    return written;
+  }
+  return write_version_files(dir / kSourceOverlay / recipe.name, recipe, ArtifactSet::offline);
 }
 
 fs::path default_database_dir(const std::optional<fs::path>& flag) {

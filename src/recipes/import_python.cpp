@@ -88,7 +88,8 @@ std::optional<std::string> archive_format(std::string_view url) {
 }
 
 // install_only archives hold `python/` ready to use; "full" archives (the
-// only ones for some 2020–2021 releases) hold a build tree with `python/install/`.
+// only ones for 3.8.2 … 3.10.0 on some platforms) hold a build tree with the
+// installation under `python/install/`. uv's metadata lists no other kind.
 bool is_install_only(std::string_view url) {
   const auto name = archive_name(url);
   return name.find("-install_only.") != std::string_view::npos ||
@@ -99,9 +100,16 @@ bool is_stripped(std::string_view url) {
   return archive_name(url).find("-install_only_stripped.") != std::string_view::npos;
 }
 
+// Which archive of a version and platform is kept, the highest first: a
+// stripped install_only archive, a plain one, a full one.
+int preference(std::string_view url) {
+  if (is_stripped(url)) return 2;
+  return is_install_only(url) ? 1 : 0;
+}
+
 bool is_wanted(const Download& d) {
   return d.name == "cpython" && !d.variant && d.prerelease.empty() && d.major == 3 &&
-         d.minor >= kOldestMinor && d.minor <= kNewestMinor && d.sha256 && is_install_only(d.url) &&
+         d.minor >= kOldestMinor && d.minor <= kNewestMinor && d.sha256 &&
          envkit_platform(d).has_value();
 }
 
@@ -111,15 +119,16 @@ Result<Artifact> archive_artifact(const Download& d, std::string_view key, std::
     return Error::input(fmt::format("{}: entry {}: unknown archive format in {}", file,
                                     text::quoted(key), text::quoted(d.url)));
   }
-  return Artifact{.platform = *envkit_platform(d),
-                  .component = "python",
-                  .kind = ArtifactKind::archive,
-                  .url = d.url,
-                  .sha256 = *d.sha256,
-                  .size = std::nullopt,  // the metadata gives no sizes
-                  .format = *format,
-                  .layout = Layout::python_standalone,
-                  .wheel_root = {}};
+  return Artifact{
+      .platform = *envkit_platform(d),
+      .component = "python",
+      .kind = ArtifactKind::archive,
+      .url = d.url,
+      .sha256 = *d.sha256,
+      .size = std::nullopt,  // the metadata gives no sizes
+      .format = *format,
+      .layout = is_install_only(d.url) ? Layout::python_standalone : Layout::python_standalone_full,
+      .wheel_root = {}};
 }
 
 RecipeVersion& version_entry(Recipe& recipe, const Download& d) {
@@ -130,14 +139,14 @@ RecipeVersion& version_entry(Recipe& recipe, const Download& d) {
   return recipe.versions.emplace_back(RecipeVersion{.version = version, .builds = {Build{}}});
 }
 
-// One archive per platform: a stripped install_only archive wins over a plain one.
+// One archive per platform, the preferred one (stripped, plain, full).
 void add_artifact(Build& build, Artifact artifact) {
   auto it = std::find_if(build.artifacts.begin(), build.artifacts.end(),
                          [&](const Artifact& a) { return a.platform == artifact.platform; });
   if (it == build.artifacts.end()) {
     build.platforms.push_back(artifact.platform);
     build.artifacts.push_back(std::move(artifact));
-  } else if (is_stripped(artifact.url) && !is_stripped(it->url)) {
+  } else if (preference(artifact.url) > preference(it->url)) {
     *it = std::move(artifact);
   }
 }

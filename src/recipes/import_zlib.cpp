@@ -7,6 +7,7 @@
 #include <string>
 
 #include "envkit/core/csv.hpp"
+#include "envkit/core/sha256.hpp"
 #include "envkit/core/text.hpp"
 
 namespace envkit::recipes {
@@ -22,19 +23,13 @@ const Version kNewest = Version::from_release({1, 3, 1});
 
 constexpr std::array kPlatforms = {Platform::linux_x86_64, Platform::linux_aarch64};
 
-bool is_sha256(std::string_view hex) {
-  return hex.size() == 64 && std::all_of(hex.begin(), hex.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
-}
-
 Result<Build> source_build(const csv::Table& table, const csv::Row& row) {
   const auto& url = table.at(row, "url");
   const auto& sha256 = table.at(row, "sha256");
   if (!url.ends_with(".tar.gz")) {
     return Error::input(fmt::format("{} is not a .tar.gz URL", text::quoted(url)));
   }
-  if (!is_sha256(sha256)) {
+  if (!core::is_sha256_hex(sha256)) {
     return Error::input(fmt::format("{} is not a lowercase hex sha256", text::quoted(sha256)));
   }
   Build build;

@@ -13,18 +13,20 @@ constexpr detail::EnumNames<ArtifactKind, 4> kKinds = {{
     {ArtifactKind::source, "source"},
 }};
 
-constexpr detail::EnumNames<Layout, 6> kLayouts = {{
+constexpr detail::EnumNames<Layout, 7> kLayouts = {{
     {Layout::nvidia_redist, "nvidia-redist"},
     {Layout::cudnn_legacy, "cudnn-legacy"},
     {Layout::python_standalone, "python-standalone"},
+    {Layout::python_standalone_full, "python-standalone-full"},
     {Layout::nvidia_wheel, "nvidia-wheel"},
     {Layout::source_tree, "source-tree"},
     {Layout::none, "none"},
 }};
 
-constexpr detail::EnumNames<BuildSystem, 2> kBuildSystems = {{
+constexpr detail::EnumNames<BuildSystem, 3> kBuildSystems = {{
     {BuildSystem::configure, "configure"},
     {BuildSystem::cmake, "cmake"},
+    {BuildSystem::cpython, "cpython"},
 }};
 
 }  // namespace

@@ -327,7 +327,8 @@ FillOutcome download_and_unpack(const Cache& cache, const ArtifactTarget& target
   auto files = std::move(unpacked->files);
   // Links the packaging cannot hold (wheels) or leaves out (python, pip).
   const auto layout = target.artifact.layout;
-  if (layout == specs::Layout::nvidia_wheel || layout == specs::Layout::python_standalone) {
+  if (layout == specs::Layout::nvidia_wheel || layout == specs::Layout::python_standalone ||
+      layout == specs::Layout::python_standalone_full) {
     auto links = layout == specs::Layout::nvidia_wheel ? archive::add_library_links(*staging)
                                                        : archive::add_python_links(*staging);
     if (!links) {
@@ -387,7 +388,9 @@ FillOutcome build_from_source_entry(const Cache& cache, const ArtifactTarget& ta
     discard();
     return failure(std::move(files).error());
   }
-  return commit_entry(cache, target, id, *staging, *std::move(files), *unpacked);
+  auto outcome = commit_entry(cache, target, id, *staging, *std::move(files), *unpacked);
+  outcome.warnings = std::move(built->warnings);
+  return outcome;
 }
 
 }  // namespace

@@ -185,6 +185,8 @@ Result<std::map<std::string, std::vector<EntryRecord>>> fill_plan(InstallPlan& p
   for (auto& fill : fills) {
     for (auto& outcome : fill.outcomes) {
       report.downloaded_bytes += outcome.downloaded_bytes;
+      report.warnings.insert(report.warnings.end(), outcome.warnings.begin(),
+                             outcome.warnings.end());
       entries[fill.package->name].push_back(std::move(*outcome.record));
     }
   }

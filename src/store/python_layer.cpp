@@ -141,6 +141,35 @@ std::optional<fs::path> find_dist_info(const fs::path& site, const std::string& 
   return std::nullopt;
 }
 
+Result<FileRecord> record_of(const fs::path& root, const std::string& relative,
+                             const std::optional<std::string>& sha256) {
+  const auto path = root / relative;
+  std::error_code error;
+  const auto status = fs::symlink_status(path, error);
+  if (error) {
+    return Error::failed(
+        fmt::format("pip's RECORD lists {}, which is not there", text::quoted(path.string())));
+  }
+  FileRecord record{.path = relative};
+  if (fs::is_symlink(status)) {
+    record.type = archive::EntryType::symlink;
+    record.link_target = fs::read_symlink(path).string();
+    return record;
+  }
+  record.size = fs::file_size(path, error);
+  record.executable = (status.permissions() & fs::perms::owner_exec) != fs::perms::none;
+  if (sha256) {
+    record.sha256 = *sha256;
+  } else if (auto computed = core::sha256_file(path)) {
+    record.sha256 = *computed;
+  } else {
+    return Error::failed(fmt::format("cannot read {}", text::quoted(path.string())));
+  }
+  return record;
+}
+
+}  // namespace
+
 // A script pip wrote names the interpreter by the generation's absolute path,
 // which changes with every install. The `/bin/sh` trampoline (as pip's own
 // launcher writes for long paths) finds the interpreter beside the script.
@@ -185,35 +214,6 @@ Result<bool> relocate_script(const fs::path& root, const fs::path& script) {
   }
   return true;
 }
-
-Result<FileRecord> record_of(const fs::path& root, const std::string& relative,
-                             const std::optional<std::string>& sha256) {
-  const auto path = root / relative;
-  std::error_code error;
-  const auto status = fs::symlink_status(path, error);
-  if (error) {
-    return Error::failed(
-        fmt::format("pip's RECORD lists {}, which is not there", text::quoted(path.string())));
-  }
-  FileRecord record{.path = relative};
-  if (fs::is_symlink(status)) {
-    record.type = archive::EntryType::symlink;
-    record.link_target = fs::read_symlink(path).string();
-    return record;
-  }
-  record.size = fs::file_size(path, error);
-  record.executable = (status.permissions() & fs::perms::owner_exec) != fs::perms::none;
-  if (sha256) {
-    record.sha256 = *sha256;
-  } else if (auto computed = core::sha256_file(path)) {
-    record.sha256 = *computed;
-  } else {
-    return Error::failed(fmt::format("cannot read {}", text::quoted(path.string())));
-  }
-  return record;
-}
-
-}  // namespace
 
 fs::path interpreter(const fs::path& root) {
   return root / "bin" / "python3";

@@ -82,4 +82,11 @@ struct WheelFile {
     const std::filesystem::path& root, const std::string& site_packages,
     const std::vector<FileRecord>& wheel_files, const archive::LayoutTarget& target);
 
+// A script whose first line names an interpreter in `root`/bin by its absolute
+// path (`#!<root>/bin/python3.11`, or pip's `/bin/sh` form for long paths) gets
+// the `/bin/sh` trampoline that finds that interpreter beside the script
+// instead (`realpath "$0"`). Returns whether it was rewritten.
+[[nodiscard]] Result<bool> relocate_script(const std::filesystem::path& root,
+                                           const std::filesystem::path& script);
+
 }  // namespace envkit::store::python

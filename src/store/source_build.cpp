@@ -9,6 +9,7 @@
 
 #include "envkit/core/env_vars.hpp"
 #include "envkit/core/text.hpp"
+#include "envkit/store/cpython_build.hpp"
 #include "envkit/sys/fs.hpp"
 #include "envkit/sys/process.hpp"
 #include "fs_error.hpp"
@@ -74,13 +75,17 @@ std::vector<BuildStep> steps_for(const SourceBuild& build, BuildSystem build_sys
   const auto& tools = build.toolchain;
   const std::map<std::string, std::optional<std::string>> env = {
       {std::string(env::kCc.name), joined(tools.cc)}};
-  if (build_system == BuildSystem::configure) {
+  if (build_system == BuildSystem::configure || build_system == BuildSystem::cpython) {
     const auto configure = build.source / "configure";
     // A configure script that lost its executable bit still runs with sh.
     std::vector<std::string> run_configure = is_program(configure)
                                                  ? std::vector<std::string>{"./configure"}
                                                  : std::vector<std::string>{"sh", "./configure"};
     run_configure.push_back("--prefix=" + build.prefix.string());
+    if (build_system == BuildSystem::cpython) {
+      for (auto& argument : cpython_configure_arguments(env::get(env::kLdflags).value_or("")))
+        run_configure.push_back(std::move(argument));
+    }
     return {
         {.name = "configure", .argv = run_configure, .cwd = build.source, .env = env},
         {.name = "make",
@@ -262,12 +267,18 @@ Result<SourceBuildResult> build_from_source(const SourceBuild& build) {
             "set) and takes what lands there; the whole log: {}",
             build.log.string()));
   }
+  std::vector<std::string> warnings;
+  if (build_system == BuildSystem::cpython) {
+    auto finished = finish_cpython(build, installed, log);
+    if (!finished) return std::move(finished).error();
+    warnings = *std::move(finished);
+  }
   fs::remove(build.install_root, error);  // an empty staging folder may stand there
   error.clear();
   fs::create_directories(build.install_root.parent_path(), error);
   if (!error) fs::rename(installed, build.install_root, error);
   if (error) return cannot("create", build.install_root, error);
-  return SourceBuildResult{.build_system = build_system};
+  return SourceBuildResult{.build_system = build_system, .warnings = std::move(warnings)};
 }
 
 }  // namespace envkit::store

@@ -108,6 +108,9 @@ inline constexpr Variable kShell{"SHELL",
 // Read by `install` for packages built from source (zlib; docs/install.md). Not
 // a setting of envkit's own, so not in kAll.
 inline constexpr Variable kCc{"CC", "the C compiler source packages are built with (default: cc)"};
+// CPython's configure is given LDFLAGS (its $ORIGIN rpath): the user's are added to it.
+inline constexpr Variable kLdflags{"LDFLAGS",
+                                   "linker flags for source builds (CPython: after its rpath)"};
 
 inline constexpr Variable kAll[] = {kRecipes,
                                     kCacheDir,

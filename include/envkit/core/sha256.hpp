@@ -35,6 +35,9 @@ class Sha256 {
 // The sha256 of `text` as 64 lowercase hex digits.
 [[nodiscard]] std::string sha256_hex(std::string_view text);
 
+// Whether `text` is a sha256 as recipes and locks write it: 64 lowercase hex digits.
+[[nodiscard]] bool is_sha256_hex(std::string_view text);
+
 // The sha256 of a file's bytes, read in chunks; nullopt when it cannot be read.
 [[nodiscard]] std::optional<std::string> sha256_file(const std::filesystem::path& file);
 

@@ -18,10 +18,13 @@ namespace envkit::recipes {
 //   <name>.yaml                  facts of a package (what the solver reads)
 //   <name>/<version>.yaml        archives, runfiles, sources of a version
 //   pypi/<name>/<version>.yaml   NVIDIA wheels of a version (`import pypi-nvidia`)
-//   pypi/<name>.yaml             facts read from PyPI (`import pypi-torch`, `pypi-jax`): an
-//                                overlay merged over <name>.yaml, its versions replacing those
-//                                it `replaces`; the package's only facts where it has no
-//                                <name>.yaml (jax)
+//   pypi/<name>.yaml             facts read from PyPI (`import pypi-torch`, `pypi-tensorflow`,
+//                                `pypi-jax`): an overlay merged over <name>.yaml, its versions
+//                                replacing those it `replaces`; the package's only facts where
+//                                it has no <name>.yaml (jax)
+//   pyenv/<name>.yaml            facts overlay of source releases (`import pyenv`: CPython
+//   pyenv/<name>/<version>.yaml  from python.org), merged after pypi/; where a build has an
+//                                archive for a platform, its source artifact there is dropped
 // Packages are read on first use, artifacts only when asked for.
 class Database {
  public:
@@ -31,7 +34,7 @@ class Database {
   [[nodiscard]] const std::vector<std::string>& names() const { return names_; }
   [[nodiscard]] bool contains(std::string_view name) const;
 
-  // The package's facts without artifacts (pypi/<name>.yaml merged over them); cached.
+  // The package's facts without artifacts (pypi/ and pyenv/<name>.yaml merged over them); cached.
   [[nodiscard]] Result<const Recipe*> facts(std::string_view name) const;
   // Reads the facts of several packages at once, each file parsed on its own
   // thread, so that the facts() calls that follow find them cached. Parse
@@ -44,9 +47,9 @@ class Database {
   [[nodiscard]] Result<Recipe> load_version(std::string_view name,
                                             const specs::Version& version) const;
   // "sha256:<hex>" over the raw bytes of the database files that describe
-  // `name` for a lock: the facts file, its pypi/ overlay when present, and
-  // for each of `versions` its offline and pypi/ per-version files when
-  // present. Each file is hashed with its path relative to the database and
+  // `name` for a lock: the facts file, its pypi/ and pyenv/ overlays when
+  // present, and for each of `versions` its offline, pypi/ and pyenv/
+  // per-version files when present. Each file is hashed with its path relative to the database and
   // its length, in a fixed order, so any change to those files changes it.
   // A version's files are named by its original spelling (`8.9.7.29.yaml`);
   // the order and repetitions of `versions` do not matter.
@@ -73,6 +76,12 @@ class Database {
 // `dir`, atomically; Database::facts() merges it over <name>.yaml.
 [[nodiscard]] Result<void> write_facts_overlay(const std::filesystem::path& dir,
                                                const Recipe& recipe);
+
+// Writes `recipe` as the source overlay of the database at `dir`: its facts as
+// pyenv/<name>.yaml and its artifacts as pyenv/<name>/<version>.yaml (stale
+// version files removed), atomically. Not touched by `import upstream`.
+[[nodiscard]] Result<void> write_source_overlay(const std::filesystem::path& dir,
+                                                const Recipe& recipe);
 
 // The database envkit uses: --recipes, else $ENVKIT_RECIPES, else the one
 // installed beside the executable (<prefix>/share/envkit/recipes), else the

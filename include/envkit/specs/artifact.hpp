@@ -16,17 +16,18 @@ enum class ArtifactKind : std::uint8_t {
   archive,  // NVIDIA redist / legacy cuDNN / python-build-standalone archive
   wheel,    // a wheel on PyPI (NVIDIA's CUDA and cuDNN wheels)
   runfile,  // an NVIDIA .run installer (CUDA before 11.4.2): recorded, not unpacked
-  source,   // a source tarball built at install (zlib)
+  source,   // a source tarball built at install (zlib, CPython from python.org)
 };
 
 // How an archive's entries map into the prefix.
 enum class Layout : std::uint8_t {
-  nvidia_redist,      // strip the single top folder; {bin,include,lib,...} land in the prefix
-  cudnn_legacy,       // cuda/include -> include, cuda/lib64 -> lib (legacy cuDNN .tgz)
-  python_standalone,  // python/ -> prefix (python-build-standalone install_only)
-  nvidia_wheel,       // nvidia/<name>/... or nvidia/cu13/... -> prefix
-  source_tree,        // strip the single top folder into a build directory
-  none,               // not unpacked (runfile)
+  nvidia_redist,           // strip the single top folder; {bin,include,lib,...} land in the prefix
+  cudnn_legacy,            // cuda/include -> include, cuda/lib64 -> lib (legacy cuDNN .tgz)
+  python_standalone,       // python/ -> prefix (python-build-standalone install_only)
+  python_standalone_full,  // python/install/ -> prefix (its "full" archives; the build tree, not)
+  nvidia_wheel,            // nvidia/<name>/... or nvidia/cu13/... -> prefix
+  source_tree,             // strip the single top folder into a build directory
+  none,                    // not unpacked (runfile)
 };
 
 // How a source artifact is built (docs/recipes.md). Absent on an artifact:
@@ -34,6 +35,9 @@ enum class Layout : std::uint8_t {
 enum class BuildSystem : std::uint8_t {
   configure,  // ./configure --prefix=P; make; make install
   cmake,      // cmake -S . -B build; cmake --build build; cmake --install build
+  // CPython the way pyenv builds it: ./configure --prefix=P --enable-shared
+  // --with-ensurepip=install with an $ORIGIN rpath, make, make install (docs/python.md)
+  cpython,
 };
 
 [[nodiscard]] std::string_view to_string(ArtifactKind kind);

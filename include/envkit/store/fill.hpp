@@ -40,6 +40,8 @@ struct FillOutcome {
   // Missing from the cache while offline.
   bool missing_offline = false;
   std::uint64_t downloaded_bytes = 0;
+  // What the user should know about a source build's result (CPython's missing modules).
+  std::vector<std::string> warnings;
 };
 
 // The cache entry for `target`, downloading and unpacking it unless it is

@@ -97,6 +97,8 @@ struct SourceBuild {
 
 struct SourceBuildResult {
   specs::BuildSystem build_system = specs::BuildSystem::configure;  // as used
+  // What the user should know about the result: CPython's missing modules.
+  std::vector<std::string> warnings;
 };
 
 // Configures, builds and installs `build.source`: the tree `make install`
@@ -104,7 +106,9 @@ struct SourceBuildResult {
 // `build.install_root` (installed with DESTDIR, then moved), so files that
 // name their prefix (pkg-config's `prefix=`) name `build.prefix`. Every
 // step's output goes to `build.log`. A failing step is an error naming the
-// package, the step, the log's last lines and the log's path.
+// package, the step, the log's last lines and the log's path. A CPython build
+// (BuildSystem::cpython) is then finished by finish_cpython (cpython_build.hpp):
+// its missing modules are the result's warnings.
 [[nodiscard]] Result<SourceBuildResult> build_from_source(const SourceBuild& build);
 
 }  // namespace envkit::store

@@ -134,6 +134,24 @@ TEST_CASE("python_standalone makes python/ the prefix", "[archive][layout]") {
         std::vector<std::string>{"bin/", "bin/python3 -> python3.11", "bin/python3.11"});
 }
 
+TEST_CASE("python_standalone_full makes python/install/ the prefix, the build tree left out",
+          "[archive][layout]") {
+  const LayoutTarget target{.layout = Layout::python_standalone_full, .package = "python"};
+  const auto options = layout_options(target);
+  CHECK(options.strip_components == 1);
+  CHECK(placed(options, "python/install/bin/python3.8") == "bin/python3.8");
+  CHECK(placed(options, "python/install/") == "-");
+  CHECK(placed(options, "python/build/lib/libpython3.8.a") == "-");
+  CHECK(placed(options, "python/PYTHON.json") == "-");
+  CHECK(unpack({Entry::dir("python/"), Entry::file("python/PYTHON.json", "{}"),
+                Entry::dir("python/build/"), Entry::file("python/build/setup.o", "o"),
+                Entry::dir("python/install/"), Entry::dir("python/install/bin/"),
+                Entry::file("python/install/bin/python3.8", "elf", 0755),
+                Entry::symlink("python/install/bin/python3", "python3.8")},
+               target, Format::tar_zst) ==
+        std::vector<std::string>{"bin/", "bin/python3 -> python3.8", "bin/python3.8"});
+}
+
 TEST_CASE("nvidia_wheel keeps the wheel root's contents and the licences", "[archive][layout]") {
   const LayoutTarget target{.layout = Layout::nvidia_wheel,
                             .package = "cuda",

@@ -86,6 +86,34 @@ TEST_CASE("the committed database loads and is consistent", "[recipes][database]
   CHECK(problems->empty());
 }
 
+TEST_CASE("the committed database has every CPython 3.5 ... 3.14 release, prebuilt first",
+          "[recipes][database]") {
+  const Database db = committed();
+  const auto artifact_of = [&](std::string_view version) {
+    auto recipe = db.load_version("python", specs::Version::parse(version).value());
+    INFO(version << (recipe ? "" : recipe.error().to_string()));
+    REQUIRE(recipe);
+    for (const auto& a : recipe->versions.at(0).builds.at(0).artifacts) {
+      if (a.platform == specs::Platform::linux_x86_64) return a;
+    }
+    FAIL("no linux-x86_64 artifact for python " << version);
+    return Artifact{};
+  };
+  // Only pyenv's python.org tarball: 3.5 ... 3.7, and 3.8.0 (no standalone build).
+  const auto py379 = artifact_of("3.7.9");
+  CHECK(py379.kind == ArtifactKind::source);
+  CHECK(py379.build_system == BuildSystem::cpython);
+  CHECK(py379.url == "https://www.python.org/ftp/python/3.7.9/Python-3.7.9.tar.xz");
+  CHECK(py379.sha256 == "91923007b05005b5f9bd46f3b9172248aea5abc1543e8a636d59e629c3331b01");
+  CHECK(artifact_of("3.5.0").kind == ArtifactKind::source);
+  CHECK(artifact_of("3.8.0").kind == ArtifactKind::source);
+  // A full python-build-standalone archive wins over the tarball pyenv also has.
+  const auto py385 = artifact_of("3.8.5");
+  CHECK(py385.kind == ArtifactKind::archive);
+  CHECK(py385.layout == Layout::python_standalone_full);
+  CHECK(artifact_of("3.12.2").layout == Layout::python_standalone);
+}
+
 TEST_CASE("the committed database says what the framework tables say", "[recipes][database]") {
   const Database db = committed();
   auto tf = db.facts("tensorflow-gpu");

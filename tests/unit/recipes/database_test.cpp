@@ -243,3 +243,75 @@ TEST_CASE("a package whose only facts are its pypi/ overlay is listed, read and 
   REQUIRE(changed);
   CHECK(*changed != *digest);
 }
+
+namespace {
+
+// python with one version per kind of coverage: 3.9.2 has an archive,
+// 3.7.9 has none; the source overlay names both.
+Recipe python_archives() {
+  Build build;
+  build.platforms = {specs::Platform::linux_x86_64};
+  auto archive = artifact("python", ArtifactKind::archive, "https://pbs.example/3.9.2.tar.zst");
+  archive.layout = Layout::python_standalone_full;
+  build.artifacts = {archive};
+  return {.name = "python",
+          .sources = {"download-metadata.json"},
+          .default_components = {},
+          .versions = {
+              {.version = v("3.9.2"), .release_date = {}, .components = {}, .builds = {build}}}};
+}
+
+Recipe python_sources() {
+  Recipe recipe{.name = "python", .sources = {"pyenv"}, .default_components = {}, .versions = {}};
+  for (const auto* version : {"3.7.9", "3.9.2"}) {
+    Build build;
+    build.platforms = {specs::Platform::linux_x86_64};
+    auto source =
+        artifact("python", ArtifactKind::source,
+                 std::string("https://python.example/Python-") + version + ".tar.xz", 'c');
+    source.layout = Layout::source_tree;
+    source.build_system = BuildSystem::cpython;
+    build.artifacts = {source};
+    recipe.versions.push_back(
+        {.version = v(version), .release_date = {}, .components = {}, .builds = {build}});
+  }
+  return recipe;
+}
+
+}  // namespace
+
+TEST_CASE("the source overlay adds versions, and a prebuilt archive wins where both exist",
+          "[recipes][db][overlay]") {
+  test::TempDir dir;
+  REQUIRE(write_recipe(dir.path(), python_archives(), ArtifactSet::offline));
+  REQUIRE(write_source_overlay(dir.path(), python_sources()));
+  CHECK(fs::exists(dir.path() / "pyenv" / "python.yaml"));
+  CHECK(fs::exists(dir.path() / "pyenv" / "python" / "3.7.9.yaml"));
+  auto db = Database::open(dir.path());
+  REQUIRE(db);
+  CHECK(db->names() == std::vector<std::string>{"python"});  // pyenv/ is no package
+  auto facts = db->facts("python");
+  REQUIRE(facts);
+  CHECK((*facts)->sources == std::vector<std::string>{"download-metadata.json", "pyenv"});
+  REQUIRE((*facts)->versions.size() == 2);
+
+  auto only_source = db->load_version("python", v("3.7.9"));
+  REQUIRE(only_source);
+  const auto& source = only_source->versions.at(0).builds.at(0).artifacts;
+  REQUIRE(source.size() == 1);
+  CHECK(source[0].kind == ArtifactKind::source);
+  CHECK(source[0].build_system == BuildSystem::cpython);
+
+  auto both = db->load_version("python", v("3.9.2"));
+  REQUIRE(both);
+  const auto& prebuilt = both->versions.at(0).builds.at(0).artifacts;
+  REQUIRE(prebuilt.size() == 1);
+  CHECK(prebuilt[0].kind == ArtifactKind::archive);
+  CHECK(prebuilt[0].layout == Layout::python_standalone_full);
+
+  // The overlay's files are part of what a lock's digest covers.
+  const std::vector<specs::Version> locked = {v("3.7.9")};
+  const auto before = db->digest("python", locked).value();
+  std::ofstream(dir.path() / "pyenv" / "python" / "3.7.9.yaml", std::ios::app) << "# edited\n";
+  CHECK(Database::open(dir.path()).value().digest("python", locked).value() != before);
+}

@@ -1,5 +1,7 @@
 #include "envkit/recipes/import_python.hpp"
 
+#include "recipes_test_support.hpp"
+
 #include <catch2/catch.hpp>
 #include <filesystem>
 
@@ -34,23 +36,32 @@ const Artifact* artifact_for(const Recipe& recipe, std::string_view version, Pla
   return nullptr;
 }
 
-std::vector<std::string> version_texts(const Recipe& recipe) {
-  std::vector<std::string> texts;
-  for (const auto& v : recipe.versions)
-    texts.push_back(v.version.original());
-  return texts;
-}
 
 }  // namespace
 
-TEST_CASE("python: CPython 3.8 to 3.14 final releases with install_only archives",
-          "[other][python]") {
+TEST_CASE("python: CPython 3.8 to 3.14 final releases with a hashed archive", "[other][python]") {
   const auto recipe = import_fixture();
   CHECK(recipe.name == "python");
   CHECK(recipe.sources == std::vector<std::string>{"downloads.json"});
-  // 3.15 and 3.7 are outside the range, 3.14.0rc3 is a pre-release, 3.9.7 has only a
-  // "full" archive, 3.8.19 has no sha256.
-  CHECK(version_texts(recipe) == std::vector<std::string>{"3.8.20", "3.12.2", "3.12.14"});
+  // 3.15 and 3.7 are outside the range, 3.14.0rc3 is a pre-release, 3.8.19 and 3.9.6
+  // have no sha256.
+  CHECK(envkit::test::versions_of(recipe) == std::vector<std::string>{"3.8.20", "3.9.7", "3.12.2", "3.12.14"});
+}
+
+TEST_CASE("python: a full archive serves a version that has no install_only one",
+          "[other][python]") {
+  const auto recipe = import_fixture();
+  const auto* full = artifact_for(recipe, "3.9.7", Platform::linux_x86_64);
+  REQUIRE(full != nullptr);
+  CHECK(full->layout == Layout::python_standalone_full);
+  CHECK(full->format == "tar.zst");
+  CHECK(full->url.ends_with("-x86_64-unknown-linux-gnu-pgo%2Blto-20211017T1616.tar.zst"));
+  CHECK(full->sha256 == std::string(64, 'f'));
+  // Where install_only exists (3.12.2), the full archive beside it is not taken.
+  const auto* install_only = artifact_for(recipe, "3.12.2", Platform::linux_x86_64);
+  REQUIRE(install_only != nullptr);
+  CHECK(install_only->layout == Layout::python_standalone);
+  CHECK(install_only->sha256 == std::string(64, 'e'));
 }
 
 TEST_CASE("python: platforms map from os/arch/libc, variants and other arches are skipped",
@@ -126,6 +137,11 @@ TEST_CASE("python: the real uv metadata has every minor 3.8-3.14 on all three pl
     CHECK(artifact_for(*recipe, latest, Platform::linux_x86_64) != nullptr);
     CHECK(artifact_for(*recipe, latest, Platform::windows_x86_64) != nullptr);
   }
-  CHECK(recipe->versions.front().version.original() == "3.8.12");
+  // 3.8.2 ... 3.8.11 exist only as full archives; 3.8.0, 3.8.1 and 3.8.4 not at all.
+  const auto* full = artifact_for(*recipe, "3.8.5", Platform::linux_x86_64);
+  REQUIRE(full != nullptr);
+  CHECK(full->layout == Layout::python_standalone_full);
+  CHECK(artifact_for(*recipe, "3.8.4", Platform::linux_x86_64) == nullptr);
+  CHECK(recipe->versions.front().version.original() == "3.8.2");
   CHECK(recipe->versions.back().version.original() == "3.14.7");
 }
