@@ -308,7 +308,7 @@ TEST_CASE("tensorflow-gpu 1.15 gets Python 3.7, built from python.org's tarball"
   REQUIRE(r.exit_code == 0);
   const auto lock = parsed_json(r.out);
   const auto got = chosen(lock, "linux-x86_64");
-  CHECK(got.at("tensorflow-gpu") == "1.15.0 (cuda10.0)");
+  CHECK(got.at("tensorflow-gpu") == "1.15.5 (cuda10.0)");  // PyPI's last 1.15 release
   // tensorflow-gpu 1.15 requires python <3.8: the newest 3.7, which only pyenv's
   // definitions have (python-build-standalone has no hashed 3.7).
   CHECK(got.at("python") == "3.7.17");
