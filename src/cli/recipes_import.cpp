@@ -11,8 +11,8 @@
 #include "envkit/recipes/database.hpp"
 #include "envkit/recipes/import_nvidia_redist.hpp"
 #include "envkit/recipes/import_pypi.hpp"
-#include "envkit/recipes/import_pypi_tensorflow.hpp"
 #include "envkit/recipes/import_pypi_jax.hpp"
+#include "envkit/recipes/import_pypi_tensorflow.hpp"
 #include "envkit/recipes/import_pypi_torch.hpp"
 #include "envkit/recipes/import_python_source.hpp"
 #include "envkit/recipes/import_upstream.hpp"
@@ -181,10 +181,10 @@ int run_import_pypi_torch(Context& context, const std::optional<std::string>& in
   if (auto written = recipes::write_facts_overlay(dir, imported->torch); !written) {
     return report(context, written.error());
   }
-  context.console.info(fmt::format(
-      "replaced {} ({} metadata files read), Python ranges for {} releases -> {}",
-      text::join(imported->torch.replaces, ", "), imported->metadata_fetched,
-      imported->python_ranges, (dir / "pypi" / "torch.yaml").string()));
+  context.console.info(
+      fmt::format("replaced {} ({} metadata files read), Python ranges for {} releases -> {}",
+                  text::join(imported->torch.replaces, ", "), imported->metadata_fetched,
+                  imported->python_ranges, (dir / "pypi" / "torch.yaml").string()));
   return 0;
 }
 

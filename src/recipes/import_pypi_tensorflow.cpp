@@ -146,7 +146,8 @@ Result<void> import_project(const Project& project, const Recipe& tensorflow,
     ++result.releases;
     const auto* row = row_for(project.tables, version);
     auto builds = row != nullptr ? builds_for(*row, release) : std::vector<Build>{};
-    if (project.name == "tensorflow-gpu") add_linux_gpu_builds(builds, tensorflow, version, release);
+    if (project.name == "tensorflow-gpu")
+      add_linux_gpu_builds(builds, tensorflow, version, release);
     if (builds.empty()) continue;  // no GPU build in the tables for its minor (tensorflow 1.x)
     if (row == nullptr || row->version != version) {
       result.added.push_back(fmt::format(

@@ -290,10 +290,12 @@ Result<Build> read_build(const Source& source, const YAML::Node& node) {
                 return {};
               });
         }},
-       {"min-driver", [&](const Entry& e) { return read_platform_versions(source, e, build.min_driver); }},
+       {"min-driver",
+        [&](const Entry& e) { return read_platform_versions(source, e, build.min_driver); }},
        {"min-driver-compat",
         [&](const Entry& e) { return read_platform_versions(source, e, build.min_driver_compat); }},
-       {"min-glibc", [&](const Entry& e) { return read_platform_versions(source, e, build.min_glibc); }},
+       {"min-glibc",
+        [&](const Entry& e) { return read_platform_versions(source, e, build.min_glibc); }},
        {"cuda-arch",
         [&](const Entry& e) {
           return read_list(source, e, [&](const YAML::Node& item) -> Result<void> {

@@ -396,9 +396,10 @@ Candidate Problem::choose(PackageId package, const VersionSet& allowed,
     std::string tested_by;
     const bool tested = tested_with(package, candidate, decided, tested_by);
     if (tested && !candidate.installable && tested_not_installable.empty()) {
-      tested_not_installable = fmt::format("{}, but NVIDIA ships {} {} only as a runfile "
-                                           "installer, which envkit does not install yet",
-                                           tested_by, info.name, candidate.version.original());
+      tested_not_installable = fmt::format(
+          "{}, but NVIDIA ships {} {} only as a runfile "
+          "installer, which envkit does not install yet",
+          tested_by, info.name, candidate.version.original());
     }
     const bool native = info.name != "cuda" || driver_runs_natively(candidate);
     const auto [no_cuda, compat_only, newest_cuda] =

@@ -640,8 +640,8 @@ TEST_CASE("lock: releases the tables lack and the installable CUDA (issue 17)", 
         project(dir, "framework: tensorflow ==2.12.1\nsystem: {driver: 535.104.05, glibc: 2.31}\n");
     const auto locked = envkit_in(p, {"lock"});
     CHECK(locked.exit_code == 0);
-    CHECK_THAT(locked.err, Catch::Contains("cuda 11.8.0") &&
-                               Catch::Contains("tensorflow 2.12.1 (cuda11.8)"));
+    CHECK_THAT(locked.err,
+               Catch::Contains("cuda 11.8.0") && Catch::Contains("tensorflow 2.12.1 (cuda11.8)"));
   }
   SECTION("tensorflow 2.10 on driver 470: CUDA 11.4.2 from archives, not the 11.2.1 runfile") {
     const auto p = project(dir, "framework: tensorflow ==2.10.*\nsystem: {driver: 470.57.02}\n");

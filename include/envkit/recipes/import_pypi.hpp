@@ -12,8 +12,8 @@
 
 #include "envkit/core/result.hpp"
 #include "envkit/recipes/recipe.hpp"
-#include "envkit/specs/version_spec.hpp"
 #include "envkit/specs/platform.hpp"
+#include "envkit/specs/version_spec.hpp"
 
 // Importer for NVIDIA's CUDA and cuDNN wheels on a Python package index
 // (PyPI's simple API: PEP 691 JSON, PEP 503 HTML). It adds a second artifact of

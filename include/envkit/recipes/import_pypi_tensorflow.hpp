@@ -25,7 +25,8 @@ struct PypiTensorflowImport {
 
 // Asks the index for the `tensorflow` and `tensorflow-gpu` pages once each.
 // `tensorflow` and `tensorflow_gpu` are the recipes the tables make.
-[[nodiscard]] Result<PypiTensorflowImport> import_pypi_tensorflow(
-    const Recipe& tensorflow, const Recipe& tensorflow_gpu, const PypiImportOptions& options);
+[[nodiscard]] Result<PypiTensorflowImport> import_pypi_tensorflow(const Recipe& tensorflow,
+                                                                  const Recipe& tensorflow_gpu,
+                                                                  const PypiImportOptions& options);
 
 }  // namespace envkit::recipes

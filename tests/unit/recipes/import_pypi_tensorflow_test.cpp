@@ -52,18 +52,19 @@ Recipe tensorflow_gpu_tables() {
 FakeIndex tensorflow_index() {
   FakeIndex index;
   index.add("tensorflow", "application/vnd.pypi.simple.v1+json",
-            envkit::test::json_page({
-                "tensorflow-2.10.0-cp310-cp310-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
-                "tensorflow-2.10.0-cp37-cp37m-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
-                "tensorflow-2.12.0-cp38-cp38-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
-                "tensorflow-2.12.1-cp38-cp38-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
-                "tensorflow-2.12.1-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
-                "tensorflow-2.12.1-cp311-cp311-win_amd64.whl",  // no GPU row on Windows
-                "tensorflow-2.13.0rc0-cp311-cp311-manylinux_2_17_x86_64.whl",
-                "tensorflow-2.12.2-cp311-cp311-manylinux_2_17_x86_64.whl",
-                "tensorflow-2.11.0-cp310-cp310-manylinux_2_17_x86_64.whl",  // no row for 2.11
-            },
-                      {"tensorflow-2.12.2-cp311-cp311-manylinux_2_17_x86_64.whl"}));
+            envkit::test::json_page(
+                {
+                    "tensorflow-2.10.0-cp310-cp310-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+                    "tensorflow-2.10.0-cp37-cp37m-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+                    "tensorflow-2.12.0-cp38-cp38-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+                    "tensorflow-2.12.1-cp38-cp38-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+                    "tensorflow-2.12.1-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+                    "tensorflow-2.12.1-cp311-cp311-win_amd64.whl",  // no GPU row on Windows
+                    "tensorflow-2.13.0rc0-cp311-cp311-manylinux_2_17_x86_64.whl",
+                    "tensorflow-2.12.2-cp311-cp311-manylinux_2_17_x86_64.whl",
+                    "tensorflow-2.11.0-cp310-cp310-manylinux_2_17_x86_64.whl",  // no row for 2.11
+                },
+                {"tensorflow-2.12.2-cp311-cp311-manylinux_2_17_x86_64.whl"}));
   index.add("tensorflow-gpu", "application/vnd.pypi.simple.v1+json",
             envkit::test::json_page({
                 "tensorflow_gpu-2.10.0-cp39-cp39-manylinux2010_x86_64.whl",

@@ -166,7 +166,8 @@ TEST_CASE("torch before 1.12 gets the Python range of its wheels", "[pypi-torch]
                                      "torch-1.9.1-cp39-cp39-win_amd64.whl",
                                      "torch-1.9.1-cp310-cp310-manylinux1_x86_64.whl"},
                                     {"torch-1.9.1-cp310-cp310-manylinux1_x86_64.whl"}));
-  auto imported = import_pypi_torch(tables, {.index_url = fake_index_url(), .fetch = index.fetcher()});
+  auto imported =
+      import_pypi_torch(tables, {.index_url = fake_index_url(), .fetch = index.fetcher()});
   REQUIRE(imported.ok());
   CHECK(imported->python_ranges == 1);
   for (const std::string id : {"cu102", "cu111"}) {

@@ -1,11 +1,11 @@
 // pyenv's python-build definitions -> python recipe versions with a source artifact.
 #include "envkit/recipes/import_python_source.hpp"
 
-#include "recipes_test_support.hpp"
-
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
+
+#include "recipes_test_support.hpp"
 
 using envkit::recipes::ArtifactKind;
 using envkit::recipes::BuildSystem;
@@ -46,7 +46,6 @@ std::string python_line(std::string_view version, std::string_view hash) {
          "\" \"https://www.python.org/ftp/python/x/Python-" + std::string(version) + ".tar.xz#" +
          std::string(hash) + "\" standard\n";
 }
-
 
 }  // namespace
 

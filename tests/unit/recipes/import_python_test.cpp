@@ -1,11 +1,10 @@
 #include "envkit/recipes/import_python.hpp"
 
-#include "recipes_test_support.hpp"
-
 #include <catch2/catch.hpp>
 #include <filesystem>
 
 #include "envkit/sys/fs.hpp"
+#include "recipes_test_support.hpp"
 #include "support/envkit_runner.hpp"
 
 namespace fs = std::filesystem;
@@ -36,7 +35,6 @@ const Artifact* artifact_for(const Recipe& recipe, std::string_view version, Pla
   return nullptr;
 }
 
-
 }  // namespace
 
 TEST_CASE("python: CPython 3.8 to 3.14 final releases with a hashed archive", "[other][python]") {
@@ -45,7 +43,8 @@ TEST_CASE("python: CPython 3.8 to 3.14 final releases with a hashed archive", "[
   CHECK(recipe.sources == std::vector<std::string>{"downloads.json"});
   // 3.15 and 3.7 are outside the range, 3.14.0rc3 is a pre-release, 3.8.19 and 3.9.6
   // have no sha256.
-  CHECK(envkit::test::versions_of(recipe) == std::vector<std::string>{"3.8.20", "3.9.7", "3.12.2", "3.12.14"});
+  CHECK(envkit::test::versions_of(recipe) ==
+        std::vector<std::string>{"3.8.20", "3.9.7", "3.12.2", "3.12.14"});
 }
 
 TEST_CASE("python: a full archive serves a version that has no install_only one",

@@ -482,8 +482,9 @@ TEST_CASE("solve: a tested CUDA runtime pin (12.1.105) prefers its CUDA series (
              Catch::Contains("chosen: torch 2.1.2 (cu121) was tested with cuda 12.1.105"));
 }
 
-TEST_CASE("solve: a framework whose wheels need a newer glibc than the machine's is refused in words",
-          "[solve]") {
+TEST_CASE(
+    "solve: a framework whose wheels need a newer glibc than the machine's is refused in words",
+    "[solve]") {
   // tensorflow 2.12.1's wheels are manylinux2014 (glibc 2.17): they install on an older
   // glibc and fail at import, so the solver refuses them as it refuses a CUDA on an old driver.
   auto request = framework("tensorflow", "==2.12.1");
@@ -505,8 +506,7 @@ TEST_CASE("solve: a framework whose wheels need a newer glibc than the machine's
   CHECK_THAT(chosen(solution(old), "tensorflow-gpu"), Catch::StartsWith("tensorflow-gpu 1.15"));
 }
 
-TEST_CASE("solve: a CUDA envkit can install beats a tested one that is only a runfile",
-          "[solve]") {
+TEST_CASE("solve: a CUDA envkit can install beats a tested one that is only a runfile", "[solve]") {
   // tensorflow 2.10 was tested with CUDA 11.2, which NVIDIA ships for Linux only as runfile
   // installers; it allows >=11.2,<12, and 11.4.2 has archives the 470 driver runs natively.
   auto request = framework("tensorflow", "==2.10.*");
