@@ -305,48 +305,34 @@ void register_recipes_import(CLI::App& recipes, Commands& out) {
       ->option_text("URL");
   out.push_back({nvidia, [redist](Context& c) { return run_import_nvidia_redist(c, *redist); }});
 
-  auto index = std::make_shared<std::optional<std::string>>();
-  auto* pypi = import->add_subcommand(
+  // The importers that ask a package index: each takes `--index URL`.
+  using IndexImporter = int (*)(Context&, const std::optional<std::string>&);
+  const auto add_index_importer = [&](const char* name, const char* description,
+                                      IndexImporter run) {
+    auto index = std::make_shared<std::optional<std::string>>();
+    auto* command = import->add_subcommand(name, description);
+    command
+        ->add_option(
+            "--index", *index,
+            "Simple-API index URL (default: index-url, else as pip: PIP_INDEX_URL, pip.conf, PyPI)")
+        ->option_text("URL");
+    out.push_back({command, [index, run](Context& c) { return run(c, *index); }});
+  };
+  add_index_importer(
       "pypi-nvidia",
-      "Add NVIDIA's CUDA and cuDNN wheels (PyPI or the index pip uses) as second artifacts");
-  pypi->add_option(
-          "--index", *index,
-          "Simple-API index URL (default: index-url, else as pip: PIP_INDEX_URL, pip.conf, PyPI)")
-      ->option_text("URL");
-  out.push_back({pypi, [index](Context& c) { return run_import_pypi(c, *index); }});
-
-  auto torch_index = std::make_shared<std::optional<std::string>>();
-  auto* torch = import->add_subcommand(
+      "Add NVIDIA's CUDA and cuDNN wheels (PyPI or the index pip uses) as second artifacts",
+      run_import_pypi);
+  add_index_importer(
       "pypi-torch",
-      "Refine minor-keyed torch versions into PyPI's patch releases, with their wheels' pins");
-  torch
-      ->add_option(
-          "--index", *torch_index,
-          "Simple-API index URL (default: index-url, else as pip: PIP_INDEX_URL, pip.conf, PyPI)")
-      ->option_text("URL");
-  out.push_back(
-      {torch, [torch_index](Context& c) { return run_import_pypi_torch(c, *torch_index); }});
-
-  auto tensorflow_index = std::make_shared<std::optional<std::string>>();
-  auto* tensorflow = import->add_subcommand(
+      "Refine minor-keyed torch versions into PyPI's patch releases, with their wheels' pins",
+      run_import_pypi_torch);
+  add_index_importer(
       "pypi-tensorflow",
-      "Add tensorflow's and tensorflow-gpu's releases from the index to their tables' rows");
-  tensorflow
-      ->add_option(
-          "--index", *tensorflow_index,
-          "Simple-API index URL (default: index-url, else as pip: PIP_INDEX_URL, pip.conf, PyPI)")
-      ->option_text("URL");
-  out.push_back({tensorflow, [tensorflow_index](Context& c) {
-                   return run_import_pypi_tensorflow(c, *tensorflow_index);
-                 }});
-  auto jax_index = std::make_shared<std::optional<std::string>>();
-  auto* jax = import->add_subcommand(
-      "pypi-jax", "Import jax's CUDA builds (cuda11/12/13) from its wheels' metadata on PyPI");
-  jax->add_option(
-         "--index", *jax_index,
-         "Simple-API index URL (default: index-url, else as pip: PIP_INDEX_URL, pip.conf, PyPI)")
-      ->option_text("URL");
-  out.push_back({jax, [jax_index](Context& c) { return run_import_pypi_jax(c, *jax_index); }});
+      "Add tensorflow's and tensorflow-gpu's releases from the index to their tables' rows",
+      run_import_pypi_tensorflow);
+  add_index_importer("pypi-jax",
+                     "Import jax's CUDA builds (cuda11/12/13) from its wheels' metadata on PyPI",
+                     run_import_pypi_jax);
 
   auto pyenv_args = std::make_shared<PyenvArgs>();
   auto* pyenv = import->add_subcommand(

@@ -14,20 +14,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The lowest version a spec admits, from its lower-bound clauses (>=, >, ==,
-// ~=, ===): the driver every machine of a fleet has at least.
-std::optional<specs::Version> lowest_admitted(const specs::VersionSpec& spec) {
-  std::optional<specs::Version> lowest;
-  for (const auto& clause : spec.specifiers()) {
-    using Op = specs::Specifier::Op;
-    const auto op = clause.op();
-    if (op == Op::less || op == Op::less_equal || op == Op::not_equal || !clause.version())
-      continue;
-    if (!lowest || *clause.version() > *lowest) lowest = *clause.version();
-  }
-  return lowest;
-}
-
 bool has_system_section(const manifest::SystemSection& system) {
   return system.driver || !system.cuda_arch.empty() || system.glibc;
 }
@@ -42,7 +28,7 @@ Result<void> settle_facts(LockInputs& inputs, const gpu::ProbeSources& sources) 
     if (system.driver) {
       assumed.driver = system.driver->original().empty() ? system.driver->to_string()
                                                          : system.driver->original();
-      facts.driver = lowest_admitted(*system.driver);
+      facts.driver = system.driver->lowest_admitted();
       facts.driver_written = *assumed.driver;
       if (!facts.driver) {
         inputs.warnings.push_back(fmt::format(
@@ -56,7 +42,7 @@ Result<void> settle_facts(LockInputs& inputs, const gpu::ProbeSources& sources) 
     assumed.cuda_arch = system.cuda_arch;
     if (system.glibc) {
       assumed.glibc = system.glibc->original();
-      facts.glibc = lowest_admitted(*system.glibc);
+      facts.glibc = system.glibc->lowest_admitted();
       facts.glibc_written = *assumed.glibc;
     }
     return {};

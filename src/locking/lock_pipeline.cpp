@@ -173,9 +173,11 @@ lock::SystemAssumptions machine_requirements(const VersionFiles& files, const So
 void add_glibc_needed(lock::Lockfile& lockfile) {
   if (lockfile.system.source == specs::FactSource::manifest) return;
   std::optional<unsigned> highest;
-  if (lockfile.system.glibc) {
-    const auto builds = specs::Version::parse(lockfile.system.glibc->substr(2));
-    if (builds && builds->release().size() > 1) highest = static_cast<unsigned>(builds->minor());
+  // What machine_requirements() found the framework builds need.
+  if (const auto builds = specs::VersionSpec::parse(lockfile.system.glibc.value_or(""))) {
+    if (const auto lowest = builds->lowest_admitted(); lowest && lowest->release().size() > 1) {
+      highest = static_cast<unsigned>(lowest->minor());
+    }
   }
   for (const auto& platform : lockfile.platforms) {
     if (!platform.python || platform.platform == specs::Platform::windows_x86_64) continue;

@@ -182,11 +182,7 @@ Result<FileRequirements> parse_pyproject_toml(std::string_view text, std::string
     if (auto read = read_poetry(*poetry, file, out); !read) return std::move(read).error();
   }
   // toml++ keeps a table's keys sorted; the file's order decides which pin is met first.
-  std::stable_sort(out.requirements.begin(), out.requirements.end(),
-                   [](const Requirement& a, const Requirement& b) {
-                     return std::pair(a.where.line, a.where.column) <
-                            std::pair(b.where.line, b.where.column);
-                   });
+  sort_in_file_order(out.requirements);
   return out;
 }
 

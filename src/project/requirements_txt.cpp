@@ -86,6 +86,13 @@ Result<void> add_pip_line(std::string_view line, SourceLocation where, FileRequi
   return {};
 }
 
+void sort_in_file_order(std::vector<Requirement>& requirements) {
+  std::stable_sort(
+      requirements.begin(), requirements.end(), [](const Requirement& a, const Requirement& b) {
+        return std::pair(a.where.line, a.where.column) < std::pair(b.where.line, b.where.column);
+      });
+}
+
 Result<FileRequirements> parse_requirements_txt(std::string_view text, std::string_view file) {
   FileRequirements out;
   for (const auto& line : logical_lines(text)) {

@@ -270,12 +270,8 @@ Result<FileRequirements> parse_setup_py(std::string_view text, std::string_view 
   read_literal_python_requires(*tokens, out);
   if (auto read = read_literal_install_requires(*tokens, out); !read)
     return std::move(read).error();
-  // In the file's order: the first place a pin is written is the one reported.
-  std::stable_sort(out.requirements.begin(), out.requirements.end(),
-                   [](const Requirement& a, const Requirement& b) {
-                     return std::pair(a.where.line, a.where.column) <
-                            std::pair(b.where.line, b.where.column);
-                   });
+  // The first place a pin is written is the one reported.
+  sort_in_file_order(out.requirements);
   return out;
 }
 

@@ -304,6 +304,18 @@ std::vector<std::string> tag_set(std::string_view compressed) {
   return tags;
 }
 
+// The minor of a CPython 3 tag (`cp311` -> 11); nullopt for other tags (`py3`, `cp27`).
+std::optional<unsigned> cpython3_minor(std::string_view tag) {
+  if (!tag.starts_with("cp3")) return std::nullopt;
+  const auto digits = tag.substr(3);
+  unsigned minor = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), minor);
+  if (ec != std::errc{} || digits.empty() || end != digits.data() + digits.size()) {
+    return std::nullopt;
+  }
+  return minor;
+}
+
 std::optional<std::pair<unsigned, unsigned>> glibc_of_tag(std::string_view tag) {
   if (tag.starts_with("manylinux1_")) return std::pair{2U, 5U};
   if (tag.starts_with("manylinux2010_")) return std::pair{2U, 12U};
@@ -589,6 +601,19 @@ std::optional<WheelFilename> parse_wheel_filename(std::string_view filename) {
   return wheel;
 }
 
+std::map<specs::Version, std::vector<IndexWheel>> wheels_by_release(
+    const std::vector<IndexFile>& files) {
+  std::map<specs::Version, std::vector<IndexWheel>> releases;
+  for (const auto& file : files) {
+    auto wheel = file.yanked ? std::nullopt : parse_wheel_filename(file.filename);
+    if (!wheel) continue;
+    if (auto version = specs::Version::parse(wheel->version)) {
+      releases[*version].push_back({.file = &file, .wheel = *std::move(wheel)});
+    }
+  }
+  return releases;
+}
+
 std::optional<specs::Platform> wheel_platform(const WheelFilename& wheel) {
   auto has = [](const std::vector<std::string>& tags, std::string_view tag) {
     return std::find(tags.begin(), tags.end(), tag) != tags.end();
@@ -608,12 +633,11 @@ std::optional<specs::Platform> binary_wheel_platform(const WheelFilename& wheel)
 }
 
 std::optional<specs::VersionSpec> cpython_range(const std::vector<WheelFilename>& wheels) {
-  std::optional<std::uint64_t> lowest, highest;
+  std::optional<unsigned> lowest, highest;
   bool open_above = false;
   for (const auto& wheel : wheels) {
-    for (std::string_view tag : wheel.python_tags) {
-      if (!tag.starts_with("cp3")) continue;
-      const auto minor = leading_number(tag.substr(3));
+    for (const auto& tag : wheel.python_tags) {
+      const auto minor = cpython3_minor(tag);
       if (!minor) continue;
       lowest = std::min(lowest.value_or(*minor), *minor);
       highest = std::max(highest.value_or(*minor), *minor);
@@ -631,14 +655,8 @@ std::optional<specs::VersionSpec> cpython_range(const std::vector<WheelFilename>
 
 std::optional<unsigned> cpython_minor(const WheelFilename& wheel) {
   std::optional<unsigned> newest;
-  for (std::string_view tag : wheel.python_tags) {
-    unsigned minor = 0;
-    if (!tag.starts_with("cp3")) continue;
-    const auto digits = tag.substr(3);
-    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), minor);
-    if (ec == std::errc{} && end == digits.data() + digits.size()) {
-      newest = std::max(newest.value_or(0), minor);
-    }
+  for (const auto& tag : wheel.python_tags) {
+    if (const auto minor = cpython3_minor(tag)) newest = std::max(newest.value_or(0), *minor);
   }
   return newest;
 }
@@ -800,6 +818,17 @@ Result<std::optional<std::string>> fetch_wheel_metadata(const PypiImportOptions&
   auto served = fetch_core_metadata(options, wheel);
   if (!served || *served) return served;
   return metadata_from_wheel(options, wheel);
+}
+
+Result<std::vector<IndexFile>> fetch_listed_project_files(const PypiImportOptions& options,
+                                                          std::string_view project) {
+  auto files = fetch_project_files(options, project);
+  if (!files) return std::move(files).error();
+  if (!*files) {
+    return Error::failed(
+        fmt::format("the index {} has no project {}", url::redacted(options.index_url), project));
+  }
+  return *std::move(*files);
 }
 
 Result<PypiImport> import_pypi_nvidia(const Recipe& cuda, const Recipe& cudnn,

@@ -44,7 +44,7 @@ std::string extra_of(std::string_view marker, const std::vector<std::string>& wr
 // A release of a project on the index: its files for linux-x86_64 and linux-aarch64.
 struct ReleaseOnIndex {
   std::string version;  // as the files spell it
-  std::vector<const IndexFile*> files;
+  std::vector<IndexWheel> wheels;
 };
 
 bool final_release(const Version& version) {
@@ -55,24 +55,19 @@ bool final_release(const Version& version) {
 // The final releases with a wheel not yanked, oldest first.
 std::map<Version, ReleaseOnIndex> releases_of(const std::vector<IndexFile>& files) {
   std::map<Version, ReleaseOnIndex> releases;
-  for (const auto& file : files) {
-    const auto wheel = file.yanked ? std::nullopt : parse_wheel_filename(file.filename);
-    if (!wheel) continue;
-    auto version = Version::parse(wheel->version);
-    if (!version || !final_release(*version)) continue;
-    auto [it, inserted] = releases.try_emplace(*version, ReleaseOnIndex{.version = wheel->version});
-    it->second.files.push_back(&file);
+  for (auto& [version, wheels] : wheels_by_release(files)) {
+    if (!final_release(version)) continue;
+    const auto spelled = wheels.front().wheel.version;
+    releases.emplace(version, ReleaseOnIndex{.version = spelled, .wheels = std::move(wheels)});
   }
   return releases;
 }
 
 // jax's own wheel of a release: py3-none-any.
 const IndexFile* pure_wheel(const ReleaseOnIndex& release) {
-  for (const auto* file : release.files) {
-    const auto wheel = parse_wheel_filename(file->filename);
-    const auto any = wheel && std::find(wheel->platform_tags.begin(), wheel->platform_tags.end(),
-                                        "any") != wheel->platform_tags.end();
-    if (any) return file;
+  for (const auto& [file, wheel] : release.wheels) {
+    const auto& tags = wheel.platform_tags;
+    if (std::find(tags.begin(), tags.end(), "any") != tags.end()) return file;
   }
   return nullptr;
 }
@@ -88,13 +83,12 @@ struct PluginRelease {
 
 PluginRelease plugin_release(const ReleaseOnIndex& release) {
   PluginRelease out{.version = release.version};
-  for (const auto* file : release.files) {
-    const auto wheel = parse_wheel_filename(file->filename);
-    const auto platform = wheel ? binary_wheel_platform(*wheel) : std::nullopt;
+  for (const auto& [file, wheel] : release.wheels) {
+    const auto platform = binary_wheel_platform(wheel);
     if (!platform || *platform == Platform::windows_x86_64) continue;
     if (std::find(out.platforms.begin(), out.platforms.end(), *platform) == out.platforms.end())
       out.platforms.push_back(*platform);
-    const auto cpython = cpython_minor(*wheel);
+    const auto cpython = cpython_minor(wheel);
     if (*platform == Platform::linux_x86_64 && cpython &&
         (!out.newest_cpython || *cpython > *out.newest_cpython)) {
       out.newest_cpython = cpython;
@@ -112,14 +106,10 @@ class JaxImporter {
   explicit JaxImporter(const PypiImportOptions& options) : options_(options) {}
 
   Result<PypiJaxImport> run() {
-    auto files = fetch_project_files(options_, kJaxProject);
+    auto files = fetch_listed_project_files(options_, kJaxProject);
     if (!files) return std::move(files).error();
-    if (!*files) {
-      return Error::failed(fmt::format("the index {} has no project {}",
-                                       url::redacted(options_.index_url), kJaxProject));
-    }
     result_.jax.name = std::string(kJaxProject);
-    for (const auto& [version, on_index] : releases_of(**files)) {
+    for (const auto& [version, on_index] : releases_of(*files)) {
       if (auto done = import_release(version, on_index); !done) return done.error();
     }
     result_.jax.sources.insert(

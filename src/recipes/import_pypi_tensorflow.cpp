@@ -24,20 +24,19 @@ struct ReleaseWheels {
 
 std::map<Version, ReleaseWheels> releases_on_index(const std::vector<IndexFile>& files) {
   std::map<Version, ReleaseWheels> releases;
-  for (const auto& file : files) {
-    if (file.yanked) continue;
-    auto wheel = parse_wheel_filename(file.filename);
-    if (!wheel) continue;
-    const auto platform = binary_wheel_platform(*wheel);
-    auto version = Version::parse(wheel->version);
-    if (!platform || !version || version->is_prerelease() || version->has_local()) continue;
-    auto& release = releases[*version];
-    release.platforms.insert(*platform);
-    if (const auto glibc = manylinux_glibc(*wheel)) {
-      auto [it, inserted] = release.glibc.try_emplace(*platform, *glibc);
-      if (!inserted) it->second = std::min(it->second, *glibc);
+  for (auto& [version, wheels] : wheels_by_release(files)) {
+    if (version.is_prerelease() || version.has_local()) continue;
+    for (auto& [file, wheel] : wheels) {
+      const auto platform = binary_wheel_platform(wheel);
+      if (!platform) continue;
+      auto& release = releases[version];
+      release.platforms.insert(*platform);
+      if (const auto glibc = manylinux_glibc(wheel)) {
+        auto [it, inserted] = release.glibc.try_emplace(*platform, *glibc);
+        if (!inserted) it->second = std::min(it->second, *glibc);
+      }
+      release.wheels.push_back(std::move(wheel));
     }
-    release.wheels.push_back(*std::move(wheel));
   }
   return releases;
 }
@@ -135,14 +134,10 @@ struct Project {
 
 Result<void> import_project(const Project& project, const Recipe& tensorflow,
                             const PypiImportOptions& options, PypiTensorflowImport& result) {
-  auto files = fetch_project_files(options, project.name);
+  auto files = fetch_listed_project_files(options, project.name);
   if (!files) return std::move(files).error();
-  if (!*files) {
-    return Error::failed(fmt::format("the index {} has no project {}",
-                                     url::redacted(options.index_url), project.name));
-  }
   project.overlay.name = project.tables.name;
-  for (const auto& [version, release] : releases_on_index(**files)) {
+  for (const auto& [version, release] : releases_on_index(*files)) {
     ++result.releases;
     const auto* row = row_for(project.tables, version);
     auto builds = row != nullptr ? builds_for(*row, release) : std::vector<Build>{};

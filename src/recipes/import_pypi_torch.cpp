@@ -8,6 +8,7 @@
 #include "envkit/core/text.hpp"
 #include "envkit/core/url.hpp"
 #include "envkit/recipes/import_frameworks.hpp"
+#include "envkit/specs/package_name.hpp"
 
 namespace envkit::recipes {
 
@@ -16,20 +17,6 @@ namespace {
 constexpr std::string_view kProject = "torch";
 
 // ---------------------------------------------------------------- METADATA
-
-// PEP 503 normalization: lowercase, runs of `-_.` become `-`.
-std::string normalized_name(std::string_view name) {
-  std::string out;
-  for (char c : text::to_lower(name)) {
-    const bool separator = c == '-' || c == '_' || c == '.';
-    if (!separator) {
-      out += c;
-    } else if (!out.empty() && out.back() != '-') {
-      out += '-';
-    }
-  }
-  return out;
-}
 
 // `nvidia-cudnn-cu12` and (CUDA 13 names) `nvidia-cuda-runtime` both match `nvidia-cudnn`.
 bool is_project(std::string_view name, std::string_view stem) {
@@ -56,7 +43,7 @@ std::optional<Pin> exact_pin(std::string_view requirement) {
   const std::string_view rest(compact);
   const auto name_end = rest.find_first_of("=<>!~[");
   if (name_end == std::string_view::npos) return std::nullopt;
-  Pin pin{.project = normalized_name(rest.substr(0, name_end))};
+  Pin pin{.project = specs::canonical_package_name(rest.substr(0, name_end))};
   auto op = name_end;
   if (rest[name_end] == '[') {
     op = rest.find(']', name_end);
@@ -111,16 +98,17 @@ void offer_wheel(PatchOnIndex& patch, const IndexFile& file, const WheelFilename
 }
 
 // The final patch releases of `minor` that have a file not yanked, oldest first.
+using Releases = std::map<specs::Version, std::vector<IndexWheel>>;
+
 std::map<specs::Version, PatchOnIndex> patches_of(const specs::Version& minor,
-                                                  const std::vector<IndexFile>& files) {
+                                                  const Releases& releases) {
   std::map<specs::Version, PatchOnIndex> patches;
-  for (const auto& file : files) {
-    const auto wheel = file.yanked ? std::nullopt : parse_wheel_filename(file.filename);
-    if (!wheel) continue;
-    auto version = specs::Version::parse(wheel->version);
-    if (!version || !is_patch_of(*version, minor)) continue;
-    auto [it, inserted] = patches.try_emplace(*version, PatchOnIndex{.version = wheel->version});
-    offer_wheel(it->second, file, *wheel);
+  for (const auto& [version, wheels] : releases) {
+    if (!is_patch_of(version, minor)) continue;
+    auto& patch = patches[version];
+    patch.version = wheels.front().wheel.version;
+    for (const auto& [file, wheel] : wheels)
+      offer_wheel(patch, *file, wheel);
   }
   return patches;
 }
@@ -170,9 +158,9 @@ std::string unpinned_note(const TorchPatch& patch) {
                      patch.minor);
 }
 
-Result<void> refine_minor(const RecipeVersion& minor, const std::vector<IndexFile>& files,
+Result<void> refine_minor(const RecipeVersion& minor, const Releases& releases,
                           const PypiImportOptions& options, PypiTorchImport& result) {
-  const auto patches = patches_of(minor.version, files);
+  const auto patches = patches_of(minor.version, releases);
   if (patches.empty()) return {};
   for (const auto& [parsed, on_index] : patches) {
     TorchPatch patch{.version = on_index.version, .minor = minor.version.original()};
@@ -201,21 +189,17 @@ bool states_python(const RecipeVersion& version) {
 
 // The tables give no Python range before torch 1.12: the CPython tags of each release's
 // wheels do. Returns how many versions got one.
-std::size_t add_python_ranges(const Recipe& torch, const std::vector<IndexFile>& files,
-                              Recipe& overlay) {
-  std::map<specs::Version, std::vector<WheelFilename>> wheels;
-  for (const auto& file : files) {
-    auto wheel = file.yanked ? std::nullopt : parse_wheel_filename(file.filename);
-    if (!wheel || !binary_wheel_platform(*wheel)) continue;
-    if (auto version = specs::Version::parse(wheel->version)) {
-      wheels[*version].push_back(*std::move(wheel));
-    }
-  }
+std::size_t add_python_ranges(const Recipe& torch, const Releases& releases, Recipe& overlay) {
   std::size_t added = 0;
   for (const auto& version : torch.versions) {
     if (version.version.release().size() != 3 || states_python(version)) continue;
-    const auto it = wheels.find(version.version);
-    const auto range = it == wheels.end() ? std::nullopt : cpython_range(it->second);
+    const auto it = releases.find(version.version);
+    if (it == releases.end()) continue;
+    std::vector<WheelFilename> binary;
+    for (const auto& [file, wheel] : it->second) {
+      if (binary_wheel_platform(wheel)) binary.push_back(wheel);
+    }
+    const auto range = cpython_range(binary);
     if (!range) continue;
     RecipeVersion ranged{.version = version.version};
     for (const auto& build : version.builds) {
@@ -258,19 +242,16 @@ Result<PypiTorchImport> import_pypi_torch(const Recipe& torch, const PypiImportO
   if (!options.fetch) return Error::internal("import_pypi_torch: no fetch function");
   PypiTorchImport result;
   result.torch.name = torch.name.empty() ? std::string(kProject) : torch.name;
-  auto files = fetch_project_files(options, kProject);
+  auto files = fetch_listed_project_files(options, kProject);
   if (!files) return std::move(files).error();
-  if (!*files) {
-    return Error::failed(
-        fmt::format("the index {} has no project {}", url::redacted(options.index_url), kProject));
-  }
+  const auto releases = wheels_by_release(*files);
   for (const auto& minor : torch.versions) {
     if (minor.version.release().size() != 2) continue;
-    if (auto refined = refine_minor(minor, **files, options, result); !refined) {
+    if (auto refined = refine_minor(minor, releases, options, result); !refined) {
       return refined.error();
     }
   }
-  if (const auto ranged = add_python_ranges(torch, **files, result.torch); ranged > 0) {
+  if (const auto ranged = add_python_ranges(torch, releases, result.torch); ranged > 0) {
     result.python_ranges = ranged;
     result.torch.sources.push_back(fmt::format(
         "Python ranges of releases the tables give none (before 1.12): the CPython tags of "

@@ -102,8 +102,12 @@ std::vector<specs::Platform> runfile_only_platforms(const Build& build) {
 }
 
 bool installable_on(const Build& build, specs::Platform platform) {
-  const auto only = runfile_only_platforms(build);
-  return std::find(only.begin(), only.end(), platform) == only.end();
+  const auto excludes = [&](const std::vector<specs::Platform>& only) {
+    return std::find(only.begin(), only.end(), platform) != only.end();
+  };
+  // The solver asks per candidate of facts read alone: no list is built for them.
+  if (build.artifacts.empty()) return !excludes(build.runfile_only);
+  return !excludes(runfile_only_platforms(build));
 }
 
 std::map<std::string, specs::VersionSpec> requirements_on(const Build& build,

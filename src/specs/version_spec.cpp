@@ -340,4 +340,16 @@ std::string VersionSpec::to_string() const {
   return out;
 }
 
+std::optional<Version> VersionSpec::lowest_admitted() const {
+  std::optional<Version> lowest;
+  for (const auto& clause : specifiers_) {
+    using Op = Specifier::Op;
+    const auto op = clause.op();
+    if (op == Op::less || op == Op::less_equal || op == Op::not_equal || !clause.version())
+      continue;
+    if (!lowest || *clause.version() > *lowest) lowest = *clause.version();
+  }
+  return lowest;
+}
+
 }  // namespace envkit::specs

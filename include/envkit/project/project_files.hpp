@@ -26,6 +26,9 @@ struct FileRequirements {
   std::vector<Error> warnings;
 };
 
+// Orders requirements as the file writes them (line, then column), stably.
+void sort_in_file_order(std::vector<Requirement>& requirements);
+
 // requirements.txt: one PEP 508 requirement per line; comments, `\` line
 // continuations, `-r` includes; option lines (`--index-url`, `-e`, `-c`) and
 // bare paths or URLs are not requirements of named packages and are passed over.

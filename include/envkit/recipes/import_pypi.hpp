@@ -81,6 +81,17 @@ struct WheelFilename {
 };
 [[nodiscard]] std::optional<WheelFilename> parse_wheel_filename(std::string_view filename);
 
+// A wheel a project page lists, with its filename parsed.
+struct IndexWheel {
+  const IndexFile* file = nullptr;
+  WheelFilename wheel;
+};
+
+// The wheels of a project page that are not yanked, by release version (pre-, post- and
+// local versions included: each importer keeps the releases it reads), in page order.
+[[nodiscard]] std::map<specs::Version, std::vector<IndexWheel>> wheels_by_release(
+    const std::vector<IndexFile>& files);
+
 // The envkit platform a wheel installs on: manylinux x86_64 / aarch64 and
 // win_amd64 wheels that need no particular Python (py3-none); else nullopt.
 [[nodiscard]] std::optional<specs::Platform> wheel_platform(const WheelFilename& wheel);
@@ -152,6 +163,11 @@ struct PypiImport {
 // has neither (404, 410) or the wheel holds no `*.dist-info/METADATA`.
 [[nodiscard]] Result<std::optional<std::string>> fetch_wheel_metadata(
     const PypiImportOptions& options, const IndexFile& wheel);
+
+// The same for a project the importer cannot do without: its absence is an error naming
+// the index.
+[[nodiscard]] Result<std::vector<IndexFile>> fetch_listed_project_files(
+    const PypiImportOptions& options, std::string_view project);
 
 // Queries the index once per wheel project `cuda` and `cudnn` need.
 [[nodiscard]] Result<PypiImport> import_pypi_nvidia(const Recipe& cuda, const Recipe& cudnn,

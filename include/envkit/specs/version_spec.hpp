@@ -84,6 +84,9 @@ class VersionSpec {
 
   [[nodiscard]] bool empty() const { return specifiers_.empty(); }
   [[nodiscard]] const std::vector<Specifier>& specifiers() const { return specifiers_; }
+  // The lowest version the lower-bound clauses (>=, >, ==, ~=, ===) admit: `>=2.28` -> 2.28,
+  // the driver or glibc every machine of a fleet has at least. nullopt without one.
+  [[nodiscard]] std::optional<Version> lowest_admitted() const;
 
   [[nodiscard]] bool contains(const Version& v,
                               Prereleases prereleases = Prereleases::pep440_default) const;
