@@ -230,6 +230,8 @@ ExtractOptions layout_options(const LayoutTarget& target, ExtractOptions base) {
     case Layout::source_tree:
       base.strip_components = 1;
       break;
+    case Layout::cuda_runfile_nested:
+    case Layout::cuda_runfile_builds:
     case Layout::none:
       // A runfile is never unpacked; should one reach here, nothing lands.
       base.map = [](std::string_view) -> std::optional<std::string> { return std::nullopt; };

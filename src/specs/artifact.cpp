@@ -13,13 +13,15 @@ constexpr detail::EnumNames<ArtifactKind, 4> kKinds = {{
     {ArtifactKind::source, "source"},
 }};
 
-constexpr detail::EnumNames<Layout, 7> kLayouts = {{
+constexpr detail::EnumNames<Layout, 9> kLayouts = {{
     {Layout::nvidia_redist, "nvidia-redist"},
     {Layout::cudnn_legacy, "cudnn-legacy"},
     {Layout::python_standalone, "python-standalone"},
     {Layout::python_standalone_full, "python-standalone-full"},
     {Layout::nvidia_wheel, "nvidia-wheel"},
     {Layout::source_tree, "source-tree"},
+    {Layout::cuda_runfile_nested, "cuda-runfile-nested"},
+    {Layout::cuda_runfile_builds, "cuda-runfile-builds"},
     {Layout::none, "none"},
 }};
 

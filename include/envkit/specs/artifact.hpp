@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "envkit/specs/platform.hpp"
 
@@ -15,7 +16,7 @@ namespace envkit::specs {
 enum class ArtifactKind : std::uint8_t {
   archive,  // NVIDIA redist / legacy cuDNN / python-build-standalone archive
   wheel,    // a wheel on PyPI (NVIDIA's CUDA and cuDNN wheels)
-  runfile,  // an NVIDIA .run installer (CUDA before 11.4.2): recorded, not unpacked
+  runfile,  // an NVIDIA .run installer (CUDA before 11.4.2): a makeself archive envkit unpacks
   source,   // a source tarball built at install (zlib, CPython from python.org)
 };
 
@@ -27,7 +28,10 @@ enum class Layout : std::uint8_t {
   python_standalone_full,  // python/install/ -> prefix (its "full" archives; the build tree, not)
   nvidia_wheel,            // nvidia/<name>/... or nvidia/cu13/... -> prefix
   source_tree,             // strip the single top folder into a build directory
-  none,                    // not unpacked (runfile)
+  // NVIDIA runfiles (docs/install.md, "Runfiles"), by the era of their payload:
+  cuda_runfile_nested,  // 9.x-10.0: run_files/cuda-linux.<ver>-<build>.run holds the toolkit tree
+  cuda_runfile_builds,  // 10.1-11.x: builds/<component>/ (10.1/10.2: cuda-toolkit/ and cublas/)
+  none,                 // not unpacked (a runfile of a lock written before envkit unpacked them)
 };
 
 // How a source artifact is built (docs/recipes.md). Absent on an artifact:
@@ -47,6 +51,16 @@ enum class BuildSystem : std::uint8_t {
 [[nodiscard]] std::string_view to_string(BuildSystem build_system);
 [[nodiscard]] std::optional<BuildSystem> parse_build_system(std::string_view text);
 
+// One of NVIDIA's patch runfiles for a CUDA release (9.0 has four), applied in order
+// over the release's own runfile.
+struct RunfilePatch {
+  std::string url;
+  std::string sha256;
+  std::optional<std::uint64_t> size;
+
+  friend bool operator==(const RunfilePatch&, const RunfilePatch&) = default;
+};
+
 struct Artifact {
   specs::Platform platform = specs::Platform::linux_x86_64;
   std::string component;  // CUDA component (`cuda_cudart`) or the package name itself
@@ -61,6 +75,11 @@ struct Artifact {
   std::string wheel_root;
   // For sources: how to build them; nullopt = detect from the unpacked tree.
   std::optional<BuildSystem> build_system;
+  // For runfiles: the CUDA components inside (recipes: all it holds; the lock: those
+  // placed), named like the redist components (`cuda_cudart`, `libcublas`).
+  std::vector<std::string> components;
+  // For runfiles: NVIDIA's patches, applied in this order after the runfile itself.
+  std::vector<RunfilePatch> patches;
 
   friend bool operator==(const Artifact&, const Artifact&) = default;
 };
