@@ -3,6 +3,8 @@
 // trailing '/', and answer with the prefix-relative path or nullopt.
 #include "envkit/archive/layout.hpp"
 
+#include "layout_paths.hpp"
+
 #include <fmt/format.h>
 #include <sys/stat.h>
 
@@ -14,22 +16,35 @@
 
 namespace envkit::archive {
 
-namespace {
+namespace detail {
 
-namespace fs = std::filesystem;
-using specs::Layout;
-
-// The first component of `path` and what follows its '/' ("" when none).
 std::pair<std::string_view, std::string_view> split_first(std::string_view path) {
   const auto slash = path.find('/');
   if (slash == std::string_view::npos) return {path, {}};
   return {path.substr(0, slash), path.substr(slash + 1)};
 }
 
-// A file directly at this level (folders end with '/').
 bool is_top_level_file(std::string_view path) {
   return !path.empty() && path.find('/') == std::string_view::npos;
 }
+
+std::string licence_path(const LayoutTarget& target, std::string_view name) {
+  std::string path = "share/licenses";
+  for (const auto& part : {target.package, target.component}) {
+    if (!part.empty()) path += "/" + part;
+  }
+  return fmt::format("{}/{}", path, name);
+}
+
+}  // namespace detail
+
+namespace {
+
+namespace fs = std::filesystem;
+using detail::is_top_level_file;
+using detail::licence_path;
+using detail::split_first;
+using specs::Layout;
 
 bool ends_with_icase(std::string_view text, std::string_view suffix) {
   if (text.size() < suffix.size()) return false;
@@ -42,16 +57,6 @@ bool ends_with_icase(std::string_view text, std::string_view suffix) {
 
 bool starts_with_icase(std::string_view text, std::string_view prefix) {
   return text.size() >= prefix.size() && ends_with_icase(text.substr(0, prefix.size()), prefix);
-}
-
-// Licences go under share/licenses/<package>/<component>/: two components'
-// LICENSE files never land on each other.
-std::string licence_path(const LayoutTarget& target, std::string_view name) {
-  std::string path = "share/licenses";
-  for (const auto& part : {target.package, target.component}) {
-    if (!part.empty()) path += "/" + part;
-  }
-  return fmt::format("{}/{}", path, name);
 }
 
 // `cuda_cudart-linux-x86_64-12.4.127-archive/`, already stripped: folders stay,
@@ -231,12 +236,24 @@ ExtractOptions layout_options(const LayoutTarget& target, ExtractOptions base) {
       base.strip_components = 1;
       break;
     case Layout::cuda_runfile_nested:
+      base.map = detail::cuda_runfile_map(target);
+      base.nested_runfile = detail::is_cuda_toolkit_runfile;
+      break;
     case Layout::cuda_runfile_builds:
+      base.map = detail::cuda_runfile_map(target);
+      break;
     case Layout::none:
       // A runfile is never unpacked; should one reach here, nothing lands.
       base.map = [](std::string_view) -> std::optional<std::string> { return std::nullopt; };
       break;
   }
+  return base;
+}
+
+ExtractOptions runfile_patch_options(const LayoutTarget& target, ExtractOptions base) {
+  base.strip_components = 0;
+  base.map = detail::cuda_patch_map(target);
+  base.nested_runfile = nullptr;
   return base;
 }
 

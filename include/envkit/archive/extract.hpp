@@ -38,6 +38,10 @@ using PathMap = std::function<std::optional<std::string>(std::string_view entry_
 struct ExtractOptions {
   int strip_components = 0;
   PathMap map;  // empty = every entry where it is
+  // Entries (paths as `map` sees them) that are makeself runfiles themselves:
+  // unpacked in place instead of written, their entries presented to `map` as
+  // `<entry path without .run>/<inner path>` (docs/runfiles.md).
+  std::function<bool(std::string_view entry_path)> nested_runfile;
   // Decompression-bomb limits: bytes written and entries read (those left out
   // by strip_components or the map included).
   std::uint64_t max_bytes = std::uint64_t{64} << 30;

@@ -18,11 +18,20 @@ struct LayoutTarget {
   std::string package;     // `cuda`, `cudnn`, `python`: names the licence folder
   std::string component;   // `cuda_cudart`, `cudnn`: names the licence folder
   std::string wheel_root;  // wheels: `nvidia/cuda_runtime`, `nvidia/cu13`
+  // Runfiles: the CUDA components to place (`cuda_cudart`, `libcublas`); the rest of
+  // the installer (driver, samples, docs, Nsight) is never written.
+  std::vector<std::string> components;
 };
 
 // The options that unpack `target`'s archive straight into prefix layout:
 // strip_components and map set; the limits left as in `base`.
 [[nodiscard]] ExtractOptions layout_options(const LayoutTarget& target, ExtractOptions base = {});
+
+// The options that unpack one of NVIDIA's patch runfiles for `target` (a runfile
+// layout) over the release it patches: its payload is a toolkit tree, placed like
+// the release's own (docs/runfiles.md).
+[[nodiscard]] ExtractOptions runfile_patch_options(const LayoutTarget& target,
+                                                   ExtractOptions base = {});
 
 // Wheels cannot hold symlinks: under `root`/lib, for every versioned shared
 // library (libcudart.so.12, libcudnn.so.9.1.0) without its links, makes the
