@@ -1,6 +1,7 @@
 #include "envkit/store/cache.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <set>
@@ -26,10 +27,15 @@ std::uint64_t remove_tree(const fs::path& path) {
 }
 
 // How an artifact is unpacked: the same bytes unpacked for another layout are another entry.
+// A runfile's entry also depends on the components placed and the patches applied.
 std::string layout_key(const ArtifactTarget& target) {
   const auto& artifact = target.artifact;
-  return fmt::format("{}\n{}\n{}\n{}", specs::to_string(artifact.layout), target.package,
-                     artifact.component, artifact.wheel_root);
+  auto key = fmt::format("{}\n{}\n{}\n{}", specs::to_string(artifact.layout), target.package,
+                         artifact.component, artifact.wheel_root);
+  if (!artifact.components.empty()) key += fmt::format("\n{}", fmt::join(artifact.components, ","));
+  for (const auto& patch : artifact.patches)
+    key += "\npatch " + patch.sha256;
+  return key;
 }
 
 std::uint64_t unpacked_bytes(const EntryRecord& record) {
@@ -46,6 +52,17 @@ std::string ArtifactTarget::label() const {
   if (artifact.component.empty() || artifact.component == package)
     return fmt::format("{} {} ({})", package, version, kind);
   return fmt::format("{} of {} {} ({})", artifact.component, package, version, kind);
+}
+
+ArtifactTarget ArtifactTarget::patch(std::size_t index) const {
+  ArtifactTarget patch = *this;
+  const auto& source = artifact.patches.at(index);
+  patch.artifact.url = source.url;
+  patch.artifact.sha256 = source.sha256;
+  patch.artifact.size = source.size;
+  patch.artifact.patches.clear();
+  patch.artifact.component = fmt::format("{} patch {}", artifact.component, index + 1);
+  return patch;
 }
 
 Cache::Cache(fs::path root) : store_(std::move(root) / "store" / "v1") {}

@@ -1,6 +1,7 @@
 #include "envkit/store/fill.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <thread>
 
 #include "envkit/archive/layout.hpp"
+#include "envkit/archive/runfile.hpp"
 #include "envkit/core/sha256.hpp"
 #include "envkit/core/text.hpp"
 #include "envkit/core/url.hpp"
@@ -91,8 +93,13 @@ bool is_zip(const specs::Artifact& artifact) {
          artifact.format == "whl";
 }
 
+bool is_runfile(const specs::Artifact& artifact) {
+  return artifact.kind == specs::ArtifactKind::runfile;
+}
+
+// Runfiles count as xz: their payload's compression is only known from their header.
 bool is_xz(const specs::Artifact& artifact) {
-  return artifact.format == "tar.xz" || artifact.format == "txz";
+  return artifact.format == "tar.xz" || artifact.format == "txz" || is_runfile(artifact);
 }
 
 // Limits against decompression bombs: generous for real CUDA archives (they
@@ -149,22 +156,33 @@ unsigned unpack_threads() {
   return std::clamp(std::thread::hardware_concurrency(), 1U, kMost);
 }
 
-archive::ExtractOptions options_for(const ArtifactTarget& target) {
+archive::LayoutTarget layout_target(const ArtifactTarget& target) {
   const auto& artifact = target.artifact;
-  return archive::layout_options(
-      {.layout = artifact.layout,
-       .package = target.package,
-       .component = artifact.component.empty() ? target.package : artifact.component,
-       .wheel_root = artifact.wheel_root},
-      {.max_bytes = unpack_limit(artifact), .hash_files = true, .threads = unpack_threads()});
+  return {.layout = artifact.layout,
+          .package = target.package,
+          .component = artifact.component.empty() ? target.package : artifact.component,
+          .wheel_root = artifact.wheel_root,
+          .components = artifact.components};
 }
 
-// Unpacks a tar.* straight from the download.
+archive::ExtractOptions base_options(const specs::Artifact& artifact) {
+  return {.max_bytes = unpack_limit(artifact), .hash_files = true, .threads = unpack_threads()};
+}
+
+archive::ExtractOptions options_for(const ArtifactTarget& target) {
+  return archive::layout_options(layout_target(target), base_options(target.artifact));
+}
+
+// Unpacks a tar.* (or a runfile's payload) straight from the download.
 Result<archive::ExtractResult> stream_unpack(const ArtifactTarget& target, net::ByteStream& stream,
-                                             const fs::path& staging, std::string& digest,
-                                             std::uint64_t& bytes, bool& unreachable) {
+                                             const fs::path& staging,
+                                             const archive::ExtractOptions& options,
+                                             std::string& digest, std::uint64_t& bytes,
+                                             bool& unreachable) {
   HashingSource source(stream, url::redacted(target.artifact.url));
-  auto extracted = archive::extract(source, staging, options_for(target));
+  auto extracted = is_runfile(target.artifact)
+                       ? archive::extract_runfile(source, staging, options)
+                       : archive::extract(source, staging, options);
   // Whatever the extractor made of them, the bytes must be the locked ones:
   // a hash mismatch explains a "corrupt archive" better than the archive does.
   auto drained = source.drain();
@@ -243,36 +261,6 @@ bool kept_whole(const specs::Artifact& artifact) {
          artifact.layout == specs::Layout::none;
 }
 
-// An artifact downloaded, verified and unpacked: what was unpacked, and the download.
-struct Unpacked {
-  std::vector<FileRecord> files;
-  std::string digest;
-  std::uint64_t bytes = 0;
-};
-
-// Downloads `target`, checks its sha256 and unpacks it under `destination`.
-Result<Unpacked> fetch_unpacked(const ArtifactTarget& target, const fs::path& destination,
-                                const FillContext& context, bool& unreachable) {
-  const auto& artifact = target.artifact;
-  const SlotGuard slot(is_xz(artifact) ? context.xz_slots : nullptr);
-  auto stream =
-      context.transport->open({.urls = candidate_urls(context.mirrors, artifact.url),
-                               .expected_size = artifact.size,
-                               .label = target.label(),
-                               .on_url_failed = warn_url_failed(context.note, target.label())});
-  Unpacked unpacked;
-  auto extracted =
-      kept_whole(artifact)
-          ? spool_keep(target, *stream, destination, unpacked.digest, unpacked.bytes, unreachable)
-      : is_zip(artifact)
-          ? spool_unpack(target, *stream, destination, unpacked.digest, unpacked.bytes, unreachable)
-          : stream_unpack(target, *stream, destination, unpacked.digest, unpacked.bytes,
-                          unreachable);
-  if (!extracted) return std::move(extracted).error();
-  unpacked.files = records_of(extracted->entries);
-  return unpacked;
-}
-
 // Removes a folder of the cache's tmp/ when it goes out of scope.
 class ScratchDir {
  public:
@@ -290,6 +278,110 @@ class ScratchDir {
   fs::path path_;
 };
 
+// An artifact downloaded, verified and unpacked: what was unpacked, and the download.
+struct Unpacked {
+  std::vector<FileRecord> files;
+  std::string digest;
+  std::uint64_t bytes = 0;
+  std::vector<PatchRecord> patches;  // applied over it, in order
+};
+
+std::unique_ptr<net::ByteStream> open_download(const ArtifactTarget& target,
+                                               const FillContext& context) {
+  const auto& artifact = target.artifact;
+  return context.transport->open({.urls = candidate_urls(context.mirrors, artifact.url),
+                                  .expected_size = artifact.size,
+                                  .label = target.label(),
+                                  .on_url_failed = warn_url_failed(context.note, target.label())});
+}
+
+// Moves a patch's unpacked tree over `destination`: its files and links replace
+// the release's (a patched library keeps its name), folders merge.
+Result<void> lay_over(const fs::path& patch_root, const fs::path& destination,
+                      const std::vector<archive::ExtractedEntry>& entries) {
+  for (const auto& entry : entries) {
+    if (entry.type == archive::EntryType::directory) continue;
+    const auto to = destination / entry.path;
+    std::error_code error;
+    fs::create_directories(to.parent_path(), error);
+    if (!error && fs::is_directory(fs::symlink_status(to, error))) {
+      return Error::failed(
+          fmt::format("the patch replaces the folder {} with a file", text::quoted(entry.path)));
+    }
+    fs::rename(patch_root / entry.path, to, error);
+    if (error) {
+      return Error::failed(fmt::format("cannot apply the patch's {}", text::quoted(entry.path)))
+          .because(error.message());
+    }
+  }
+  return {};
+}
+
+// NVIDIA's patch runfiles for `target`, each downloaded, verified and unpacked
+// on its own, then laid over `destination` in order.
+// `entries` gets the patches' entries after the release's own.
+Result<void> apply_patches(const ArtifactTarget& target, const fs::path& destination,
+                           const FillContext& context,
+                           std::vector<archive::ExtractedEntry>& entries, Unpacked& unpacked,
+                           bool& unreachable) {
+  const auto& patches = target.artifact.patches;
+  for (std::size_t i = 0; i < patches.size(); ++i) {
+    const auto patch = target.patch(i);
+    const ScratchDir scratch(fmt::format("{}.patch{}", destination.string(), i + 1));
+    auto stream = open_download(patch, context);
+    std::string digest;
+    std::uint64_t bytes = 0;
+    auto extracted = stream_unpack(
+        patch, *stream, scratch.path(),
+        archive::runfile_patch_options(layout_target(target), base_options(patch.artifact)),
+        digest, bytes, unreachable);
+    unpacked.bytes += bytes;
+    if (!extracted) return std::move(extracted).error();
+    const bool placed_any =
+        std::any_of(extracted->entries.begin(), extracted->entries.end(),
+                    [](const auto& entry) { return entry.type != archive::EntryType::directory; });
+    if (!placed_any) {
+      return Error::failed(fmt::format("{}: nothing of it was placed", patch.label()))
+          .because(fmt::format("{} holds no file of the components envkit installs ({})",
+                               url::redacted(patch.artifact.url),
+                               fmt::join(target.artifact.components, ", ")))
+          .hint("report this with the patch's URL: its layout is not the CUDA toolkit tree "
+                "envkit expects (docs/runfiles.md)");
+    }
+    if (auto laid = lay_over(scratch.path(), destination, extracted->entries); !laid) {
+      return Error::failed(fmt::format("cannot apply {}", patch.label()))
+          .because(laid.error().message());
+    }
+    entries.insert(entries.end(), extracted->entries.begin(), extracted->entries.end());
+    unpacked.patches.push_back({.sha256 = digest, .url = url::without_credentials(patches[i].url)});
+  }
+  return {};
+}
+
+// Downloads `target`, checks its sha256 and unpacks it under `destination`.
+Result<Unpacked> fetch_unpacked(const ArtifactTarget& target, const fs::path& destination,
+                                const FillContext& context, bool& unreachable) {
+  const auto& artifact = target.artifact;
+  const SlotGuard slot(is_xz(artifact) ? context.xz_slots : nullptr);
+  auto stream = open_download(target, context);
+  Unpacked unpacked;
+  auto extracted =
+      kept_whole(artifact)
+          ? spool_keep(target, *stream, destination, unpacked.digest, unpacked.bytes, unreachable)
+      : is_zip(artifact)
+          ? spool_unpack(target, *stream, destination, unpacked.digest, unpacked.bytes, unreachable)
+          : stream_unpack(target, *stream, destination, options_for(target), unpacked.digest,
+                          unpacked.bytes, unreachable);
+  if (!extracted) return std::move(extracted).error();
+  if (auto patched =
+          apply_patches(target, destination, context, extracted->entries, unpacked, unreachable);
+      !patched)
+    return std::move(patched).error();
+  // A patched path's record is the patch's (records_of keeps the last per path).
+  unpacked.files = records_of(extracted->entries);
+  return unpacked;
+}
+
 // Makes `staging` (holding `files`) cache entry `id`, its record written last.
 FillOutcome commit_entry(const Cache& cache, const ArtifactTarget& target, const std::string& id,
                          const fs::path& staging, std::vector<FileRecord> files,
@@ -301,6 +393,7 @@ FillOutcome commit_entry(const Cache& cache, const ArtifactTarget& target, const
                      .package = target.package,
                      .component = target.artifact.component,
                      .layout = std::string(specs::to_string(target.artifact.layout)),
+                     .patches = download.patches,
                      .files = std::move(files)};
   if (auto committed = cache.commit(staging, record); !committed) {
     std::error_code ignored;

@@ -204,7 +204,8 @@ PackageReceipt receipt_for(const PlannedPackage& package, const std::vector<Entr
     receipt.artifacts.push_back({.component = package.artifacts[i].component,
                                  .sha256 = entries[i].sha256,
                                  .url = entries[i].url,
-                                 .entry = entries[i].id});
+                                 .entry = entries[i].id,
+                                 .patches = entries[i].patches});
   }
   return receipt;
 }

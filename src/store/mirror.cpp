@@ -217,6 +217,14 @@ Result<std::vector<MirrorFile>> mirror_files(const lock::Lockfile& lockfile,
                                    .version = package.version.original(),
                                    .artifact = artifact},
                         .path = std::move(*path)};
+        // A runfile's patches are downloads of their own.
+        for (std::size_t i = 0; i < artifact.patches.size(); ++i) {
+          auto patch = file.target.patch(i);
+          auto patch_path = net::mirror_file(patch.artifact.url);
+          if (!patch_path) return std::move(patch_path).error();
+          MirrorFile patch_file{.target = std::move(patch), .path = std::move(*patch_path)};
+          if (auto added = add_file(files, std::move(patch_file)); !added) return added.error();
+        }
         if (auto added = add_file(files, std::move(file)); !added) return added.error();
       }
     }

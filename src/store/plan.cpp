@@ -19,6 +19,7 @@ std::optional<Packaging> packaging_of(ArtifactKind kind) {
   if (kind == ArtifactKind::archive) return Packaging::archive;
   if (kind == ArtifactKind::wheel) return Packaging::wheel;
   if (kind == ArtifactKind::source) return Packaging::source;
+  if (kind == ArtifactKind::runfile) return Packaging::runfile;
   return std::nullopt;
 }
 
@@ -37,10 +38,14 @@ std::set<std::string> components_of(const std::vector<Artifact>& artifacts) {
   return components;
 }
 
+// Patches count: a lock that adds one to a runfile changes what is installed.
 std::set<std::string> hashes_of(const std::vector<Artifact>& artifacts) {
   std::set<std::string> hashes;
-  for (const auto& artifact : artifacts)
+  for (const auto& artifact : artifacts) {
     hashes.insert(artifact.sha256);
+    for (const auto& patch : artifact.patches)
+      hashes.insert(patch.sha256);
+  }
   return hashes;
 }
 
@@ -50,21 +55,24 @@ const Artifact* find_kind(const lock::LockedPackage& package, ArtifactKind kind)
   return it == package.artifacts.end() ? nullptr : &*it;
 }
 
-Error runfile_only(const lock::LockedPackage& package, const Artifact& runfile) {
-  return Error::failed(fmt::format("{} {} cannot be installed by envkit yet", package.name,
-                                   package.version.original()))
-      .because(fmt::format("NVIDIA ships {} {} only as a runfile installer ({}); envkit unpacks "
-                           "redistributable archives and wheels, which exist from CUDA 11.4.2 on",
-                           package.name, package.version.original(), runfile.url))
-      .hint(
-          "allow a newer CUDA in envkit.yaml (e.g. `cuda: \">=11.4.2\"`) if the framework "
-          "permits, or install this CUDA yourself and declare `external: {cuda: system}`");
+// A lock written before envkit unpacked runfiles records them without the layout
+// of their era, which the unpacker needs.
+Error runfile_without_layout(const lock::LockedPackage& package, const Artifact& runfile) {
+  return Error::failed(fmt::format("{} {}: envkit.lock does not say how to unpack its runfile",
+                                   package.name, package.version.original()))
+      .because(fmt::format("the lock records {} with `layout: none`, as envkit wrote runfiles "
+                           "before it could unpack them",
+                           runfile.url))
+      .hint("run `envkit lock` to record the runfile's layout, components and patches");
 }
 
 std::set<std::string> receipt_hashes(const PackageReceipt& receipt) {
   std::set<std::string> hashes;
-  for (const auto& artifact : receipt.artifacts)
+  for (const auto& artifact : receipt.artifacts) {
     hashes.insert(artifact.sha256);
+    for (const auto& patch : artifact.patches)
+      hashes.insert(patch.sha256);
+  }
   return hashes;
 }
 
@@ -195,6 +203,8 @@ std::string_view to_string(Packaging packaging) {
       return "wheel";
     case Packaging::source:
       return "source";
+    case Packaging::runfile:
+      return "runfile";
     case Packaging::pip:
       return "pip";
     case Packaging::venv:
@@ -245,16 +255,19 @@ Result<InstallPlan> plan_install(const lock::PlatformLock& lock,
     }
     const auto archives = of_packaging(package, Packaging::archive);
     const auto wheels = of_packaging(package, Packaging::wheel);
-    if (archives.empty() && wheels.empty()) {
-      if (const auto* runfile = find_kind(package, ArtifactKind::runfile))
-        return runfile_only(package, *runfile);
-      // Only sources (zlib): built at install with the host's compiler.
+    // Without archives or wheels: NVIDIA's runfile (CUDA before 11.4.2), or sources
+    // (zlib, CPython) built at install with the host's compiler.
+    const auto* runfile = find_kind(package, ArtifactKind::runfile);
+    if (archives.empty() && wheels.empty() && runfile &&
+        runfile->layout == specs::Layout::none) {
+      return runfile_without_layout(package, *runfile);
     }
     const auto it = receipts.find(package.name);
     const PackageReceipt* receipt = it == receipts.end() ? nullptr : it->second;
-    const auto packaging = archives.empty() && wheels.empty()
-                               ? std::optional(Packaging::source)
-                               : choose(archives, wheels, preferred, receipt);
+    const auto packaging = !archives.empty() || !wheels.empty()
+                               ? choose(archives, wheels, preferred, receipt)
+                           : runfile ? std::optional(Packaging::runfile)
+                                     : std::optional(Packaging::source);
     PlannedPackage planned{.name = package.name,
                            .version = version,
                            .build = package.build,

@@ -64,13 +64,32 @@ std::vector<FileRecord> files_from(const json& array) {
   return files;
 }
 
+json patches_json(const std::vector<PatchRecord>& patches) {
+  json out = json::array();
+  for (const auto& patch : patches)
+    out.push_back({{"sha256", patch.sha256}, {"url", patch.url}});
+  return out;
+}
+
+std::vector<PatchRecord> patches_from(const json& object) {
+  std::vector<PatchRecord> patches;
+  if (!object.contains("patches")) return patches;
+  for (const auto& item : object.at("patches")) {
+    patches.push_back(
+        {.sha256 = item.at("sha256").get<std::string>(), .url = item.value("url", "")});
+  }
+  return patches;
+}
+
 json receipt_json(const PackageReceipt& receipt) {
   json artifacts = json::array();
   for (const auto& artifact : receipt.artifacts) {
-    artifacts.push_back({{"component", artifact.component},
-                         {"sha256", artifact.sha256},
-                         {"url", artifact.url},
-                         {"entry", artifact.entry}});
+    json item = {{"component", artifact.component},
+                 {"sha256", artifact.sha256},
+                 {"url", artifact.url},
+                 {"entry", artifact.entry}};
+    if (!artifact.patches.empty()) item["patches"] = patches_json(artifact.patches);
+    artifacts.push_back(std::move(item));
   }
   return {{"name", receipt.name},   {"version", receipt.version},
           {"build", receipt.build}, {"packaging", receipt.packaging},
@@ -87,7 +106,8 @@ PackageReceipt receipt_from(const json& object) {
     receipt.artifacts.push_back({.component = item.value("component", ""),
                                  .sha256 = item.at("sha256").get<std::string>(),
                                  .url = item.value("url", ""),
-                                 .entry = item.value("entry", "")});
+                                 .entry = item.value("entry", ""),
+                                 .patches = patches_from(item)});
   }
   receipt.files = files_from(object.at("files"));
   return receipt;
@@ -109,13 +129,14 @@ fs::path receipts_dir(const fs::path& root) {
 }  // namespace
 
 std::string to_json(const EntryRecord& record) {
-  const json object = {{"id", record.id},
-                       {"sha256", record.sha256},
-                       {"url", record.url},
-                       {"package", record.package},
-                       {"component", record.component},
-                       {"layout", record.layout},
-                       {"files", files_json(record.files)}};
+  json object = {{"id", record.id},
+                 {"sha256", record.sha256},
+                 {"url", record.url},
+                 {"package", record.package},
+                 {"component", record.component},
+                 {"layout", record.layout},
+                 {"files", files_json(record.files)}};
+  if (!record.patches.empty()) object["patches"] = patches_json(record.patches);
   return object.dump(1) + "\n";
 }
 
@@ -128,6 +149,7 @@ Result<EntryRecord> parse_entry_record(std::string_view text, const fs::path& fi
                        .package = object.value("package", ""),
                        .component = object.value("component", ""),
                        .layout = object.value("layout", ""),
+                       .patches = patches_from(object),
                        .files = files_from(object.at("files"))};
   } catch (const json::exception& error) {
     return unreadable(file, error);

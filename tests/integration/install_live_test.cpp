@@ -3,6 +3,7 @@
 // that links cuDNN and cuBLAS built against it and run.
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <optional>
 #include <set>
 
 #include "envkit/core/env_vars.hpp"
@@ -113,6 +114,45 @@ TEST_CASE("live: CUDA 13 wheels from PyPI give a prefix whose nvcc compiles and 
                 "-Xlinker", "-rpath," + (prefix / "lib").string(), "-o", "main"});
   CHECK_THAT(out, Catch::StartsWith("cudnn 9"));
   CHECK_THAT(out, Catch::EndsWith("cublas 13\n"));
+}
+
+// NVIDIA's download host answers (this project's machines reach only PyPI and Debian).
+std::optional<std::string> nvidia_unreachable(const std::string& url) {
+  auto probe = sys::run_process({"curl", "-sSfI", "--max-time", "20", "-o", "/dev/null", url},
+                                {.timeout = std::chrono::seconds(30)});
+  if (!probe) return probe.error().message();
+  if (probe->exit_code != 0) return probe->err.empty() ? "curl failed" : probe->err;
+  return std::nullopt;
+}
+
+TEST_CASE("live: NVIDIA's CUDA 10.0 runfile unpacks into a prefix whose nvcc compiles",
+          "[cli][install][live][runfile]") {
+  if (!live()) return;
+  const std::string url =
+      "https://developer.nvidia.com/compute/cuda/10.0/Prod/local_installers/"
+      "cuda_10.0.130_410.48_linux";
+  if (const auto why = nvidia_unreachable(url)) {
+    WARN("skipped: NVIDIA's download host is unreachable from here (" << *why << ")");
+    return;
+  }
+  TempDir work;
+  const auto project = work.path() / "project";
+  fs::create_directories(project);
+  std::ofstream(project / "envkit.yaml")
+      << "requires:\n  cuda: \"==10.0.130\"\nsystem:\n  driver: 410.48\n";
+  const auto locked = run_envkit({.args = {"-C", project.string(), "lock"}});
+  INFO(locked.err);
+  REQUIRE(locked.exit_code == 0);
+  const auto installed =
+      run_envkit({.args = {"-C", project.string(), "--cache-dir", (work.path() / "cache").string(),
+                           "install", "--frozen"}});
+  INFO(installed.err);
+  REQUIRE(installed.exit_code == 0);
+  const auto prefix = project / ".envkit" / "env";
+  CHECK(fs::exists(prefix / "lib" / "libcudart.so.10.0"));
+  CHECK(fs::exists(prefix / "lib" / "libcublas.so.10.0"));
+  CHECK(fs::exists(prefix / "bin" / "nvcc"));
+  CHECK_FALSE(fs::exists(prefix / "samples"));
 }
 
 }  // namespace

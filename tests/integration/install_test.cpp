@@ -523,7 +523,8 @@ TEST_CASE("two packages writing one path with different content is an error nami
   CHECK_FALSE(fs::exists(project.prefix()));
 }
 
-TEST_CASE("a CUDA that NVIDIA ships only as a runfile is refused precisely", "[cli][install]") {
+TEST_CASE("a runfile locked before envkit unpacked runfiles asks for a new lock",
+          "[cli][install]") {
   Project project;
   specs::Artifact runfile;
   runfile.component = "cuda";
@@ -537,9 +538,11 @@ TEST_CASE("a CUDA that NVIDIA ships only as a runfile is refused precisely", "[c
   project.lock({{"cuda", "11.2.2", {runfile}}});
   const auto r = project.install();
   CHECK(r.exit_code == 1);
-  CHECK_THAT(r.err, Catch::Contains("cuda 11.2.2 cannot be installed"));
-  CHECK_THAT(r.err, Catch::Contains("runfile"));
-  CHECK_THAT(r.err, Catch::Contains("11.4.2"));
+  CHECK_THAT(r.err, Catch::Contains("cuda 11.2.2: envkit.lock does not say how to unpack its "
+                                    "runfile"));
+  CHECK_THAT(r.err, Catch::Contains("layout: none"));
+  CHECK_THAT(r.err, Catch::Contains("run `envkit lock`"));
+  CHECK_FALSE(fs::exists(project.prefix()));
 }
 
 TEST_CASE("cache info, prune and clean", "[cli][install][cache]") {

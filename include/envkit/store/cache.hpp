@@ -31,6 +31,9 @@ struct ArtifactTarget {
 
   // "cuda_cudart 12.4.127 (wheel)": how progress and messages name it.
   [[nodiscard]] std::string label() const;
+  // The download of the artifact's patch `index` (0-based): NVIDIA's patch
+  // runfile as an artifact of its own, named `<component> patch <index+1>`.
+  [[nodiscard]] ArtifactTarget patch(std::size_t index) const;
 };
 
 struct CacheInfo {

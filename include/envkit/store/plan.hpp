@@ -17,7 +17,7 @@ namespace envkit::store {
 // with neither, only sources (zlib), is built from them at install.
 // Python: `pip` is a wheel of the lock's Python closure, installed by the
 // prefix's own pip; `venv` is the prefix made a venv of the machine's Python.
-enum class Packaging : std::uint8_t { archive, wheel, source, pip, venv };
+enum class Packaging : std::uint8_t { archive, wheel, source, runfile, pip, venv };
 [[nodiscard]] std::string_view to_string(Packaging packaging);
 
 struct PlannedPackage {

@@ -27,6 +27,12 @@ struct FileRecord {
 };
 
 // A cache entry: one artifact, verified and unpacked in prefix layout.
+// A patch applied over an artifact in its cache entry (NVIDIA's CUDA patch runfiles).
+struct PatchRecord {
+  std::string sha256;
+  std::string url;  // without credentials
+};
+
 struct EntryRecord {
   std::string id;      // the entry's folder name (the artifact's sha256 + layout tag)
   std::string sha256;  // of the artifact as downloaded
@@ -34,6 +40,7 @@ struct EntryRecord {
   std::string package;
   std::string component;
   std::string layout;
+  std::vector<PatchRecord> patches;  // in the order applied
   std::vector<FileRecord> files;
 };
 
@@ -43,6 +50,7 @@ struct ReceiptArtifact {
   std::string sha256;
   std::string url;    // without credentials
   std::string entry;  // cache entry id
+  std::vector<PatchRecord> patches;  // applied over it, in order
 };
 
 // A package in a prefix: what it was installed from and every file it put there.
