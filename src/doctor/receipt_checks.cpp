@@ -1,6 +1,7 @@
 // Check 6: the prefix against the lock and against its own receipts.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -42,12 +43,9 @@ std::optional<std::string_view> difference(const fs::path& root, const store::Fi
 }
 
 // Lock packages envkit cannot install: a framework without a Python closure
-// for this platform, a CUDA that is only a runfile. Their absence is expected.
+// for this platform, a runfile locked without its layout. Their absence is expected.
 bool installable(const lock::LockedPackage& package) {
-  for (const auto& artifact : package.artifacts) {
-    if (artifact.kind != specs::ArtifactKind::runfile) return true;
-  }
-  return false;
+  return std::any_of(package.artifacts.begin(), package.artifacts.end(), specs::unpackable);
 }
 
 void compare_with_lock(const store::PrefixState& state, const lock::PlatformLock& locked,
@@ -89,7 +87,7 @@ void compare_with_lock(const store::PrefixState& state, const lock::PlatformLock
         findings.push_back(warn("prefix",
                                 fmt::format("the lock has {} {}, which envkit cannot install "
                                             "here (no Python closure for this platform, or "
-                                            "a runfile-only CUDA)",
+                                            "a runfile locked without its layout)",
                                             package.name, wanted),
                                 "run `envkit lock` on a machine of this platform, or install it "
                                 "yourself"));

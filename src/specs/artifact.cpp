@@ -1,5 +1,7 @@
 #include "envkit/specs/artifact.hpp"
 
+#include <algorithm>
+
 #include "enum_names.hpp"
 
 namespace envkit::specs {
@@ -50,6 +52,17 @@ std::string_view to_string(BuildSystem build_system) {
 }
 std::optional<BuildSystem> parse_build_system(std::string_view text) {
   return detail::value_of(kBuildSystems, text);
+}
+
+bool unpackable(const Artifact& artifact) {
+  return artifact.kind != ArtifactKind::runfile || artifact.layout != Layout::none;
+}
+
+bool holds_component(const Artifact& artifact, std::string_view component) {
+  if (artifact.component == component) return true;
+  return artifact.kind == ArtifactKind::runfile &&
+         std::find(artifact.components.begin(), artifact.components.end(), component) !=
+             artifact.components.end();
 }
 
 }  // namespace envkit::specs

@@ -258,8 +258,7 @@ Result<InstallPlan> plan_install(const lock::PlatformLock& lock,
     // Without archives or wheels: NVIDIA's runfile (CUDA before 11.4.2), or sources
     // (zlib, CPython) built at install with the host's compiler.
     const auto* runfile = find_kind(package, ArtifactKind::runfile);
-    if (archives.empty() && wheels.empty() && runfile &&
-        runfile->layout == specs::Layout::none) {
+    if (archives.empty() && wheels.empty() && runfile && !specs::unpackable(*runfile)) {
       return runfile_without_layout(package, *runfile);
     }
     const auto it = receipts.find(package.name);

@@ -84,4 +84,12 @@ struct Artifact {
   friend bool operator==(const Artifact&, const Artifact&) = default;
 };
 
+// Whether envkit can place `artifact`: every artifact but a runfile recorded without
+// the layout of its era (`layout: none`, as envkit wrote runfiles before it unpacked them).
+[[nodiscard]] bool unpackable(const Artifact& artifact);
+
+// Whether `artifact` holds CUDA component `component`: it is that component's
+// archive or wheel, or a runfile naming it among its components.
+[[nodiscard]] bool holds_component(const Artifact& artifact, std::string_view component);
+
 }  // namespace envkit::specs
