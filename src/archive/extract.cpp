@@ -52,6 +52,7 @@ Result<ExtractResult> extract(Source& source, const fs::path& destination,
   SourceReader context{.source = source};
   ByteBudget budget(options.max_bytes);
   Extractor extractor(reader.get(), name, options, std::move(*writer), budget);
+  extractor.nest_into(destination);
   extractor.watch_source_error(&context.error);
   if (archive_read_open(reader.get(), &context, nullptr, read_source, nullptr) != ARCHIVE_OK) {
     return extractor.opening_failed();
@@ -80,6 +81,7 @@ Result<ExtractResult> extract_file(const fs::path& archive, const fs::path& dest
   auto reader = detail::new_reader(true);
   ByteBudget budget(options.max_bytes);
   Extractor extractor(reader.get(), name, options, std::move(*writer), budget);
+  extractor.nest_into(destination);
   if (archive_read_open_filename(reader.get(), archive.c_str(), kBufferSize) != ARCHIVE_OK) {
     return extractor.opening_failed();
   }

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <new>
 
+#include "envkit/archive/runfile.hpp"
 #include "envkit/core/sha256.hpp"
 
 namespace envkit::archive::detail {
@@ -140,6 +141,10 @@ Result<void> Extractor::unpack(struct archive_entry* entry) {
   if (hardlink == nullptr) {
     if (const auto why = forbidden_type(type)) return refused(*why);
   }
+  // A nested runfile is decided before the map: its entries are mapped, not it.
+  if (hardlink == nullptr && type == AE_IFREG && nested_runfile(current_)) {
+    return unpack_maybe_runfile(entry);
+  }
   auto where = place_entry(current_, hardlink == nullptr && type == AE_IFDIR, options_);
   if (!where) return refused(where.error().message());
   if (!*where) return {};  // stripped or left out by the map
@@ -148,6 +153,95 @@ Result<void> Extractor::unpack(struct archive_entry* entry) {
   if (type == AE_IFDIR) return unpack_directory(path);
   if (type == AE_IFLNK) return unpack_symlink(path, link_target(entry));
   return unpack_file(path, entry);
+}
+
+namespace {
+
+// A nested runfile's bytes: the start already read, then the entry's data.
+class EntrySource final : public Source {
+ public:
+  EntrySource(struct archive* reader, std::string name, std::string start)
+      : reader_(reader), name_(std::move(name)), start_(std::move(start)) {}
+  Result<std::size_t> read(std::span<std::byte> buffer) override {
+    if (offset_ < start_.size()) {
+      const auto n = std::min(buffer.size(), start_.size() - offset_);
+      std::memcpy(buffer.data(), start_.data() + offset_, n);
+      offset_ += n;
+      return n;
+    }
+    const auto n = archive_read_data(reader_, buffer.data(), buffer.size());
+    if (n >= 0) return static_cast<std::size_t>(n);
+    const char* message = archive_error_string(reader_);
+    return Error::failed(fmt::format("cannot read `{}`", name_))
+        .because(message != nullptr ? message : "unreadable archive");
+  }
+  [[nodiscard]] std::string name() const override { return name_; }
+
+ private:
+  struct archive* reader_;
+  std::string name_;
+  std::string start_;
+  std::size_t offset_ = 0;
+};
+
+}  // namespace
+
+// The entry's path as nested_runfile sees it: after strip_components, before the map.
+bool Extractor::nested_runfile(const std::string& stored) const {
+  if (!options_.nested_runfile || destination_.empty()) return false;
+  auto parts = split_entry_path(stored);
+  const auto strip = static_cast<std::size_t>(std::max(options_.strip_components, 0));
+  if (!parts || parts->size() <= strip) return false;
+  return options_.nested_runfile(
+      join_path(std::span<const std::string>(*parts).subspan(strip)));
+}
+
+// Reads the entry's start; a makeself runfile is unpacked in place (its
+// entries under `<path without .run>/`, mapped and checked like any other),
+// anything else is written as a file.
+Result<void> Extractor::unpack_maybe_runfile(struct archive_entry* entry) {
+  std::string start;
+  while (start.size() < 4096) {
+    const auto n = archive_read_data(reader_, buffer_.data(), buffer_.size());
+    if (n < 0) return damaged(false);
+    if (n == 0) break;
+    start.append(reinterpret_cast<const char*>(buffer_.data()), static_cast<std::size_t>(n));
+  }
+  if (!looks_like_makeself(start)) {
+    auto where = place_entry(current_, false, options_);
+    if (!where) return refused(where.error().message());
+    if (!*where) return {};
+    return unpack_file(**where, entry, start);
+  }
+
+  auto parts = split_entry_path(current_);
+  const auto strip = static_cast<std::size_t>(std::max(options_.strip_components, 0));
+  auto stem = join_path(std::span<const std::string>(*parts).subspan(strip));
+  if (stem.ends_with(".run")) stem.resize(stem.size() - 4);
+  ExtractOptions inner;
+  inner.map = [outer = options_.map, stem](std::string_view inner_path) {
+    auto full = fmt::format("{}/{}", stem, inner_path);
+    return outer ? outer(full) : std::optional<std::string>(std::move(full));
+  };
+  inner.max_bytes = budget_.remaining();
+  inner.max_entries = options_.max_entries - std::min(options_.max_entries, entries_seen_);
+  inner.hash_files = options_.hash_files;
+  // One level deep: nested_runfile stays empty, so a runfile inside is a file.
+  EntrySource source(reader_, fmt::format("{}!/{}", name_, current_), std::move(start));
+  auto unpacked = extract_runfile(source, destination_, inner);
+  if (!unpacked) return std::move(unpacked).error();
+  result_.bytes_written += unpacked->bytes_written;
+  if (!budget_.take(unpacked->bytes_written)) return over_byte_limit();
+  entries_seen_ += unpacked->entries.size();
+  for (auto& nested : unpacked->entries) {
+    const auto known = recorded_.find(nested.path);
+    if (nested.type == EntryType::directory && known != recorded_.end() &&
+        result_.entries[known->second].type == EntryType::directory) {
+      continue;
+    }
+    record(std::move(nested));
+  }
+  return {};
 }
 
 Result<void> Extractor::unpack_directory(const Components& path) {
@@ -193,7 +287,8 @@ Result<void> Extractor::unpack_hardlink(const Components& path, const std::strin
   return {};
 }
 
-Result<void> Extractor::unpack_file(const Components& path, struct archive_entry* entry) {
+Result<void> Extractor::unpack_file(const Components& path, struct archive_entry* entry,
+                                    std::string_view first_bytes) {
   // Refuse before writing anything when the header already says too much.
   if (archive_entry_size_is_set(entry) != 0) {
     const auto declared =
@@ -206,11 +301,19 @@ Result<void> Extractor::unpack_file(const Components& path, struct archive_entry
   ExtractedEntry written{.path = join_path(path), .type = EntryType::file};
   std::optional<core::Sha256> hash;
   if (options_.hash_files) hash.emplace();
+  // `first_bytes`: the entry's start, already read (unpack_maybe_runfile).
+  bool first = !first_bytes.empty();
   while (true) {
-    const auto n = archive_read_data(reader_, buffer_.data(), buffer_.size());
-    if (n == 0) break;
-    if (n < 0) return damaged(false);
-    const auto chunk = std::span<const std::byte>(buffer_).first(static_cast<std::size_t>(n));
+    std::span<const std::byte> chunk;
+    if (first) {
+      chunk = std::as_bytes(std::span(first_bytes));
+      first = false;
+    } else {
+      const auto n = archive_read_data(reader_, buffer_.data(), buffer_.size());
+      if (n == 0) break;
+      if (n < 0) return damaged(false);
+      chunk = std::span<const std::byte>(buffer_).first(static_cast<std::size_t>(n));
+    }
     result_.bytes_written += chunk.size();
     if (!budget_.take(chunk.size())) return over_byte_limit();
     if (auto ok = write_all(file->get(), chunk, written.path); !ok) {

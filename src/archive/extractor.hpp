@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <filesystem>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -81,6 +82,9 @@ class Extractor {
   void only(const std::vector<bool>* wanted) { wanted_ = wanted; }
   // Stop early (with no error of its own) once this becomes true.
   void stop_when(const std::atomic<bool>* stop) { stop_ = stop; }
+  // Where `destination` is: nested runfiles (ExtractOptions::nested_runfile)
+  // are unpacked into it. Without it they are written as files.
+  void nest_into(std::filesystem::path destination) { destination_ = std::move(destination); }
 
   Result<ExtractResult> run();
   // For each entry of run()'s result, the index of the archive entry that
@@ -95,7 +99,10 @@ class Extractor {
   Result<void> unpack_directory(const Components& path);
   Result<void> unpack_symlink(const Components& path, const std::string& target);
   Result<void> unpack_hardlink(const Components& path, const std::string& stored_target);
-  Result<void> unpack_file(const Components& path, struct archive_entry* entry);
+  Result<void> unpack_file(const Components& path, struct archive_entry* entry,
+                           std::string_view first_bytes = {});
+  Result<void> unpack_maybe_runfile(struct archive_entry* entry);
+  [[nodiscard]] bool nested_runfile(const std::string& stored) const;
   Result<void> record_parents(const Components& path);
   void record(ExtractedEntry entry);
   void drop_stale_records();
@@ -124,6 +131,7 @@ class Extractor {
   std::uint64_t entries_seen_ = 0;
   std::uint64_t index_ = 0;  // of the archive entry being unpacked
   std::string current_;      // the entry being unpacked, as stored
+  std::filesystem::path destination_;
 };
 
 }  // namespace envkit::archive::detail

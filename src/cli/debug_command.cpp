@@ -10,6 +10,7 @@
 
 #include "command.hpp"
 #include "envkit/archive/extract.hpp"
+#include "envkit/archive/runfile.hpp"
 #include "envkit/specs/query.hpp"
 
 namespace envkit::cli {
@@ -59,7 +60,16 @@ int run_extract(Context& context, const ExtractArgs& args) {
   options.max_bytes = args.max_bytes;
   options.threads = args.threads;
   const auto destination = user_path(context, args.destination);
-  auto result = archive::extract_file(user_path(context, args.archive), destination, options);
+  const auto source = user_path(context, args.archive);
+  // A makeself runfile (NVIDIA's installers) is told by its content: its
+  // payload is unpacked, never its script run, and so are the runfiles
+  // inside it (NVIDIA's run_files/*.run).
+  const bool runfile = archive::is_runfile(source);
+  if (runfile) {
+    options.nested_runfile = [](std::string_view entry) { return entry.ends_with(".run"); };
+  }
+  auto result = runfile ? archive::extract_runfile_file(source, destination, options)
+                        : archive::extract_file(source, destination, options);
   if (!result) return report(context, result.error());
   context.console.info(fmt::format("unpacked {} entries ({} bytes) into {}", result->entries.size(),
                                    result->bytes_written, destination.string()));
@@ -78,8 +88,11 @@ void register_extract(CLI::App& debug, Commands& out) {
   auto* command = debug.add_subcommand(
       "extract",
       "Unpack one archive with envkit's safe extractor (the same code `install` uses): exit 0 "
-      "when extracted, 1 when refused, with the entry and the reason");
-  command->add_option("ARCHIVE", args->archive, "tar, tar.gz, tar.xz, tar.bz2, tar.zst, zip or whl")
+      "when extracted, 1 when refused, with the entry and the reason. A makeself runfile "
+      "(NVIDIA's .run installers) is unpacked without running it, nested .run files included");
+  command
+      ->add_option("ARCHIVE", args->archive,
+                   "tar, tar.gz, tar.xz, tar.bz2, tar.zst, zip, whl or a makeself .run")
       ->required();
   command->add_option("DEST", args->destination, "The folder to unpack into (created if missing)")
       ->required();

@@ -38,10 +38,6 @@ using PathMap = std::function<std::optional<std::string>(std::string_view entry_
 struct ExtractOptions {
   int strip_components = 0;
   PathMap map;  // empty = every entry where it is
-  // Entries (paths as `map` sees them) that are makeself runfiles themselves:
-  // unpacked in place instead of written, their entries presented to `map` as
-  // `<entry path without .run>/<inner path>` (docs/runfiles.md).
-  std::function<bool(std::string_view entry_path)> nested_runfile;
   // Decompression-bomb limits: bytes written and entries read (those left out
   // by strip_components or the map included).
   std::uint64_t max_bytes = std::uint64_t{64} << 30;
@@ -51,6 +47,14 @@ struct ExtractOptions {
   // extract_file: a large zip's entries are unpacked on up to this many
   // threads (largest first), with the same checks and the same result.
   unsigned threads = 1;
+  // Entries (path after strip_components, before `map`) for which this
+  // answers true and whose data is a makeself runfile (runfile.hpp) are not
+  // written: their payload is unpacked in place, streamed from the entry, its
+  // checksums checked, and each of its entries given to `map` as
+  // `<entry path without .run>/<inner path>`, with every rule above. One level
+  // deep: a runfile inside a nested one is written as a file. An entry that
+  // is not a makeself archive is written as a file.
+  std::function<bool(std::string_view entry_path)> nested_runfile;
 };
 
 enum class EntryType : std::uint8_t { file, directory, symlink };
