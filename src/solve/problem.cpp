@@ -397,15 +397,16 @@ Candidate Problem::choose(PackageId package, const VersionSet& allowed,
     const bool tested = tested_with(package, candidate, decided, tested_by);
     if (tested && !candidate.installable && tested_not_installable.empty()) {
       tested_not_installable = fmt::format(
-          "{}, but NVIDIA ships {} {} only as a runfile "
-          "installer, which envkit does not install yet",
+          "{}, but {} {} has only a runfile installer envkit cannot unpack here "
+          "(its recipe gives no layout era)",
           tested_by, info.name, candidate.version.original());
     }
     const bool native = info.name != "cuda" || driver_runs_natively(candidate);
     const auto [no_cuda, compat_only, newest_cuda] =
         info.is_framework() ? build_rank(candidate) : std::tuple<int, int, long>{0, 0, 0};
-    // What envkit can install comes first (docs/solver.md): a lock of a runfile-only CUDA
-    // fails at install while an allowed CUDA with archives works.
+    // What envkit can install comes first (docs/solver.md): a lock of a CUDA whose only
+    // artifact is a runfile without a layout era fails at install while an allowed CUDA
+    // with archives, wheels or an unpackable runfile works.
     const Key key{candidate.installable ? 0 : 1,
                   tested ? 0 : 1,
                   native ? 0 : 1,

@@ -37,7 +37,7 @@ struct CandidateInfo {
   std::size_t version_rank = 0;  // 0 for the oldest version; builds of one version share it
   std::map<std::string, specs::VersionSpec> requirements;  // on the platform, __driver included
   bool driver_through_compat = false;  // the __driver minimum is the minor-version-compat one
-  bool installable = true;             // envkit can install it on the platform (not only a runfile)
+  bool installable = true;  // envkit can install it on the platform (recipes::installable_on)
 };
 
 struct PackageInfo {
