@@ -343,7 +343,7 @@ TEST_CASE("a runfile's components and patches round-trip through YAML", "[recipe
   CHECK_THAT(text, Catch::Contains("    patches:\n"
                                    "      - url: https://developer.nvidia.com/compute/cuda/9.1/"
                                    "Prod/patches/1/cuda_9.1.85.1_linux\n"
-                                   "        sha256: \"af9ce3d7"));
+                                   "        sha256: af9ce3d7"));
   CHECK_THAT(text, Catch::Contains("        size: 1234\n"));
   auto read = read_facts(write_facts(cuda), "cuda.yaml");
   REQUIRE(read);
@@ -372,7 +372,7 @@ TEST_CASE("bad runfile components and patches name file, line and column", "[rec
 
   SECTION("a patch without sha256") {
     std::string bad = text;
-    const auto sha = bad.find("        sha256: \"d59f07a3");
+    const auto sha = bad.find("        sha256: d59f07a3");
     bad.erase(sha, bad.find('\n', sha) - sha + 1);
     const auto error = refused(bad);
     CHECK(error.headline() == fmt::format("cuda/9.1.85.yaml:{}:9: a patch needs `url:` and "
@@ -385,19 +385,19 @@ TEST_CASE("bad runfile components and patches name file, line and column", "[rec
     bad.replace(bad.find("d59f07a3"), 8, "D59F07A3");
     CHECK(refused(bad).headline() ==
           fmt::format("cuda/9.1.85.yaml:{}:17: `sha256`: expected 64 lowercase hex digits, "
-                      "found `D59F07A35ba750fc8ab04e144e7556d03b57a4f1a0060f895615af0113e0e099`",
-                      line_of("        sha256: \"d59f07a3")));
+                      "found `D59F07A35ba750fc8ab04e144e7556d03b57a4f1...`",
+                      line_of("        sha256: d59f07a3")));
   }
   SECTION("a component named twice") {
     std::string bad = text;
     bad.replace(bad.find("libcublas]"), 9, "cuda_nvcc");
     CHECK(refused(bad).headline() ==
-          fmt::format("cuda/9.1.85.yaml:{}:43: `components` names `cuda_nvcc` twice",
+          fmt::format("cuda/9.1.85.yaml:{}:42: `components` names `cuda_nvcc` twice",
                       line_of("    components: ")));
   }
   SECTION("an unknown key in a patch") {
     std::string bad = text;
-    bad.replace(bad.find("        size: 1234"), 19, "        bytes: 1234");
+    bad.replace(bad.find("        size: 1234"), 18, "        bytes: 1234");
     const auto error = refused(bad);
     CHECK_THAT(error.headline(), Catch::EndsWith("unknown key `bytes` in `patches`"));
   }
