@@ -381,6 +381,44 @@ bool Problem::tested_with(PackageId package, const CandidateInfo& candidate,
   return false;
 }
 
+std::string Problem::installable_framework(std::span<const Decision> decided) const {
+  const auto cuda_id = find("cuda");
+  if (!cuda_id) return {};
+  const auto& cudas = packages_[*cuda_id].candidates;
+  // A CUDA `framework` allows that envkit can install and that runs on the machines.
+  const auto installable_cuda = [&](const CandidateInfo& framework) -> const CandidateInfo* {
+    const auto wanted = framework.requirements.find("cuda");
+    if (wanted == framework.requirements.end()) return nullptr;
+    const CandidateInfo* newest = nullptr;
+    for (const auto& cuda : cudas) {
+      if (cuda.on_platform && cuda.installable && wanted->second.contains(cuda.version) &&
+          runs_everywhere(cuda) && driver_runs(cuda)) {
+        newest = &cuda;
+      }
+    }
+    return newest;
+  };
+  for (const auto& decision : decided) {
+    const auto& info = packages_[decision.package];
+    if (!info.is_framework()) continue;
+    const auto& chosen = info.candidates[decision.candidate];
+    // Candidates go oldest first: the first newer release that works is the nearest.
+    for (const auto& candidate : info.candidates) {
+      if (!candidate.on_platform || candidate.build == nullptr ||
+          !(chosen.version < candidate.version) || !runs_everywhere(candidate)) {
+        continue;
+      }
+      if (const auto* cuda = installable_cuda(candidate)) {
+        return fmt::format("{} {}{} allows cuda {}, which envkit can install here", info.name,
+                           candidate.version.original(),
+                           candidate.build_id.empty() ? "" : fmt::format(" ({})", candidate.build_id),
+                           cuda->version.original());
+      }
+    }
+  }
+  return {};
+}
+
 Candidate Problem::choose(PackageId package, const VersionSet& allowed,
                           std::span<const Decision> decided) {
   const auto& info = packages_[package];
@@ -438,6 +476,17 @@ Candidate Problem::choose(PackageId package, const VersionSet& allowed,
   }
   if (!best_tested && !tested_not_installable.empty()) {
     best_reason = fmt::format("{}; {}", tested_not_installable, best_reason);
+  }
+  // Nothing the framework allows can be installed: say what would work within a framework
+  // release, not a constraint this framework forbids.
+  if (best_key && std::get<0>(*best_key) != 0 && info.name == "cuda") {
+    const auto& chosen = info.candidates[best];
+    best_reason += fmt::format(
+        "; envkit cannot install cuda {} on {} (only a runfile it cannot unpack)",
+        chosen.version.original(), specs::to_string(request_.platform));
+    if (const auto newer = installable_framework(decided); !newer.empty()) {
+      best_reason += fmt::format(": {}", newer);
+    }
   }
   preferences_[package] = std::move(best_reason);
   return best;

@@ -108,6 +108,9 @@ class Problem final : public Provider {
   [[nodiscard]] std::tuple<int, int, long> build_rank(const CandidateInfo& framework) const;
   [[nodiscard]] bool tested_with(PackageId package, const CandidateInfo& candidate,
                                  std::span<const Decision> decided, std::string& by) const;
+  // When no CUDA the decided framework allows can be installed here: the nearest newer
+  // release of that framework that allows one, in words; "" when there is none.
+  [[nodiscard]] std::string installable_framework(std::span<const Decision> decided) const;
   std::uint32_t add_fact(Fact fact);
 
   const recipes::Database& database_;

@@ -565,4 +565,43 @@ TEST_CASE("solve: a CUDA envkit can install beats a tested runfile it cannot unp
                              "installer envkit cannot unpack here"));
 }
 
+TEST_CASE("solve: when no CUDA the framework allows can be installed, a newer release is named",
+          "[solve][runfile]") {
+  // tensorflow-gpu 1.15 allows only CUDA 10.0; with 10.0.130's runfile one envkit cannot
+  // unpack, the lock still takes it, and the reason names a release that would install,
+  // never a CUDA constraint the framework forbids.
+  test::TempDir dir;
+  const auto db = with_opaque_runfile(dir, "10.0.130");
+  auto request = framework("tensorflow-gpu", "==1.15.*");
+  external(request, "python", "3.7.9");
+  auto outcome = solve(db, request);
+  REQUIRE(outcome.ok());
+  const auto* s = std::get_if<Solution>(&*outcome);
+  REQUIRE(s != nullptr);
+  CHECK(chosen(*s, "cuda") == "cuda 10.0.130");
+  const auto reason = because(*s, "cuda");
+  INFO(reason);
+  CHECK_THAT(reason, Catch::Contains("envkit cannot install cuda 10.0.130 on linux-x86_64"));
+  CHECK(std::regex_search(
+      reason, std::regex(R"(: tensorflow-gpu 2\.[0-9.]+ \(cuda10\.[1-9]\) allows cuda 10\.[1-9][0-9.]*, )"
+      R"(which envkit )"
+                         R"(can install here)")));
+  CHECK_THAT(reason, !Catch::Contains("`cuda:"));
+  // With the source database every CUDA it allows installs: nothing to say.
+  CHECK_THAT(because(solution(request), "cuda"), !Catch::Contains("cannot install"));
+}
+
+TEST_CASE("solve: a platform without the framework's CUDA gets a framework release as hint",
+          "[solve][runfile]") {
+  // torch 1.8.0 has no linux-aarch64 build (its CUDA 10.2/11.1 exist there not at all).
+  auto request = framework("torch", "==1.8.0");
+  request.platform = Platform::linux_aarch64;
+  driver(request, "550.54.15");
+  const auto failed = failure(request);
+  const auto hints = lines(failed.hints);
+  CHECK_THAT(hints, Catch::Contains("use torch 2.") &&
+                        Catch::Contains("the newest version that can be satisfied here"));
+  CHECK_THAT(hints, !Catch::Contains("`cuda:"));
+}
+
 }  // namespace envkit::solve
