@@ -70,6 +70,16 @@ json build_json(const recipes::RecipeVersion& version, const recipes::Build& bui
                      {"size", a.size ? json(*a.size) : json()}};
     if (!a.wheel_root.empty()) artifact["wheel_root"] = a.wheel_root;
     if (a.build_system) artifact["build_system"] = recipes::to_string(*a.build_system);
+    if (!a.components.empty()) artifact["components"] = a.components;
+    if (!a.patches.empty()) {
+      json patches = json::array();
+      for (const auto& patch : a.patches) {
+        patches.push_back({{"url", patch.url},
+                           {"sha256", patch.sha256},
+                           {"size", patch.size ? json(*patch.size) : json()}});
+      }
+      artifact["patches"] = patches;
+    }
     artifacts.push_back(artifact);
   }
   json out = {{"version", version.version.original()},
@@ -126,6 +136,16 @@ std::string describe_build(const recipes::RecipeVersion& version, const recipes:
     out += fmt::format("  {} {} {} {}{}\n", specs::to_string(a.platform), a.component,
                        recipes::to_string(a.kind), a.url,
                        a.size ? fmt::format(" ({} bytes)", *a.size) : "");
+    if (a.kind != recipes::ArtifactKind::runfile) continue;
+    // What the unpacker needs of a runfile: its era, what it places, the patches after it.
+    out += fmt::format("    layout {}\n", recipes::to_string(a.layout));
+    if (!a.components.empty())
+      out += fmt::format("    components {}\n", text::join(a.components, ", "));
+    for (std::size_t i = 0; i < a.patches.size(); ++i) {
+      out += fmt::format("    patch {} {} sha256 {}{}\n", i + 1, a.patches[i].url,
+                         a.patches[i].sha256,
+                         a.patches[i].size ? fmt::format(" ({} bytes)", *a.patches[i].size) : "");
+    }
   }
   return out;
 }

@@ -63,6 +63,35 @@ bool is_sha256_hex(std::string_view text) {
          });
 }
 
+std::optional<std::string> nix_base32_sha256_to_hex(std::string_view text) {
+  // Nix's alphabet (no e, o, u, t) and order: the last character holds the lowest bits
+  // (nix's printHash32 writes bit n*5 of the digest as character len-1-n).
+  constexpr std::string_view kAlphabet = "0123456789abcdfghijklmnpqrsvwxyz";
+  constexpr std::size_t kBytes = 32;
+  constexpr std::size_t kChars = (kBytes * 8 + 4) / 5;  // 52
+  if (text.size() != kChars) return std::nullopt;
+  std::array<unsigned, kBytes> digest{};
+  for (std::size_t n = 0; n < kChars; ++n) {
+    const auto digit = kAlphabet.find(text[kChars - 1 - n]);
+    if (digit == std::string_view::npos) return std::nullopt;
+    const std::size_t bit = n * 5, byte = bit / 8, shift = bit % 8;
+    digest[byte] |= (static_cast<unsigned>(digit) << shift) & 0xffU;
+    const unsigned carry = static_cast<unsigned>(digit) >> (8 - shift);
+    if (byte + 1 < kBytes) {
+      digest[byte + 1] |= carry;
+    } else if (carry != 0) {
+      return std::nullopt;  // more than 256 bits
+    }
+  }
+  constexpr std::string_view kHex = "0123456789abcdef";
+  std::string hex;
+  for (const auto b : digest) {
+    hex += kHex[b >> 4];
+    hex += kHex[b & 0xfU];
+  }
+  return hex;
+}
+
 std::string sha256_hex(std::string_view text) {
   Sha256 hash;
   hash.update(text);

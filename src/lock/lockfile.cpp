@@ -73,10 +73,23 @@ void write_artifact(std::string& out, const Artifact& a) {
     out += fmt::format("{}wheel-root: {}\n", in, yaml::scalar(a.wheel_root));
   if (a.build_system)
     out += fmt::format("{}build-system: {}\n", in, specs::to_string(*a.build_system));
+  if (!a.components.empty()) {
+    out += fmt::format("{}components: {}\n", in, yaml::flow_list(a.components, [](const auto& c) {
+                         return yaml::scalar(c);
+                       }));
+  }
   // Credentials never reach a lock file: it is committed and shared.
   out += fmt::format("{}url: {}\n", in, yaml::scalar(url::without_credentials(a.url)));
   out += fmt::format("{}sha256: {}\n", in, hash_scalar(a.sha256));
   if (a.size) out += fmt::format("{}size: {}\n", in, *a.size);
+  if (!a.patches.empty()) {
+    out += fmt::format("{}patches:\n", in);
+    for (const auto& patch : a.patches) {
+      out += fmt::format("{}  - url: {}\n", in, yaml::scalar(url::without_credentials(patch.url)));
+      out += fmt::format("{}    sha256: {}\n", in, hash_scalar(patch.sha256));
+      if (patch.size) out += fmt::format("{}    size: {}\n", in, *patch.size);
+    }
+  }
 }
 
 void write_package(std::string& out, const LockedPackage& package) {
@@ -372,6 +385,40 @@ std::function<Result<void>(const Entry&)> into(std::string& field, Reader reader
   };
 }
 
+// `components:` of a runfile: names, each once.
+Result<void> read_components(const Source& source, const Entry& entry,
+                             std::vector<std::string>& out) {
+  return read_list(source, entry, "components", [&](const YAML::Node& item) -> Result<void> {
+    if (!item.IsScalar() || item.Scalar().empty()) {
+      return wrong("components", "a component name", item, source.at(item));
+    }
+    if (std::find(out.begin(), out.end(), item.Scalar()) != out.end()) {
+      return Error::input(fmt::format("`components` names {} twice", text::quoted(item.Scalar())))
+          .at(source.at(item));
+    }
+    out.push_back(item.Scalar());
+    return {};
+  });
+}
+
+// One item of a runfile's `patches:`, applied in the order listed.
+Result<specs::RunfilePatch> read_patch(const Source& source, const YAML::Node& node) {
+  specs::RunfilePatch patch;
+  auto read = read_mapping(
+      source, node, source.at(node), "patches", "a patch", source.at(node),
+      {{"url", true, into(patch.url, [&](const Entry& e) { return read_url(source, e); })},
+       {"sha256", true,
+        into(patch.sha256, [&](const Entry& e) { return read_sha256(source, e); })},
+       {"size", false, [&](const Entry& e) -> Result<void> {
+          auto size = read_size(source, e);
+          if (!size) return size.error();
+          patch.size = *size;
+          return {};
+        }}});
+  if (!read) return read.error();
+  return patch;
+}
+
 Result<Artifact> read_artifact(const Source& source, const YAML::Node& node) {
   Artifact a;
   const auto text_field = [&](std::string& field) {
@@ -398,8 +445,7 @@ Result<Artifact> read_artifact(const Source& source, const YAML::Node& node) {
           auto layout = specs::parse_layout(e.value.IsScalar() ? e.value.Scalar() : "");
           if (!layout) {
             return wrong(source, e, "layout",
-                         "nvidia-redist, cudnn-legacy, python-standalone, nvidia-wheel, "
-                         "source-tree or none");
+                         specs::layout_choices());
           }
           a.layout = *layout;
           return {};
@@ -412,13 +458,24 @@ Result<Artifact> read_artifact(const Source& source, const YAML::Node& node) {
           a.build_system = *build_system;
           return {};
         }},
+       {"components", false,
+        [&](const Entry& e) { return read_components(source, e, a.components); }},
        {"url", true, into(a.url, [&](const Entry& e) { return read_url(source, e); })},
        {"sha256", true, into(a.sha256, [&](const Entry& e) { return read_sha256(source, e); })},
-       {"size", false, [&](const Entry& e) -> Result<void> {
+       {"size", false,
+        [&](const Entry& e) -> Result<void> {
           auto size = read_size(source, e);
           if (!size) return size.error();
           a.size = *size;
           return {};
+        }},
+       {"patches", false, [&](const Entry& e) {
+          return read_list(source, e, "patches", [&](const YAML::Node& item) -> Result<void> {
+            auto patch = read_patch(source, item);
+            if (!patch) return patch.error();
+            a.patches.push_back(*std::move(patch));
+            return {};
+          });
         }}});
   if (!read) return read.error();
   return a;
@@ -731,8 +788,11 @@ void canonicalize(Lockfile& lockfile) {
         platform.packages.begin(), platform.packages.end(),
         [](const LockedPackage& a, const LockedPackage& b) { return a.name < b.name; });
     for (auto& package : platform.packages) {
-      for (auto& artifact : package.artifacts)
+      // Components are a set (sorted); patches keep their order, which is the order applied.
+      for (auto& artifact : package.artifacts) {
         artifact.platform = platform.platform;
+        std::sort(artifact.components.begin(), artifact.components.end());
+      }
       std::stable_sort(package.artifacts.begin(), package.artifacts.end(),
                        [](const Artifact& a, const Artifact& b) {
                          return std::make_tuple(std::string_view(a.component),

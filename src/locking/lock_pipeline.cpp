@@ -78,22 +78,29 @@ Result<VersionFiles> read_version_files(const recipes::Database& database, const
 }
 
 // The artifacts of one chosen build on one platform. For CUDA only the
-// components a framework needs (the recipe's default components; a runfile
-// holds them all).
+// components a framework needs (the recipe's default components): an archive
+// per component, or a runfile (one file holding them all) whose `components`
+// are narrowed to those, which is what install places. Its patches come along.
 std::vector<recipes::Artifact> artifacts_of(const recipes::Recipe& recipe,
                                             const solve::Choice& choice, specs::Platform platform) {
   std::vector<recipes::Artifact> out;
   const auto* version = recipe.find(choice.version);
   if (version == nullptr) return out;
   const auto& wanted = recipe.default_components;
+  const auto is_wanted = [&](const std::string& component) {
+    return wanted.empty() || std::find(wanted.begin(), wanted.end(), component) != wanted.end();
+  };
   for (const auto& build : version->builds) {
     if (build.id != choice.build) continue;
     for (const auto& artifact : build.artifacts) {
       if (artifact.platform != platform) continue;
-      const bool needed =
-          wanted.empty() || artifact.kind == recipes::ArtifactKind::runfile ||
-          std::find(wanted.begin(), wanted.end(), artifact.component) != wanted.end();
-      if (needed) out.push_back(artifact);
+      if (artifact.kind == recipes::ArtifactKind::runfile) {
+        auto runfile = artifact;
+        std::erase_if(runfile.components, [&](const auto& c) { return !is_wanted(c); });
+        out.push_back(std::move(runfile));
+      } else if (is_wanted(artifact.component)) {
+        out.push_back(artifact);
+      }
     }
   }
   return out;

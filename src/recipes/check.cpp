@@ -6,6 +6,7 @@
 #include <set>
 #include <tuple>
 
+#include "envkit/recipes/cuda_runfile.hpp"
 #include "envkit/specs/package_name.hpp"
 
 namespace envkit::recipes {
@@ -23,7 +24,50 @@ std::string where_of(const Recipe& r, const RecipeVersion& v, const Build& b) {
                       : fmt::format("{} {} {}", r.name, v.version.original(), b.id);
 }
 
-void check_artifacts(const std::string& where, const Build& build, std::vector<Problem>& out) {
+// Every URL is https, or http with a pinned sha256 where upstream publishes nothing else.
+void check_url(const std::string& at, const std::string& url, const std::string& sha256,
+               std::vector<Problem>& out) {
+  const bool https = url.starts_with("https://");
+  const bool pinned_http = url.starts_with("http://") && is_sha256(sha256);
+  if (!https && !pinned_http) {
+    out.push_back({at, fmt::format("`{}` is neither https nor http with a pinned sha256", url)});
+  }
+}
+
+// A runfile is installable only with the facts the unpacker needs: the layout of its
+// CUDA's era and the components inside (cuda_runfile.hpp).
+void check_runfile(const std::string& at, const specs::Version& cuda, const Artifact& runfile,
+                   std::vector<Problem>& out) {
+  const auto era = cuda_runfile_era(cuda);
+  if (runfile.layout == Layout::none) {
+    out.push_back(
+        {at, fmt::format("the runfile has no layout era (`layout: none`), so envkit cannot unpack "
+                         "it{}; rerun scripts/regen-recipes",
+                         era ? fmt::format(": CUDA {}'s runfile is `{}`", cuda.original(),
+                                           to_string(era->layout))
+                             : "")});
+  } else if (era && runfile.layout != era->layout) {
+    out.push_back({at, fmt::format("layout `{}`, but CUDA {}'s runfile is `{}`",
+                                   to_string(runfile.layout), cuda.original(),
+                                   to_string(era->layout))});
+  }
+  if (runfile.components.empty()) {
+    out.push_back({at, "the runfile lists no `components:`, so envkit would not know what to "
+                       "place; rerun scripts/regen-recipes"});
+  }
+  for (std::size_t i = 0; i < runfile.patches.size(); ++i) {
+    const auto& patch = runfile.patches[i];
+    const auto patch_at = fmt::format("{} patch {}", at, i + 1);
+    if (!is_sha256(patch.sha256)) {
+      out.push_back(
+          {patch_at, fmt::format("sha256 `{}` is not 64 lowercase hex digits", patch.sha256)});
+    }
+    check_url(patch_at, patch.url, patch.sha256, out);
+  }
+}
+
+void check_artifacts(const std::string& where, const RecipeVersion& version, const Build& build,
+                     std::vector<Problem>& out) {
   std::set<std::tuple<specs::Platform, std::string, ArtifactKind>> seen;
   for (const auto& a : build.artifacts) {
     const auto at = fmt::format("{} {} {} ({})", where, a.component, specs::to_string(a.platform),
@@ -34,12 +78,8 @@ void check_artifacts(const std::string& where, const Build& build, std::vector<P
     if (!is_sha256(a.sha256)) {
       out.push_back({at, fmt::format("sha256 `{}` is not 64 lowercase hex digits", a.sha256)});
     }
-    const bool https = a.url.starts_with("https://");
-    const bool pinned_http = a.url.starts_with("http://") && is_sha256(a.sha256);
-    if (!https && !pinned_http) {
-      out.push_back(
-          {at, fmt::format("`{}` is neither https nor http with a pinned sha256", a.url)});
-    }
+    check_url(at, a.url, a.sha256, out);
+    if (a.kind == ArtifactKind::runfile) check_runfile(at, version.version, a, out);
   }
 }
 
@@ -94,7 +134,7 @@ Result<std::vector<Problem>> check_database(const Database& db) {
       for (const auto& build : version.builds) {
         const auto where = where_of(recipe, version, build);
         if (!builds.insert(build.id).second) problems.push_back({where, "the build appears twice"});
-        check_artifacts(where, build, problems);
+        check_artifacts(where, version, build, problems);
         for (const auto& unmet : unmet_requirements(build, index)) {
           problems.push_back(
               {where, fmt::format("requires {}, which no version of the database meets", unmet)});

@@ -9,7 +9,9 @@
 #include <tuple>
 
 #include "envkit/core/csv.hpp"
+#include "envkit/core/sha256.hpp"
 #include "envkit/core/text.hpp"
+#include "envkit/recipes/cuda_runfile.hpp"
 #include "envkit/recipes/import_nvidia_redist.hpp"
 
 namespace envkit::recipes {
@@ -140,8 +142,10 @@ struct Runfile {
   Artifact artifact;
 };
 
-Artifact runfile_artifact(std::string url, std::string sha256) {
-  return Artifact{
+// A runfile of `version` with the facts the unpacker needs: the layout of its era and
+// the components inside (cuda_runfile_era: the rule and where it comes from).
+Artifact runfile_artifact(const Version& version, std::string url, std::string sha256) {
+  Artifact artifact{
       .platform = Platform::linux_x86_64,
       .component = "cuda",
       .kind = ArtifactKind::runfile,
@@ -150,15 +154,20 @@ Artifact runfile_artifact(std::string url, std::string sha256) {
       .format = "run",
       .layout = Layout::none,
   };
+  if (auto era = cuda_runfile_era(version)) {
+    artifact.layout = era->layout;
+    artifact.components = std::move(era->components);
+  }
+  return artifact;
 }
 
 Result<Runfile> runfile_from(const Sheet& sheet, const csv::Row& row, Version version,
                              std::string_view url_column, std::string_view sha256_column) {
   auto sha256 = sheet.sha256(row, sha256_column);
   if (!sha256) return std::move(sha256).error();
-  return Runfile{std::move(version),
-                 runfile_artifact(std::string(text::trim(sheet.cell(row, url_column))),
-                                  std::move(sha256).value())};
+  auto artifact = runfile_artifact(version, std::string(text::trim(sheet.cell(row, url_column))),
+                                   std::move(sha256).value());
+  return Runfile{std::move(version), std::move(artifact)};
 }
 
 // cuda-runfile-installers/cuda_runfiles.csv: 10.0 on; later ones have redist archives.
@@ -187,21 +196,83 @@ std::optional<Version> version_in_runfile_name(std::string_view url) {
   return version ? std::optional<Version>(std::move(version).value()) : std::nullopt;
 }
 
+// CUDA 9.0's patches 2-4, which ../shared/upstream lacks (its excerpt of the later nixpkgs
+// revision stops after patch 1). nixpkgs' `cudatoolkit_9_0.runPatches`, as written in
+// pkgs/development/compilers/cudatoolkit/default.nix of knedlsepp/nixpkgs at
+// 630068ecdbe3f53901cee19ddf6a05675ce89766 and of serokell/nixpkgs at
+// 068260dad606d70c936274ef8261e21b5a788814 (both nixpkgs history; the two agree, and both
+// list patch 1 with the hash the upstream table has). Nix writes sha256 in its base32.
+struct CitedPatch {
+  std::string_view cuda;
+  std::string_view url;
+  std::string_view nix_base32_sha256;
+};
+constexpr CitedPatch kCitedPatches[] = {
+    {"9.0.176", "https://developer.nvidia.com/compute/cuda/9.0/Prod/patches/2/cuda_9.0.176.2_linux-run",
+     "1sz5dijbx9yf7drfipdxav5a5g6sxy4w6vi9xav0lb6m2xnmyd7c"},
+    {"9.0.176", "https://developer.nvidia.com/compute/cuda/9.0/Prod/patches/3/cuda_9.0.176.3_linux-run",
+     "1jm83bxpscpjhzs5q3qijdgjm0r8qrdlgkj7y08fq8c0v8q2r7j2"},
+    {"9.0.176", "https://developer.nvidia.com/compute/cuda/9.0/Prod/patches/4/cuda_9.0.176.4_linux-run",
+     "0pymg3mymsa2n48y0njz3spzlkm15lvjzw8fms1q83zslz4x0lwk"},
+};
+constexpr std::string_view kCitedPatchesSource =
+    "cuda 9.0.176 patches 2-4: nixpkgs pkgs/development/compilers/cudatoolkit/default.nix "
+    "(knedlsepp/nixpkgs@630068ecdbe3f53901cee19ddf6a05675ce89766, "
+    "serokell/nixpkgs@068260dad606d70c936274ef8261e21b5a788814)";
+
+// The patches a runfile of the table gets beyond its rows: the cited ones of its version
+// whose URL the table does not already list.
+void add_cited_patches(Runfile& runfile) {
+  auto& patches = runfile.artifact.patches;
+  for (const auto& cited : kCitedPatches) {
+    if (runfile.version.original() != cited.cuda) continue;
+    const bool listed = std::any_of(patches.begin(), patches.end(),
+                                    [&](const RunfilePatch& p) { return p.url == cited.url; });
+    if (listed) continue;
+    // A constant of this file: a malformed one is a programming error the tests catch.
+    patches.push_back({.url = std::string(cited.url),
+                       .sha256 = core::nix_base32_sha256_to_hex(cited.nix_base32_sha256).value_or(""),
+                       .size = std::nullopt});
+  }
+}
+
 // legacy-cuda-cudnn-nixpkgs-old runfiles: only CUDA 9.x (10.0 comes from cuda_runfiles.csv).
+// Its `runfile-patch` rows are the patches of the runfile row with the same nixpkgs_version,
+// in the order listed (the order nixpkgs applies them).
 Result<std::vector<Runfile>> read_legacy_runfiles(CsvSource source) {
   auto sheet = read_sheet(source, {"nixpkgs_version", "kind", "url", "sha256_hex_derived"});
   if (!sheet) return std::move(sheet).error();
   std::vector<Runfile> runfiles;
+  std::map<std::string, std::vector<RunfilePatch>> patches;  // nixpkgs_version -> its patches
+  std::map<std::string, std::size_t> runfile_of;             // nixpkgs_version -> runfiles index
   for (const auto& row : sheet->table.rows()) {
-    if (text::trim(sheet->cell(row, "kind")) != "runfile") continue;  // patches are not recorded
+    const auto kind = text::trim(sheet->cell(row, "kind"));
+    const std::string listed_text(text::trim(sheet->cell(row, "nixpkgs_version")));
+    if (kind == "runfile-patch") {
+      auto sha256 = sheet->sha256(row, "sha256_hex_derived");
+      if (!sha256) return std::move(sha256).error();
+      patches[listed_text].push_back({.url = std::string(text::trim(sheet->cell(row, "url"))),
+                                      .sha256 = std::move(sha256).value(),
+                                      .size = std::nullopt});
+      continue;
+    }
+    if (kind != "runfile") continue;
     auto listed = sheet->version(row, "nixpkgs_version");
     if (!listed) return std::move(listed).error();
     auto version = version_in_runfile_name(sheet->cell(row, "url")).value_or(*listed);
     if (version.major() != 9) continue;
     auto runfile = runfile_from(*sheet, row, std::move(version), "url", "sha256_hex_derived");
     if (!runfile) return std::move(runfile).error();
+    runfile_of[listed_text] = runfiles.size();
     runfiles.push_back(std::move(runfile).value());
   }
+  for (auto& [listed, list] : patches) {
+    const auto it = runfile_of.find(listed);
+    if (it == runfile_of.end()) continue;  // a patch of a runfile envkit does not import (8.0)
+    runfiles[it->second].artifact.patches = std::move(list);
+  }
+  for (auto& runfile : runfiles)
+    add_cited_patches(runfile);
   return runfiles;
 }
 
@@ -522,7 +593,7 @@ Result<Recipe> import_cuda_runfiles(CsvSource driver_table, CsvSource runfiles,
   Recipe recipe{
       .name = "cuda",
       .sources = {nvidia::provenance(driver_table.file), nvidia::provenance(runfiles.file),
-                  nvidia::provenance(legacy_runfiles.file)}};
+                  nvidia::provenance(legacy_runfiles.file), std::string(kCitedPatchesSource)}};
   for (auto& installer : *installers) {
     recipe.versions.push_back(cuda_version_with(installer.version, std::move(installer.artifact)));
   }

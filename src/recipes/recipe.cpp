@@ -94,7 +94,9 @@ std::vector<specs::Platform> runfile_only_platforms(const Build& build) {
     bool runfile = false, other = false;
     for (const auto& artifact : build.artifacts) {
       if (artifact.platform != platform) continue;
-      (artifact.kind == ArtifactKind::runfile ? runfile : other) = true;
+      // A runfile with its era's layout is unpacked like any archive (cuda_runfile.hpp).
+      const bool unpackable = artifact.kind != ArtifactKind::runfile || artifact.layout != Layout::none;
+      (unpackable ? other : runfile) = true;
     }
     if (runfile && !other) only.push_back(platform);
   }
@@ -143,6 +145,9 @@ void canonicalize(Recipe& recipe) {
       sort_unique_by(build.artifacts, [](const Artifact& a) {
         return std::make_tuple(a.platform, a.component, a.kind);
       });
+      // A runfile's components are a set; its patches keep their order (the order applied).
+      for (auto& artifact : build.artifacts)
+        std::sort(artifact.components.begin(), artifact.components.end());
     }
   }
 }

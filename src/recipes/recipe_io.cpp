@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 
+#include "envkit/core/sha256.hpp"
 #include "envkit/core/text.hpp"
 #include "yaml_source.hpp"
 
@@ -100,9 +101,22 @@ void write_artifact(std::string& out, const std::string& build_id, const Artifac
   out += fmt::format("    layout: {}\n", to_string(a.layout));
   if (!a.wheel_root.empty()) out += fmt::format("    wheel-root: {}\n", yaml::scalar(a.wheel_root));
   if (a.build_system) out += fmt::format("    build-system: {}\n", to_string(*a.build_system));
+  if (!a.components.empty()) {
+    out += fmt::format("    components: {}\n",
+                       yaml::flow_list(a.components, [](const auto& c) { return yaml::scalar(c); }));
+  }
   out += fmt::format("    url: {}\n", yaml::scalar(a.url));
   out += fmt::format("    sha256: {}\n", yaml::scalar(a.sha256));
   if (a.size) out += fmt::format("    size: {}\n", *a.size);
+  // In the order they are applied: the order is part of the fact.
+  if (!a.patches.empty()) {
+    out += "    patches:\n";
+    for (const auto& patch : a.patches) {
+      out += fmt::format("      - url: {}\n", yaml::scalar(patch.url));
+      out += fmt::format("        sha256: {}\n", yaml::scalar(patch.sha256));
+      if (patch.size) out += fmt::format("        size: {}\n", *patch.size);
+    }
+  }
 }
 
 // ------------------------------------------------------------------ reading
@@ -390,6 +404,70 @@ Result<RecipeVersion> read_recipe_version(const Source& source, const YAML::Node
   return version;
 }
 
+Result<std::uint64_t> read_size(const Source& source, const YAML::Node& node) {
+  std::uint64_t size = 0;
+  const std::string& s = node.IsScalar() ? node.Scalar() : std::string();
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), size);
+  if (ec != std::errc() || ptr != s.data() + s.size() || s.empty()) {
+    return wrong(source, node, "size", "a number of bytes");
+  }
+  return size;
+}
+
+// `components:` of a runfile: names, each once.
+Result<void> read_components(const Source& source, const Entry& entry,
+                             std::vector<std::string>& out) {
+  return read_list(source, entry, [&](const YAML::Node& item) -> Result<void> {
+    if (!item.IsScalar() || item.Scalar().empty()) {
+      return wrong(source, item, "components", "a component name");
+    }
+    if (std::find(out.begin(), out.end(), item.Scalar()) != out.end()) {
+      return Error::input(fmt::format("`components` names {} twice", text::quoted(item.Scalar())))
+          .at(source.at(item));
+    }
+    out.push_back(item.Scalar());
+    return {};
+  });
+}
+
+// One item of `patches:`: {url, sha256, size}; url and a well-formed sha256 required.
+Result<RunfilePatch> read_patch(const Source& source, const YAML::Node& node) {
+  RunfilePatch patch;
+  bool has_url = false, has_sha = false;
+  auto read = read_mapping(
+      source, node, "patches",
+      {{"url",
+        [&](const Entry& e) -> Result<void> {
+          auto url = read_text(source, e, "url");
+          if (!url) return url.error();
+          patch.url = *url;
+          has_url = true;
+          return {};
+        }},
+       {"sha256",
+        [&](const Entry& e) -> Result<void> {
+          if (!e.value.IsScalar() || !core::is_sha256_hex(e.value.Scalar())) {
+            return wrong(source, e.value, "sha256", "64 lowercase hex digits");
+          }
+          patch.sha256 = e.value.Scalar();
+          has_sha = true;
+          return {};
+        }},
+       {"size", [&](const Entry& e) -> Result<void> {
+          auto size = read_size(source, e.value);
+          if (!size) return size.error();
+          patch.size = *size;
+          return {};
+        }}});
+  if (!read) return read.error();
+  if (!has_url || !has_sha) {
+    return Error::input("a patch needs `url:` and `sha256:`")
+        .at(source.at(node))
+        .hint("a patch runfile is verified like the runfile itself: list its sha256");
+  }
+  return patch;
+}
+
 Result<Artifact> read_artifact(const Source& source, const YAML::Node& node,
                                std::string& build_id) {
   Artifact a;
@@ -427,8 +505,7 @@ Result<Artifact> read_artifact(const Source& source, const YAML::Node& node,
           auto layout = parse_layout(e.value.IsScalar() ? e.value.Scalar() : "");
           if (!layout) {
             return wrong(source, e.value, "layout",
-                         "nvidia-redist, cudnn-legacy, python-standalone, nvidia-wheel, "
-                         "source-tree or none");
+                         specs::layout_choices());
           }
           a.layout = *layout;
           return {};
@@ -441,17 +518,23 @@ Result<Artifact> read_artifact(const Source& source, const YAML::Node& node,
           a.build_system = *build_system;
           return {};
         }},
+       {"components", [&](const Entry& e) { return read_components(source, e, a.components); }},
        {"url", text_field(a.url, &has_url)},
        {"sha256", text_field(a.sha256, &has_sha)},
-       {"size", [&](const Entry& e) -> Result<void> {
-          std::uint64_t size = 0;
-          const std::string& s = e.value.IsScalar() ? e.value.Scalar() : std::string();
-          auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), size);
-          if (ec != std::errc() || ptr != s.data() + s.size() || s.empty()) {
-            return wrong(source, e.value, "size", "a number of bytes");
-          }
-          a.size = size;
+       {"size",
+        [&](const Entry& e) -> Result<void> {
+          auto size = read_size(source, e.value);
+          if (!size) return size.error();
+          a.size = *size;
           return {};
+        }},
+       {"patches", [&](const Entry& e) {
+          return read_list(source, e, [&](const YAML::Node& item) -> Result<void> {
+            auto patch = read_patch(source, item);
+            if (!patch) return patch.error();
+            a.patches.push_back(*std::move(patch));
+            return {};
+          });
         }}});
   if (!read) return read.error();
   if (!has_url || !has_sha) {

@@ -381,6 +381,44 @@ bool Problem::tested_with(PackageId package, const CandidateInfo& candidate,
   return false;
 }
 
+std::string Problem::installable_framework(std::span<const Decision> decided) const {
+  const auto cuda_id = find("cuda");
+  if (!cuda_id) return {};
+  const auto& cudas = packages_[*cuda_id].candidates;
+  // A CUDA `framework` allows that envkit can install and that runs on the machines.
+  const auto installable_cuda = [&](const CandidateInfo& framework) -> const CandidateInfo* {
+    const auto wanted = framework.requirements.find("cuda");
+    if (wanted == framework.requirements.end()) return nullptr;
+    const CandidateInfo* newest = nullptr;
+    for (const auto& cuda : cudas) {
+      if (cuda.on_platform && cuda.installable && wanted->second.contains(cuda.version) &&
+          runs_everywhere(cuda) && driver_runs(cuda)) {
+        newest = &cuda;
+      }
+    }
+    return newest;
+  };
+  for (const auto& decision : decided) {
+    const auto& info = packages_[decision.package];
+    if (!info.is_framework()) continue;
+    const auto& chosen = info.candidates[decision.candidate];
+    // Candidates go oldest first: the first newer release that works is the nearest.
+    for (const auto& candidate : info.candidates) {
+      if (!candidate.on_platform || candidate.build == nullptr ||
+          !(chosen.version < candidate.version) || !runs_everywhere(candidate)) {
+        continue;
+      }
+      if (const auto* cuda = installable_cuda(candidate)) {
+        return fmt::format("{} {}{} allows cuda {}, which envkit can install here", info.name,
+                           candidate.version.original(),
+                           candidate.build_id.empty() ? "" : fmt::format(" ({})", candidate.build_id),
+                           cuda->version.original());
+      }
+    }
+  }
+  return {};
+}
+
 Candidate Problem::choose(PackageId package, const VersionSet& allowed,
                           std::span<const Decision> decided) {
   const auto& info = packages_[package];
@@ -397,15 +435,16 @@ Candidate Problem::choose(PackageId package, const VersionSet& allowed,
     const bool tested = tested_with(package, candidate, decided, tested_by);
     if (tested && !candidate.installable && tested_not_installable.empty()) {
       tested_not_installable = fmt::format(
-          "{}, but NVIDIA ships {} {} only as a runfile "
-          "installer, which envkit does not install yet",
+          "{}, but {} {} has only a runfile installer envkit cannot unpack here "
+          "(its recipe gives no layout era)",
           tested_by, info.name, candidate.version.original());
     }
     const bool native = info.name != "cuda" || driver_runs_natively(candidate);
     const auto [no_cuda, compat_only, newest_cuda] =
         info.is_framework() ? build_rank(candidate) : std::tuple<int, int, long>{0, 0, 0};
-    // What envkit can install comes first (docs/solver.md): a lock of a runfile-only CUDA
-    // fails at install while an allowed CUDA with archives works.
+    // What envkit can install comes first (docs/solver.md): a lock of a CUDA whose only
+    // artifact is a runfile without a layout era fails at install while an allowed CUDA
+    // with archives, wheels or an unpackable runfile works.
     const Key key{candidate.installable ? 0 : 1,
                   tested ? 0 : 1,
                   native ? 0 : 1,
@@ -437,6 +476,17 @@ Candidate Problem::choose(PackageId package, const VersionSet& allowed,
   }
   if (!best_tested && !tested_not_installable.empty()) {
     best_reason = fmt::format("{}; {}", tested_not_installable, best_reason);
+  }
+  // Nothing the framework allows can be installed: say what would work within a framework
+  // release, not a constraint this framework forbids.
+  if (best_key && std::get<0>(*best_key) != 0 && info.name == "cuda") {
+    const auto& chosen = info.candidates[best];
+    best_reason += fmt::format(
+        "; envkit cannot install cuda {} on {} (only a runfile it cannot unpack)",
+        chosen.version.original(), specs::to_string(request_.platform));
+    if (const auto newer = installable_framework(decided); !newer.empty()) {
+      best_reason += fmt::format(": {}", newer);
+    }
   }
   preferences_[package] = std::move(best_reason);
   return best;

@@ -37,7 +37,7 @@ struct CandidateInfo {
   std::size_t version_rank = 0;  // 0 for the oldest version; builds of one version share it
   std::map<std::string, specs::VersionSpec> requirements;  // on the platform, __driver included
   bool driver_through_compat = false;  // the __driver minimum is the minor-version-compat one
-  bool installable = true;             // envkit can install it on the platform (not only a runfile)
+  bool installable = true;  // envkit can install it on the platform (recipes::installable_on)
 };
 
 struct PackageInfo {
@@ -108,6 +108,9 @@ class Problem final : public Provider {
   [[nodiscard]] std::tuple<int, int, long> build_rank(const CandidateInfo& framework) const;
   [[nodiscard]] bool tested_with(PackageId package, const CandidateInfo& candidate,
                                  std::span<const Decision> decided, std::string& by) const;
+  // When no CUDA the decided framework allows can be installed here: the nearest newer
+  // release of that framework that allows one, in words; "" when there is none.
+  [[nodiscard]] std::string installable_framework(std::span<const Decision> decided) const;
   std::uint32_t add_fact(Fact fact);
 
   const recipes::Database& database_;

@@ -47,6 +47,14 @@ std::optional<ArtifactKind> parse_artifact_kind(std::string_view text) {
 std::optional<Layout> parse_layout(std::string_view text) {
   return detail::value_of(kLayouts, text);
 }
+std::string layout_choices() {
+  std::string out;
+  for (std::size_t i = 0; i < kLayouts.size(); ++i) {
+    if (i > 0) out += i + 1 == kLayouts.size() ? " or " : ", ";
+    out += kLayouts[i].second;
+  }
+  return out;
+}
 std::string_view to_string(BuildSystem build_system) {
   return detail::name_of(kBuildSystems, build_system);
 }

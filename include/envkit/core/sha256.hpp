@@ -38,6 +38,10 @@ class Sha256 {
 // Whether `text` is a sha256 as recipes and locks write it: 64 lowercase hex digits.
 [[nodiscard]] bool is_sha256_hex(std::string_view text);
 
+// A sha256 as Nix writes it (52 characters of Nix's base32, as in nixpkgs' `fetchurl`)
+// as 64 lowercase hex digits; nullopt when `text` is not one.
+[[nodiscard]] std::optional<std::string> nix_base32_sha256_to_hex(std::string_view text);
+
 // The sha256 of a file's bytes, read in chunks; nullopt when it cannot be read.
 [[nodiscard]] std::optional<std::string> sha256_file(const std::filesystem::path& file);
 

@@ -28,6 +28,7 @@ using specs::Layout;
 using specs::parse_artifact_kind;
 using specs::parse_build_system;
 using specs::parse_layout;
+using specs::RunfilePatch;
 using specs::to_string;
 
 // One CUDA component of a CUDA release: cuda_cudart 12.4.127.
@@ -66,8 +67,9 @@ struct Build {
   // those the upstream tables list).
   std::vector<specs::Platform> platforms;
   std::vector<Artifact> artifacts;
-  // Platforms where the build exists only as NVIDIA runfile installers, so that the
-  // solver knows without reading the artifact files (written from `artifacts`).
+  // Platforms where the build exists only as NVIDIA runfile installers envkit cannot
+  // unpack (`layout: none`, no era), so that the solver knows without reading the
+  // artifact files (written from `artifacts`).
   std::vector<specs::Platform> runfile_only;
   // Frameworks: the package index whose plain release (`torch==2.4.1`, no local
   // `+cu124` label) is this build: PyPI carries one CUDA build of each torch
@@ -83,13 +85,14 @@ inline constexpr std::string_view kPypiIndex = "https://pypi.org/simple";
 [[nodiscard]] std::map<std::string, specs::VersionSpec> requirements_on(const Build& build,
                                                                         specs::Platform platform);
 
-// Whether envkit can install `build` on `platform`: it has an archive, a wheel or sources
-// there, or no artifacts at all (a framework, which pip installs). NVIDIA's runfile
-// installers (CUDA before 11.4.2) are not unpacked yet.
+// Whether envkit can install `build` on `platform`: it has an archive, a wheel, sources
+// or an NVIDIA runfile with its era's layout there (CUDA 9.0-11.4.1: cuda_runfile.hpp),
+// or no artifacts at all (a framework, which pip installs). A runfile with `layout: none`
+// is not installable.
 [[nodiscard]] bool installable_on(const Build& build, specs::Platform platform);
 
-// The platforms where `build` has artifacts and all are runfiles; `build.runfile_only`
-// when it carries no artifacts (facts read alone).
+// The platforms where `build` has artifacts and all are runfiles envkit cannot unpack
+// (`layout: none`); `build.runfile_only` when it carries no artifacts (facts read alone).
 [[nodiscard]] std::vector<specs::Platform> runfile_only_platforms(const Build& build);
 
 struct RecipeVersion {

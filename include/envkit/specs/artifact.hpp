@@ -48,6 +48,8 @@ enum class BuildSystem : std::uint8_t {
 [[nodiscard]] std::string_view to_string(Layout layout);
 [[nodiscard]] std::optional<ArtifactKind> parse_artifact_kind(std::string_view text);
 [[nodiscard]] std::optional<Layout> parse_layout(std::string_view text);
+// Every layout's name, for messages: "nvidia-redist, cudnn-legacy, ... or none".
+[[nodiscard]] std::string layout_choices();
 [[nodiscard]] std::string_view to_string(BuildSystem build_system);
 [[nodiscard]] std::optional<BuildSystem> parse_build_system(std::string_view text);
 

@@ -22,3 +22,19 @@ TEST_CASE("sha256 streamed in pieces equals one pass, and the object restarts") 
   streamed.update("abc");
   CHECK(streamed.hex_digest() == sha256_hex("abc"));
 }
+
+TEST_CASE("a sha256 in Nix's base32 reads as the hex digest it is") {
+  using envkit::core::nix_base32_sha256_to_hex;
+  // CUDA 9.0 patch 1 as nixpkgs writes it, and the hex ../shared/upstream derived from it
+  // (legacy-cuda-cudnn-nixpkgs-old/cuda_runfiles_6_to_10_nixpkgs_old.csv).
+  CHECK(nix_base32_sha256_to_hex("1vbqg97pq9z9c8nqvckiwmq3ljm88m7gaizikzxbvz01izh67gx4") ==
+        "a4bf63e08f01fcbdfa9ff147f54e45a84a3a70e571b28d2d62e9277c4f7a78ed");
+  // CUDA 10.0.130's runfile: two upstream tables agree on this hex.
+  CHECK(nix_base32_sha256_to_hex("16p3bv1lwmyqpxil8r951h385sy9asc578afrc7lssa68c71ydcj") ==
+        "92351f0e4346694d0fcb4ea1539856c9eb82060c25654463bfd8574ec35ee39a");
+  CHECK_FALSE(nix_base32_sha256_to_hex("16p3bv1lwmyqpxil8r951h385sy9asc578afrc7lssa68c71ydc"));
+  // `e`, `o`, `u` and `t` are not in Nix's alphabet.
+  CHECK_FALSE(nix_base32_sha256_to_hex("e6p3bv1lwmyqpxil8r951h385sy9asc578afrc7lssa68c71ydcj"));
+  // The first character holds the top bits: above 256 bits is no sha256.
+  CHECK_FALSE(nix_base32_sha256_to_hex("z6p3bv1lwmyqpxil8r951h385sy9asc578afrc7lssa68c71ydcj"));
+}

@@ -174,6 +174,65 @@ TEST_CASE("bad platforms, versions and values are located", "[lock][errors]") {
         "envkit.lock:20:27: `build-system`: expected configure or cmake, found `make`");
 }
 
+// kLock with CUDA 9.0's runfile added: two components, two patches.
+std::string with_runfile() {
+  return std::string(kLock) + R"(      - name: cuda
+        version: "9.0.176"
+        artifacts:
+          - component: cuda
+            kind: runfile
+            format: run
+            layout: cuda-runfile-nested
+            components: [cuda_cudart, libcublas]
+            url: https://developer.nvidia.com/compute/cuda/9.0/Prod/local_installers/cuda_9.0.176_384.81_linux-run
+            sha256: "96863423feaa50b5c1c5e1b9ec537ef7ba77576a3986652351ae43e66bcd080c"
+            patches:
+              - url: https://developer.nvidia.com/compute/cuda/9.0/Prod/patches/1/cuda_9.0.176.1_linux-run
+                sha256: "a4bf63e08f01fcbdfa9ff147f54e45a84a3a70e571b28d2d62e9277c4f7a78ed"
+              - url: https://developer.nvidia.com/compute/cuda/9.0/Prod/patches/2/cuda_9.0.176.2_linux-run
+                sha256: "ec345f6d17d52c0ab6ea296ec389efdabca2ca56bddde8723bcea7be646ce5eb"
+)";
+}
+
+std::string runfile_with(std::string_view from, std::string_view to) {
+  std::string text = with_runfile();
+  const auto at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  return text.replace(at, from.size(), to);
+}
+
+TEST_CASE("a runfile's components and patches are read, and bad ones located",
+          "[lock][errors]") {
+  auto read = parse(with_runfile(), "envkit.lock");
+  INFO((read ? std::string() : read.error().to_string()));
+  REQUIRE(read.ok());
+  const auto& packages = read->platforms.at(0).packages;
+  REQUIRE(packages.size() == 2);
+  const auto& runfile = packages.at(1).artifacts.at(0);  // as written: cuda after zlib
+  CHECK(runfile.components == Strings{"cuda_cudart", "libcublas"});
+  REQUIRE(runfile.patches.size() == 2);
+  CHECK(runfile.patches[1].url.ends_with("/patches/2/cuda_9.0.176.2_linux-run"));
+  // The canonical text: cuda sorts before zlib, the patches keep their order.
+  const auto text = write(*read);
+  CHECK(text.find("name: cuda") < text.find("name: zlib"));
+  Lockfile canonical = *read;
+  canonicalize(canonical);
+  CHECK(parse(text, "envkit.lock").value() == canonical);
+
+  const Error no_sha = error_for(runfile_with(
+      "                sha256: \"ec345f6d17d52c0ab6ea296ec389efdabca2ca56bddde8723bcea7be646ce5eb\"\n",
+      ""));
+  CHECK(no_sha.headline() == "envkit.lock:36:17: a patch needs `sha256:`");
+
+  const Error bad_sha = error_for(runfile_with("\"ec345f6d", "\"EC345F6D"));
+  CHECK(bad_sha.headline() ==
+        "envkit.lock:37:25: `sha256`: expected 64 lowercase hex digits, found "
+        "`EC345F6D17d52c0ab6ea296ec389efdabca2ca56...`");
+
+  const Error twice = error_for(runfile_with("[cuda_cudart, libcublas]", "[libcublas, libcublas]"));
+  CHECK(twice.headline() == "envkit.lock:30:37: `components` names `libcublas` twice");
+}
+
 TEST_CASE("an empty or non-mapping lock is refused", "[lock][errors]") {
   const Error empty = error_for("# nothing\n");
   CHECK(empty.headline() == "envkit.lock: the lock file is empty");

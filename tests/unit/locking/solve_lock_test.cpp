@@ -1,6 +1,8 @@
 // The lock pipeline called directly: the source tree's recipe database, a
 // project written to a temporary folder, machine facts handed in as data, and
 // a fake resolver that answers with fixed closures (as uv would from PyPI).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <map>
@@ -222,6 +224,31 @@ TEST_CASE("a project without Python requirements never makes a resolver", "[lock
   CHECK_FALSE(made);
   CHECK_FALSE(lockfile.platforms.front().python);
   CHECK(package(lockfile, "cuda").version.original().starts_with("12.4."));
+}
+
+TEST_CASE("a locked runfile names the components install places and its patches", "[locking]") {
+  test::TempDir project;
+  const auto inputs = inputs_for(project, "requires: {cuda: \"9.0.*\"}\n",
+                                 machine({{"ENVKIT_OVERRIDE_DRIVER", "470.57.02"}}));
+  bool made = false;
+  const auto lockfile = locked(inputs, refusing_factory(made));
+  const auto& cuda = package(lockfile, "cuda");
+  CHECK(cuda.version.original() == "9.0.176");
+  REQUIRE(cuda.artifacts.size() == 1);
+  const auto& runfile = cuda.artifacts.front();
+  CHECK(runfile.kind == specs::ArtifactKind::runfile);
+  CHECK(runfile.layout == specs::Layout::cuda_runfile_nested);
+  // The recipe's default components the runfile holds: no cuda_cccl before CUDA 11.
+  CHECK(runfile.components ==
+        std::vector<std::string>{"cuda_cudart", "cuda_cupti", "cuda_nvcc", "cuda_nvrtc",
+                                 "libcublas", "libcufft", "libcurand", "libcusolver",
+                                 "libcusparse"});
+  // Patch 1 from ../shared/upstream, 2-4 from nixpkgs, in the order NVIDIA numbered them.
+  REQUIRE(runfile.patches.size() == 4);
+  for (std::size_t i = 0; i < runfile.patches.size(); ++i) {
+    CHECK_THAT(runfile.patches[i].url,
+               Catch::EndsWith(fmt::format("/patches/{0}/cuda_9.0.176.{0}_linux-run", i + 1)));
+  }
 }
 
 TEST_CASE("a setup.py or setup.cfg in python-requirements gives uv its literal requirements",

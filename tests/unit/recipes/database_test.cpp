@@ -129,6 +129,51 @@ TEST_CASE("check finds what would mislead the solver or the installer", "[recipe
   CHECK(clean->empty());
 }
 
+TEST_CASE("check refuses a runfile without its era's layout or its components",
+          "[recipes][db][check][runfile]") {
+  const auto problems_of = [](Artifact runfile) {
+    test::TempDir dir;
+    Recipe cuda_9{.name = "cuda", .sources = {"test"}, .default_components = {"cuda_cudart"}};
+    Build build;
+    build.platforms = {specs::Platform::linux_x86_64};
+    build.artifacts = {std::move(runfile)};
+    cuda_9.versions.push_back({.version = v("9.0.176"), .builds = {build}});
+    write_all(dir.path(), {cuda_9});
+    auto problems = check_database(Database::open(dir.path()).value());
+    REQUIRE(problems);
+    std::vector<std::string> messages;
+    for (const auto& problem : *problems) {
+      CHECK(problem.where == "cuda 9.0.176 cuda linux-x86_64 (runfile)");
+      messages.push_back(problem.message);
+    }
+    return messages;
+  };
+  Artifact runfile = artifact("cuda", ArtifactKind::runfile, "https://nvidia.example/cuda_9.0.run");
+  runfile.format = "run";
+  runfile.layout = Layout::cuda_runfile_nested;
+  runfile.components = {"cuda_cudart", "libcublas"};
+  CHECK(problems_of(runfile).empty());
+
+  Artifact no_era = runfile;
+  no_era.layout = Layout::none;
+  CHECK(problems_of(no_era) ==
+        std::vector<std::string>{
+            "the runfile has no layout era (`layout: none`), so envkit cannot unpack it: CUDA "
+            "9.0.176's runfile is `cuda-runfile-nested`; rerun scripts/regen-recipes"});
+
+  Artifact wrong_era = runfile;
+  wrong_era.layout = Layout::cuda_runfile_builds;
+  CHECK(problems_of(wrong_era) ==
+        std::vector<std::string>{"layout `cuda-runfile-builds`, but CUDA 9.0.176's runfile is "
+                                 "`cuda-runfile-nested`"});
+
+  Artifact no_components = runfile;
+  no_components.components.clear();
+  CHECK(problems_of(no_components) ==
+        std::vector<std::string>{"the runfile lists no `components:`, so envkit would not know "
+                                 "what to place; rerun scripts/regen-recipes"});
+}
+
 namespace {
 
 // Appends a comment line to a database file: a change of bytes, not of meaning.

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "envkit/recipes/cuda_runfile.hpp"
 #include "envkit/recipes/import_nvidia_redist.hpp"
 #include "recipes_test_support.hpp"
 #include "support/envkit_runner.hpp"
@@ -176,15 +177,21 @@ TEST_CASE("CUDA 9.0 to 11.4.1 from the driver table and the runfiles", "[nvidia]
   // cuda_runfiles.csv only (the old nixpkgs table is read for 9.x).
   CHECK(versions_of(cuda) ==
         std::vector<std::string>{"9.0.176", "9.2.88", "9.2.148", "10.1.243", "10.2.89", "11.4.1"});
-  CHECK(cuda.sources == std::vector<std::string>{"nvidia/cuda_runfiles.csv",
-                                                 "nvidia/cuda_runfiles_legacy.csv",
-                                                 "nvidia/cuda_toolkit_driver_versions.csv"});
+  CHECK(cuda.sources.size() == 4);
+  CHECK(cuda.sources.at(0).starts_with("cuda 9.0.176 patches 2-4: nixpkgs "));
+  CHECK(std::vector<std::string>(cuda.sources.begin() + 1, cuda.sources.end()) ==
+        std::vector<std::string>{"nvidia/cuda_runfiles.csv", "nvidia/cuda_runfiles_legacy.csv",
+                                 "nvidia/cuda_toolkit_driver_versions.csv"});
 
   const auto& cuda_9_0 = build_of(cuda, "9.0.176", "");
-  REQUIRE(cuda_9_0.artifacts.size() == 1);  // the patch runfile is not recorded
+  REQUIRE(cuda_9_0.artifacts.size() == 1);  // a patch runfile is the runfile's, not an artifact
   const auto& runfile = cuda_9_0.artifacts.front();
   CHECK(runfile.kind == ArtifactKind::runfile);
-  CHECK(runfile.layout == Layout::none);
+  CHECK(runfile.layout == Layout::cuda_runfile_nested);
+  CHECK(runfile.components ==
+        std::vector<std::string>{"cuda_cudart", "cuda_cupti", "cuda_nvcc", "cuda_nvrtc",
+                                 "libcublas", "libcufft", "libcurand", "libcusolver",
+                                 "libcusparse"});
   CHECK(runfile.format == "run");
   CHECK(runfile.component == "cuda");
   CHECK(runfile.platform == Platform::linux_x86_64);
@@ -198,6 +205,66 @@ TEST_CASE("CUDA 9.0 to 11.4.1 from the driver table and the runfiles", "[nvidia]
   CHECK(without_runfile.artifacts.empty());
   CHECK(without_runfile.platforms.empty());
   CHECK(build_of(cuda, "11.4.1", "").artifacts.empty());
+}
+
+TEST_CASE("runfile eras: nested before 10.1, builds/ from 10.1, cccl apart from 11.0",
+          "[nvidia][facts][runfile]") {
+  using envkit::recipes::cuda_runfile_era;
+  const auto era = [](std::string_view version) {
+    return cuda_runfile_era(Version::parse(version).value());
+  };
+  CHECK_FALSE(era("8.0.61").has_value());
+  REQUIRE(era("9.0.176").has_value());
+  CHECK(era("9.0.176")->layout == Layout::cuda_runfile_nested);
+  CHECK(era("10.0.130")->layout == Layout::cuda_runfile_nested);
+  CHECK(era("10.1.243")->layout == Layout::cuda_runfile_builds);
+  CHECK(era("11.3.1")->layout == Layout::cuda_runfile_builds);
+  CHECK_FALSE(era("12.0.0").has_value());
+  const auto has_cccl = [&](std::string_view version) {
+    const auto c = era(version).value().components;
+    return std::find(c.begin(), c.end(), "cuda_cccl") != c.end();
+  };
+  CHECK_FALSE(has_cccl("10.2.89"));
+  CHECK(has_cccl("11.0.3"));
+  CHECK(era("10.2.89")->components.size() == 9);
+  CHECK(era("11.2.1")->components.size() == 10);
+  // Only what envkit places: never the driver, samples or docs.
+  const auto cuda_11_2 = era("11.2.1").value();
+  for (const auto& name : cuda_11_2.components) {
+    CHECK((name.starts_with("cuda_") || name.starts_with("lib")));
+  }
+}
+
+TEST_CASE("runfile patches from the nixpkgs table in order, 9.0's 2-4 from cited nixpkgs",
+          "[nvidia][facts][runfile]") {
+  const auto table = nvidia_fixture("cuda_toolkit_driver_versions.csv");
+  const auto runfiles = nvidia_fixture("cuda_runfiles.csv");
+  const auto legacy = nvidia_fixture("cuda_runfiles_legacy.csv");
+  auto imported = import_cuda_runfiles(table.source(), runfiles.source(), legacy.source());
+  REQUIRE(imported.ok());
+
+  const auto& patches = build_of(*imported, "9.0.176", "").artifacts.at(0).patches;
+  REQUIRE(patches.size() == 4);
+  // Patch 1 from the table's `runfile-patch` row; 2-4 from nixpkgs' runPatches, Nix base32
+  // turned into hex.
+  CHECK(patches[0].url ==
+        "https://developer.nvidia.com/compute/cuda/9.0/Prod/patches/1/cuda_9.0.176.1_linux-run");
+  CHECK(patches[0].sha256 == "1108feb94c9e1f066a803d580309d30c94477bf58f586f468b8bf224c68bafe9");
+  CHECK(patches[1].url ==
+        "https://developer.nvidia.com/compute/cuda/9.0/Prod/patches/2/cuda_9.0.176.2_linux-run");
+  CHECK(patches[1].sha256 == "ec345f6d17d52c0ab6ea296ec389efdabca2ca56bddde8723bcea7be646ce5eb");
+  CHECK(patches[2].sha256 == "429e2c30da8021ec10f047ce475bc628832a5f93110f5cf487f2327dfb1aa8ca");
+  CHECK(patches[3].url ==
+        "https://developer.nvidia.com/compute/cuda/9.0/Prod/patches/4/cuda_9.0.176.4_linux-run");
+  CHECK(patches[3].sha256 == "9353d0c9a7fa0f8483ae0ef12f372da14efaaf1e5f5ae011b142e9eaeb78d55f");
+  for (const auto& patch : patches)
+    CHECK_FALSE(patch.size.has_value());  // no size upstream
+
+  // 9.2.148 has no patch row in the fixture; 10.x runfiles have no patches in the data.
+  CHECK(build_of(*imported, "9.2.148", "").artifacts.at(0).patches.empty());
+  const auto& cuda_10_2 = build_of(*imported, "10.2.89", "").artifacts.at(0);
+  CHECK(cuda_10_2.patches.empty());
+  CHECK(cuda_10_2.layout == Layout::cuda_runfile_builds);
 }
 
 TEST_CASE("a whole cuda recipe: redist, runfiles and facts merged", "[nvidia][facts]") {

@@ -1,5 +1,8 @@
 #include "envkit/recipes/recipe_io.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include "support/spec_literals.hpp"
@@ -293,4 +296,109 @@ TEST_CASE("a build's glibc minimum round-trips per platform, and a bad one is lo
   REQUIRE_FALSE(error);
   CHECK_THAT(error.error().headline(), Catch::StartsWith("cudnn.yaml:"));
   CHECK_THAT(error.error().headline(), Catch::Contains("min-glibc"));
+}
+
+namespace {
+
+// CUDA 9.1.85 as the importer writes it: its runfile, two of its patches (real URLs and
+// sha256 from legacy-cuda-cudnn-nixpkgs-old).
+Recipe runfile_cuda() {
+  Artifact runfile{.platform = specs::Platform::linux_x86_64,
+                   .component = "cuda",
+                   .kind = ArtifactKind::runfile,
+                   .url = "https://developer.nvidia.com/compute/cuda/9.1/Prod/local_installers/"
+                          "cuda_9.1.85_387.26_linux",
+                   .sha256 = "8496c72b16fee61889f9281449b5d633d0b358b46579175c275d85c9205fe953",
+                   .size = std::nullopt,
+                   .format = "run",
+                   .layout = Layout::cuda_runfile_nested,
+                   .wheel_root = "",
+                   .build_system = std::nullopt,
+                   .components = {"cuda_cudart", "cuda_nvcc", "libcublas"},
+                   .patches = {
+                       {.url = "https://developer.nvidia.com/compute/cuda/9.1/Prod/patches/1/"
+                               "cuda_9.1.85.1_linux",
+                        .sha256 = "af9ce3d7ce4ea3b9b075135640077695f420d5dc585d76cbdae09d658b8ca3b8",
+                        .size = 1234},
+                       {.url = "https://developer.nvidia.com/compute/cuda/9.1/Prod/patches/2/"
+                               "cuda_9.1.85.2_linux",
+                        .sha256 = "d59f07a35ba750fc8ab04e144e7556d03b57a4f1a0060f895615af0113e0e099",
+                        .size = std::nullopt},
+                   }};
+  Build build{.platforms = {specs::Platform::linux_x86_64}, .artifacts = {runfile}};
+  return Recipe{.name = "cuda",
+                .sources = {},
+                .default_components = {},
+                .versions = {{.version = v("9.1.85"), .builds = {build}}}};
+}
+
+}  // namespace
+
+TEST_CASE("a runfile's components and patches round-trip through YAML", "[recipes][io]") {
+  const Recipe cuda = runfile_cuda();
+  const auto text = write_artifacts(cuda.versions[0], ArtifactSet::offline);
+  CHECK_THAT(text, Catch::Contains("    layout: cuda-runfile-nested\n"
+                                   "    components: [cuda_cudart, cuda_nvcc, libcublas]\n"
+                                   "    url: "));
+  CHECK_THAT(text, Catch::Contains("    patches:\n"
+                                   "      - url: https://developer.nvidia.com/compute/cuda/9.1/"
+                                   "Prod/patches/1/cuda_9.1.85.1_linux\n"
+                                   "        sha256: af9ce3d7"));
+  CHECK_THAT(text, Catch::Contains("        size: 1234\n"));
+  auto read = read_facts(write_facts(cuda), "cuda.yaml");
+  REQUIRE(read);
+  auto artifacts = read_artifacts(text, "cuda/9.1.85.yaml", *read);
+  if (!artifacts) FAIL(artifacts.error().to_string());
+  // The patches keep their order: it is the order they are applied in.
+  CHECK(read->versions[0].builds[0].artifacts == cuda.versions[0].builds[0].artifacts);
+  CHECK(write_artifacts(read->versions[0], ArtifactSet::offline) == text);
+}
+
+TEST_CASE("bad runfile components and patches name file, line and column", "[recipes][io]") {
+  const Recipe cuda = runfile_cuda();
+  const auto text = write_artifacts(cuda.versions[0], ArtifactSet::offline);
+  const auto refused = [&](const std::string& bad) {
+    auto read = read_facts(write_facts(cuda), "cuda.yaml");
+    REQUIRE(read);
+    auto artifacts = read_artifacts(bad, "cuda/9.1.85.yaml", *read);
+    REQUIRE_FALSE(artifacts);
+    return artifacts.error();
+  };
+  const auto line_of = [&](std::string_view needle) {
+    const auto at = text.find(needle);
+    REQUIRE(at != std::string::npos);
+    return 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n');
+  };
+
+  SECTION("a patch without sha256") {
+    std::string bad = text;
+    const auto sha = bad.find("        sha256: d59f07a3");
+    bad.erase(sha, bad.find('\n', sha) - sha + 1);
+    const auto error = refused(bad);
+    CHECK(error.headline() == fmt::format("cuda/9.1.85.yaml:{}:9: a patch needs `url:` and "
+                                          "`sha256:`",
+                                          line_of("      - url: https://developer.nvidia.com/"
+                                                  "compute/cuda/9.1/Prod/patches/2/")));
+  }
+  SECTION("a patch whose sha256 is not 64 lowercase hex digits") {
+    std::string bad = text;
+    bad.replace(bad.find("d59f07a3"), 8, "D59F07A3");
+    CHECK(refused(bad).headline() ==
+          fmt::format("cuda/9.1.85.yaml:{}:17: `sha256`: expected 64 lowercase hex digits, "
+                      "found `D59F07A35ba750fc8ab04e144e7556d03b57a4f1...`",
+                      line_of("        sha256: d59f07a3")));
+  }
+  SECTION("a component named twice") {
+    std::string bad = text;
+    bad.replace(bad.find("libcublas]"), 9, "cuda_nvcc");
+    CHECK(refused(bad).headline() ==
+          fmt::format("cuda/9.1.85.yaml:{}:42: `components` names `cuda_nvcc` twice",
+                      line_of("    components: ")));
+  }
+  SECTION("an unknown key in a patch") {
+    std::string bad = text;
+    bad.replace(bad.find("        size: 1234"), 18, "        bytes: 1234");
+    const auto error = refused(bad);
+    CHECK_THAT(error.headline(), Catch::EndsWith("unknown key `bytes` in `patches`"));
+  }
 }

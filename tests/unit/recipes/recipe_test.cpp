@@ -89,3 +89,28 @@ TEST_CASE("canonicalize sorts the platforms of a restriction", "[recipes][model]
   CHECK(recipe.versions[0].builds[0].requires_only_on.at("zlib") ==
         std::vector<Platform>{Platform::linux_x86_64, Platform::linux_aarch64});
 }
+
+TEST_CASE("a runfile with its era's layout is installable, one without is not",
+          "[recipes][model][runfile]") {
+  Artifact runfile{.platform = Platform::linux_x86_64,
+                   .component = "cuda",
+                   .kind = ArtifactKind::runfile,
+                   .url = "https://nvidia.example/cuda_10.2.89_440.33.01_linux.run",
+                   .sha256 = std::string(64, 'a'),
+                   .format = "run",
+                   .layout = Layout::cuda_runfile_builds,
+                   .components = {"cuda_cudart"}};
+  Build build{.platforms = {Platform::linux_x86_64}, .artifacts = {runfile}};
+  CHECK(installable_on(build, Platform::linux_x86_64));
+  CHECK(runfile_only_platforms(build).empty());
+
+  build.artifacts[0].layout = Layout::none;
+  CHECK_FALSE(installable_on(build, Platform::linux_x86_64));
+  CHECK(runfile_only_platforms(build) == std::vector<Platform>{Platform::linux_x86_64});
+
+  // The facts file alone: what `runfile-only:` says.
+  Build facts{.platforms = {Platform::linux_x86_64}, .runfile_only = {Platform::linux_x86_64}};
+  CHECK_FALSE(installable_on(facts, Platform::linux_x86_64));
+  facts.runfile_only.clear();
+  CHECK(installable_on(facts, Platform::linux_x86_64));
+}

@@ -3,12 +3,15 @@
 #include "envkit/solve/solve.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <catch2/catch.hpp>
 #include <regex>
 #include <string>
 #include <vector>
 
+#include "envkit/recipes/recipe_io.hpp"
 #include "support/source_database.hpp"
+#include "support/temp_dir.hpp"
 
 namespace envkit::solve {
 namespace {
@@ -506,20 +509,99 @@ TEST_CASE(
   CHECK_THAT(chosen(solution(old), "tensorflow-gpu"), Catch::StartsWith("tensorflow-gpu 1.15"));
 }
 
-TEST_CASE("solve: a CUDA envkit can install beats a tested one that is only a runfile", "[solve]") {
+TEST_CASE("solve: a tested CUDA NVIDIA ships only as a runfile is chosen: envkit unpacks it",
+          "[solve][runfile]") {
   // tensorflow 2.10 was tested with CUDA 11.2, which NVIDIA ships for Linux only as runfile
-  // installers; it allows >=11.2,<12, and 11.4.2 has archives the 470 driver runs natively.
+  // installers; envkit unpacks them (their recipes give the layout era), so the tested one wins.
   auto request = framework("tensorflow", "==2.10.*");
   driver(request, "470.57.02");
   const auto s = solution(request);
-  CHECK(chosen(s, "cuda") == "cuda 11.4.2");
-  CHECK_THAT(because(s, "cuda"),
-             Catch::Contains("was tested with cuda 11.2, but NVIDIA ships cuda 11.2") &&
-                 Catch::Contains("only as a runfile installer, which envkit does not install yet"));
-  // Where only runfiles are allowed (tensorflow-gpu 1.15: CUDA 10.0) the lock still takes one.
+  CHECK(chosen(s, "cuda") == "cuda 11.2.1");
+  CHECK_THAT(because(s, "cuda"), Catch::Contains("was tested with cuda 11.2") &&
+                                     !Catch::Contains("runfile"));
   auto old = framework("tensorflow-gpu", "==1.15.*");
   external(old, "python", "3.7.9");
   CHECK(chosen(solution(old), "cuda") == "cuda 10.0.130");
+}
+
+namespace {
+
+// A copy of the source database in which CUDA `version`'s runfile is one envkit cannot
+// unpack (`layout: none`, as a database written before runfile eras has it).
+recipes::Database with_opaque_runfile(const test::TempDir& dir, std::string_view version) {
+  std::filesystem::copy(database().dir(), dir.path(), std::filesystem::copy_options::recursive);
+  auto copy = recipes::Database::open(dir.path());
+  REQUIRE(copy);
+  auto cuda = copy->load_full("cuda");
+  REQUIRE(cuda);
+  for (auto& v : cuda->versions) {
+    if (v.version.original() != version) continue;
+    for (auto& build : v.builds) {
+      for (auto& artifact : build.artifacts)
+        artifact.layout = recipes::Layout::none;
+    }
+  }
+  REQUIRE(recipes::write_recipe(dir.path(), *cuda, recipes::ArtifactSet::offline));
+  auto reopened = recipes::Database::open(dir.path());
+  REQUIRE(reopened);
+  return std::move(reopened).value();
+}
+
+}  // namespace
+
+TEST_CASE("solve: a CUDA envkit can install beats a tested runfile it cannot unpack",
+          "[solve][runfile]") {
+  test::TempDir dir;
+  const auto db = with_opaque_runfile(dir, "11.2.1");
+  auto request = framework("tensorflow", "==2.10.*");
+  driver(request, "470.57.02");
+  auto outcome = solve(db, request);
+  REQUIRE(outcome.ok());
+  const auto* s = std::get_if<Solution>(&*outcome);
+  REQUIRE(s != nullptr);
+  CHECK(chosen(*s, "cuda") == "cuda 11.4.2");
+  CHECK_THAT(because(*s, "cuda"),
+             Catch::Contains("was tested with cuda 11.2, but cuda 11.2.1 has only a runfile "
+                             "installer envkit cannot unpack here"));
+}
+
+TEST_CASE("solve: when no CUDA the framework allows can be installed, a newer release is named",
+          "[solve][runfile]") {
+  // tensorflow-gpu 1.15 allows only CUDA 10.0; with 10.0.130's runfile one envkit cannot
+  // unpack, the lock still takes it, and the reason names a release that would install,
+  // never a CUDA constraint the framework forbids.
+  test::TempDir dir;
+  const auto db = with_opaque_runfile(dir, "10.0.130");
+  auto request = framework("tensorflow-gpu", "==1.15.*");
+  external(request, "python", "3.7.9");
+  auto outcome = solve(db, request);
+  REQUIRE(outcome.ok());
+  const auto* s = std::get_if<Solution>(&*outcome);
+  REQUIRE(s != nullptr);
+  CHECK(chosen(*s, "cuda") == "cuda 10.0.130");
+  const auto reason = because(*s, "cuda");
+  INFO(reason);
+  CHECK_THAT(reason, Catch::Contains("envkit cannot install cuda 10.0.130 on linux-x86_64"));
+  CHECK(std::regex_search(
+      reason, std::regex(R"(: tensorflow-gpu 2\.[0-9.]+ \(cuda10\.[1-9]\) allows cuda 10\.[1-9][0-9.]*, )"
+      R"(which envkit )"
+                         R"(can install here)")));
+  CHECK_THAT(reason, !Catch::Contains("`cuda:"));
+  // With the source database every CUDA it allows installs: nothing to say.
+  CHECK_THAT(because(solution(request), "cuda"), !Catch::Contains("cannot install"));
+}
+
+TEST_CASE("solve: a platform without the framework's CUDA gets a framework release as hint",
+          "[solve][runfile]") {
+  // torch 1.8.0 has no linux-aarch64 build (its CUDA 10.2/11.1 exist there not at all).
+  auto request = framework("torch", "==1.8.0");
+  request.platform = Platform::linux_aarch64;
+  driver(request, "550.54.15");
+  const auto failed = failure(request);
+  const auto hints = lines(failed.hints);
+  CHECK_THAT(hints, Catch::Contains("use torch 2.") &&
+                        Catch::Contains("the newest version that can be satisfied here"));
+  CHECK_THAT(hints, !Catch::Contains("`cuda:"));
 }
 
 }  // namespace envkit::solve
