@@ -295,6 +295,22 @@ std::unique_ptr<net::ByteStream> open_download(const ArtifactTarget& target,
                                   .on_url_failed = warn_url_failed(context.note, target.label())});
 }
 
+// A runfile whose payload is not laid out as its era's is refused, not installed empty.
+Result<void> placed_something(const ArtifactTarget& target,
+                              const std::vector<archive::ExtractedEntry>& entries) {
+  const bool any = std::any_of(entries.begin(), entries.end(), [](const auto& entry) {
+    return entry.type != archive::EntryType::directory;
+  });
+  if (any) return {};
+  return Error::failed(fmt::format("{}: nothing of it was placed", target.label()))
+      .because(fmt::format("{} holds no file of the components the lock names ({})",
+                           url::redacted(target.artifact.url),
+                           fmt::join(target.artifact.components, ", ")))
+      .hint(fmt::format("report this with the URL: its payload is not laid out as envkit expects "
+                        "for `layout: {}` (docs/runfiles.md)",
+                        specs::to_string(target.artifact.layout)));
+}
+
 // Moves a patch's unpacked tree over `destination`: its files and links replace
 // the release's (a patched library keeps its name), folders merge.
 Result<void> lay_over(const fs::path& patch_root, const fs::path& destination,
@@ -337,17 +353,7 @@ Result<void> apply_patches(const ArtifactTarget& target, const fs::path& destina
         digest, bytes, unreachable);
     unpacked.bytes += bytes;
     if (!extracted) return std::move(extracted).error();
-    const bool placed_any =
-        std::any_of(extracted->entries.begin(), extracted->entries.end(),
-                    [](const auto& entry) { return entry.type != archive::EntryType::directory; });
-    if (!placed_any) {
-      return Error::failed(fmt::format("{}: nothing of it was placed", patch.label()))
-          .because(fmt::format("{} holds no file of the components envkit installs ({})",
-                               url::redacted(patch.artifact.url),
-                               fmt::join(target.artifact.components, ", ")))
-          .hint("report this with the patch's URL: its layout is not the CUDA toolkit tree "
-                "envkit expects (docs/runfiles.md)");
-    }
+    if (auto placed = placed_something(patch, extracted->entries); !placed) return placed;
     if (auto laid = lay_over(scratch.path(), destination, extracted->entries); !laid) {
       return Error::failed(fmt::format("cannot apply {}", patch.label()))
           .because(laid.error().message());
@@ -373,6 +379,9 @@ Result<Unpacked> fetch_unpacked(const ArtifactTarget& target, const fs::path& de
           : stream_unpack(target, *stream, destination, options_for(target), unpacked.digest,
                           unpacked.bytes, unreachable);
   if (!extracted) return std::move(extracted).error();
+  if (is_runfile(artifact)) {
+    if (auto placed = placed_something(target, extracted->entries); !placed) return placed.error();
+  }
   if (auto patched =
           apply_patches(target, destination, context, extracted->entries, unpacked, unreachable);
       !patched)
