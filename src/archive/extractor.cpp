@@ -192,8 +192,7 @@ bool Extractor::nested_runfile(const std::string& stored) const {
   auto parts = split_entry_path(stored);
   const auto strip = static_cast<std::size_t>(std::max(options_.strip_components, 0));
   if (!parts || parts->size() <= strip) return false;
-  return options_.nested_runfile(
-      join_path(std::span<const std::string>(*parts).subspan(strip)));
+  return options_.nested_runfile(join_path(std::span<const std::string>(*parts).subspan(strip)));
 }
 
 // Reads the entry's start; a makeself runfile is unpacked in place (its

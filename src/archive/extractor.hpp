@@ -8,8 +8,8 @@
 #include <sys/types.h>
 
 #include <atomic>
-#include <filesystem>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>

@@ -249,7 +249,8 @@ class PayloadSource final : public Source {
   Result<std::size_t> read(std::span<std::byte> buffer) override {
     digests_.wait();  // the previous block is hashed before it is overwritten
     if (read_ == size_) return std::size_t{0};
-    const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), size_ - read_));
+    const auto want =
+        static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), size_ - read_));
     auto n = rest_.read(buffer.first(want));
     if (!n) return std::move(n).error();
     if (*n == 0) {
@@ -294,7 +295,10 @@ bool starts_like(MakeselfCompression compression, std::string_view bytes) {
     case MakeselfCompression::gzip:
       return bytes.starts_with("\x1f\x8b");
     case MakeselfCompression::xz:
-      return bytes.starts_with(std::string_view("\xfd" "7zXZ\0", 6));
+      return bytes.starts_with(
+          std::string_view("\xfd"
+                           "7zXZ\0",
+                           6));
     case MakeselfCompression::bzip2:
       return bytes.starts_with("BZh");
     case MakeselfCompression::zstd:
@@ -309,7 +313,8 @@ bool starts_like(MakeselfCompression compression, std::string_view bytes) {
 
 // Reads the header: first enough text to find the line count, then that many
 // lines, never more than kMaxMakeselfHeaderBytes.
-Result<std::pair<MakeselfHeader, std::string>> read_header(Source& source, const std::string& name) {
+Result<std::pair<MakeselfHeader, std::string>> read_header(Source& source,
+                                                           const std::string& name) {
   std::string text;
   std::vector<std::byte> chunk(kHeaderChunk);
   std::optional<std::uint64_t> lines;
@@ -405,15 +410,17 @@ Result<ExtractResult> extract_runfile(Source& source, const fs::path& destinatio
     PayloadDigests digests(header, i);
     PayloadSource payload(rest, name, offset, size, digests);
     ExtractOptions payload_options = options;
-    payload_options.max_bytes = options.max_bytes - std::min(options.max_bytes, result.bytes_written);
+    payload_options.max_bytes =
+        options.max_bytes - std::min(options.max_bytes, result.bytes_written);
     auto unpacked = extract(payload, destination, payload_options);
     if (!unpacked) {
       Error error = std::move(unpacked).error();
       // The tar ended early inside the stated size: filesizes states too few bytes.
       if (payload.consumed() == size) {
-        error.because(fmt::format("the header states {} payload bytes from byte {} (filesizes); "
-                                  "the compressed data goes on past them",
-                                  size, offset));
+        error.because(
+            fmt::format("the header states {} payload bytes from byte {} (filesizes); "
+                        "the compressed data goes on past them",
+                        size, offset));
       }
       return error;
     }
@@ -421,8 +428,8 @@ Result<ExtractResult> extract_runfile(Source& source, const fs::path& destinatio
     if (const auto wrong = digests.mismatches(header, i); !wrong.empty()) {
       Error error = Error::failed(fmt::format("the runfile `{}` is damaged", name));
       for (const auto& why : wrong)
-        error.because(fmt::format("payload {} (bytes {} to {}): {}", i + 1, offset, offset + size,
-                                  why));
+        error.because(
+            fmt::format("payload {} (bytes {} to {}): {}", i + 1, offset, offset + size, why));
       return error.hint("download it again; what was unpacked so far is left in `" +
                         destination.string() + "`, discard it");
     }
@@ -446,7 +453,8 @@ Result<ExtractResult> extract_runfile_file(const fs::path& runfile, const fs::pa
   const auto name = runfile.string();
   std::error_code error;
   const auto status = fs::status(runfile, error);
-  if (!fs::exists(status)) return Error::input(fmt::format("the runfile `{}` does not exist", name));
+  if (!fs::exists(status))
+    return Error::input(fmt::format("the runfile `{}` does not exist", name));
   if (!fs::is_regular_file(status)) return Error::input(fmt::format("`{}` is not a file", name));
   sys::UniqueFd fd(::open(runfile.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) {

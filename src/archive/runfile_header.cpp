@@ -86,8 +86,9 @@ bool is_hex(std::string_view text, std::size_t length) {
 
 std::string lower(std::string_view text) {
   std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](char c) { return c >= 'A' && c <= 'F' ? static_cast<char>(c - 'A' + 'a') : c; });
+  std::transform(out.begin(), out.end(), out.begin(), [](char c) {
+    return c >= 'A' && c <= 'F' ? static_cast<char>(c - 'A' + 'a') : c;
+  });
   return out;
 }
 
@@ -180,18 +181,20 @@ Result<std::uint64_t> makeself_line_count(std::string_view text, std::string_vie
     inline_count = count;
   }
   if (from_skip && inline_count && *from_skip != *inline_count) {
-    return bad_header(name, skip_line,
-                      fmt::format("skip=\"{}\" contradicts `head -n {}`", *from_skip, *inline_count));
+    return bad_header(
+        name, skip_line,
+        fmt::format("skip=\"{}\" contradicts `head -n {}`", *from_skip, *inline_count));
   }
   if (from_skip) return *from_skip;
   if (inline_count && *inline_count > 0) return *inline_count;
-  return bad_header(name, 0,
-                    "expected the payload's offset as skip=\"N\" or `head -n N \"$0\"`; found neither");
+  return bad_header(
+      name, 0, "expected the payload's offset as skip=\"N\" or `head -n N \"$0\"`; found neither");
 }
 
 Result<MakeselfHeader> parse_makeself_header(std::string_view text, std::string_view name) {
   if (!text.starts_with("#!")) {
-    return bad_header(name, 1, "expected a shell script (#!/bin/sh), the start of a makeself header");
+    return bad_header(name, 1,
+                      "expected a shell script (#!/bin/sh), the start of a makeself header");
   }
   MakeselfHeader header;
   auto lines = makeself_line_count(text, name);
@@ -226,12 +229,14 @@ Result<MakeselfHeader> parse_makeself_header(std::string_view text, std::string_
   if (const auto label = find_assignment(script, "label")) header.label = label->value;
 
   const auto sizes = find_assignment(script, "filesizes");
-  if (!sizes) return bad_header(name, 0, "expected filesizes=\"N\" (the payload's size); found none");
+  if (!sizes)
+    return bad_header(name, 0, "expected filesizes=\"N\" (the payload's size); found none");
   for (const auto word : words(sizes->value)) {
     const auto size = number<std::uint64_t>(word);
     if (!size || *size == 0) {
-      return bad_header(name, sizes->line,
-                        fmt::format("filesizes=\"{}\": `{}` is not a size in bytes", sizes->value, word));
+      return bad_header(
+          name, sizes->line,
+          fmt::format("filesizes=\"{}\": `{}` is not a size in bytes", sizes->value, word));
     }
     header.filesizes.push_back(*size);
   }
@@ -246,14 +251,14 @@ Result<MakeselfHeader> parse_makeself_header(std::string_view text, std::string_
     if (!found) return {};
     const auto values = words(found->value);
     if (values.size() > payloads) {
-      return bad_header(name, found->line,
-                        fmt::format("{} states {} checksums for {} payloads", key, values.size(),
-                                    payloads));
+      return bad_header(
+          name, found->line,
+          fmt::format("{} states {} checksums for {} payloads", key, values.size(), payloads));
     }
     for (const auto value : values) {
       if (auto added = add(value); !added) {
-        return bad_header(name, found->line, fmt::format("{}=\"{}\": {}", key, found->value,
-                                                         added.error().message()));
+        return bad_header(name, found->line,
+                          fmt::format("{}=\"{}\": {}", key, found->value, added.error().message()));
       }
     }
     return {};

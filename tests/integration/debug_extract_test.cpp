@@ -87,21 +87,23 @@ TEST_CASE("debug extract unpacks a runfile and its nested runfiles without runni
           "[cli][debug][runfile]") {
   TempDir tmp;
   const envkit::test::RunfileFixture fixture(tmp.path() / "runs");
-  const auto run = fixture.nested(
-      "9.0.176", "22781540", "384.81",
-      {{.path = "lib64/libcudart.so.9.0.176", .content = "\x7f" "ELF cudart"}});
-  const auto r = run_envkit({.args = {"debug", "extract", run.path.string(), "out", "--json"},
-                             .cwd = tmp.path()});
+  const auto run = fixture.nested("9.0.176", "22781540", "384.81",
+                                  {{.path = "lib64/libcudart.so.9.0.176",
+                                    .content = "\x7f"
+                                               "ELF cudart"}});
+  const auto r = run_envkit(
+      {.args = {"debug", "extract", run.path.string(), "out", "--json"}, .cwd = tmp.path()});
   REQUIRE(r.exit_code == 0);
   CHECK(envkit::test::read_bytes(
             tmp.path() / "out/run_files/cuda-linux.9.0.176-22781540/lib64/libcudart.so.9.0.176") ==
-        "\x7f" "ELF cudart");
+        "\x7f"
+        "ELF cudart");
   CHECK(fs::exists(tmp.path() / "out/run_files/cuda-samples.9.0.176-22781540-linux"));
   CHECK(json::parse(r.out)["bytes"].get<int>() > 0);
 
   const auto cut = fixture.truncated(run, "cut.run", 100);
-  const auto refused = run_envkit(
-      {.args = {"debug", "extract", cut.path.string(), "cut"}, .cwd = tmp.path()});
+  const auto refused =
+      run_envkit({.args = {"debug", "extract", cut.path.string(), "cut"}, .cwd = tmp.path()});
   CHECK(refused.exit_code == 1);
   CHECK_THAT(refused.err, Contains("cut.run") && Contains("ends early"));
 }

@@ -70,7 +70,8 @@ void replace_all(std::string& text, const std::string& from, const std::string& 
 }
 
 const std::string kInstallScript =
-    "#!/bin/sh\n# test fixture: NVIDIA's installer is a perl script; envkit never runs it\nexit 0\n";
+    "#!/bin/sh\n# test fixture: NVIDIA's installer is a perl script; envkit never runs it\nexit "
+    "0\n";
 
 }  // namespace
 
@@ -88,8 +89,10 @@ BuiltRunfile RunfileFixture::make_from_dir(const fs::path& staged, std::string_v
   const auto out = dir_ / file_name;
   // Level 1: quick to make, and still the real format.
   std::vector<std::string> argv{
-      "makeself",    "--quiet", "--nox11", "--noprogress", "--tar-quietly",
-      compression == RunfileCompression::xz ? "--xz" : "--gzip", "--complevel", "1"};
+      "makeself",      "--quiet",
+      "--nox11",       "--noprogress",
+      "--tar-quietly", compression == RunfileCompression::xz ? "--xz" : "--gzip",
+      "--complevel",   "1"};
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   argv.insert(argv.end(), {staged.string(), out.string(), "envkit test runfile", "./install.sh"});
   run_makeself_or_throw(argv);
@@ -114,22 +117,22 @@ BuiltRunfile RunfileFixture::nested(std::string_view version, std::string_view b
   const TempDir inner_dir;
   const RunfileFixture inner(inner_dir.path());
   auto toolkit_files = toolkit;
-  toolkit_files.push_back({.path = "version.txt", .content = "CUDA Version " + std::string(version) + "\n"});
+  toolkit_files.push_back(
+      {.path = "version.txt", .content = "CUDA Version " + std::string(version) + "\n"});
   toolkit_files.push_back({.path = "EULA.txt", .content = "test EULA\n"});
   const auto v = std::string(version);
   const auto b = std::string(build);
   const auto d = std::string(driver);
   const auto toolkit_run =
       inner.make("cuda-linux." + v + "-" + b + ".run", toolkit_files, compression);
-  const auto samples_run = inner.make(
-      "cuda-samples." + v + "-" + b + "-linux.run",
-      {{.path = "NVIDIA_CUDA-" + v.substr(0, v.rfind('.')) + "_Samples/Makefile",
-        .content = "all:\n"}},
-      compression);
-  const auto driver_run = inner.make("NVIDIA-Linux-x86_64-" + d + ".run",
-                                     {{.path = "nvidia-installer", .content = "#!/bin/sh\n",
-                                       .executable = true}},
-                                     compression);
+  const auto samples_run =
+      inner.make("cuda-samples." + v + "-" + b + "-linux.run",
+                 {{.path = "NVIDIA_CUDA-" + v.substr(0, v.rfind('.')) + "_Samples/Makefile",
+                   .content = "all:\n"}},
+                 compression);
+  const auto driver_run = inner.make(
+      "NVIDIA-Linux-x86_64-" + d + ".run",
+      {{.path = "nvidia-installer", .content = "#!/bin/sh\n", .executable = true}}, compression);
   std::vector<FixtureFile> outer{
       {.path = "run_files/" + toolkit_run.path.filename().string(),
        .source = toolkit_run.path,
@@ -155,10 +158,14 @@ BuiltRunfile RunfileFixture::builds(std::string_view version,
     files.insert(files.end(), placed.begin(), placed.end());
   }
   files.push_back({.path = "builds/cuda_documentation/EULA.txt", .content = "test EULA\n"});
-  files.push_back({.path = "builds/nsight_compute/ncu", .content = "#!/bin/sh\n", .executable = true});
+  files.push_back(
+      {.path = "builds/nsight_compute/ncu", .content = "#!/bin/sh\n", .executable = true});
   files.push_back({.path = "builds/version.json",
                    .content = "{\"cuda\": {\"version\": \"" + std::string(version) + "\"}}\n"});
-  files.push_back({.path = "cuda-installer", .content = "\x7f" "ELF test", .executable = true});
+  files.push_back({.path = "cuda-installer",
+                   .content = "\x7f"
+                              "ELF test",
+                   .executable = true});
   return make("cuda_" + std::string(version) + "_linux.run", files, compression);
 }
 
@@ -187,8 +194,8 @@ BuiltRunfile RunfileFixture::lying_line_count(const BuiltRunfile& runfile,
   return edited(runfile, new_name, bytes);
 }
 
-BuiltRunfile RunfileFixture::lying_filesizes(const BuiltRunfile& runfile,
-                                             std::string_view new_name, std::int64_t delta) const {
+BuiltRunfile RunfileFixture::lying_filesizes(const BuiltRunfile& runfile, std::string_view new_name,
+                                             std::int64_t delta) const {
   auto bytes = read_all(runfile.path);
   for (const auto* key : {"filesizes", "totalsize"}) {
     const auto [begin, length] = quoted_value(bytes, key);

@@ -14,8 +14,8 @@
 
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
-using envkit::archive::ExtractOptions;
 using envkit::archive::extract_runfile_file;
+using envkit::archive::ExtractOptions;
 using envkit::test::FixtureFile;
 using envkit::test::RunfileCompression;
 using envkit::test::RunfileFixture;
@@ -27,12 +27,19 @@ namespace {
 std::vector<FixtureFile> toolkit_files() {
   auto files = envkit::test::real_cuda_libraries(std::uint64_t{24} << 20);
   if (files.empty()) {
-    files.push_back({.path = "lib64/libcudart.so.9.0.176", .content = "\x7f" "ELF cudart"});
+    files.push_back({.path = "lib64/libcudart.so.9.0.176",
+                     .content = "\x7f"
+                                "ELF cudart"});
   }
-  files.push_back({.path = "bin/nvcc", .content = "\x7f" "ELF nvcc", .executable = true});
+  files.push_back({.path = "bin/nvcc",
+                   .content = "\x7f"
+                              "ELF nvcc",
+                   .executable = true});
   files.push_back({.path = "include/cuda_runtime.h", .content = "#pragma once\n"});
   files.push_back({.path = "nvvm/libdevice/libdevice.10.bc", .content = "BC"});
-  files.push_back({.path = "extras/CUPTI/lib64/libcupti.so.9.0.176", .content = "\x7f" "ELF cupti"});
+  files.push_back({.path = "extras/CUPTI/lib64/libcupti.so.9.0.176",
+                   .content = "\x7f"
+                              "ELF cupti"});
   files.push_back({.path = "extras/CUPTI/include/cupti.h", .content = "#pragma once\n"});
   files.push_back({.path = "lib64/libcudart.so.9.0", .symlink_target = "libcudart.so.9.0.176"});
   return files;
@@ -45,7 +52,9 @@ void check_same_file(const fs::path& unpacked, const FixtureFile& file) {
     CHECK(fs::file_size(unpacked) == fs::file_size(file.source));
     auto bytes = envkit::sys::read_file(unpacked);
     REQUIRE(bytes);
-    CHECK(bytes->substr(0, 4) == "\x7f" "ELF");
+    CHECK(bytes->substr(0, 4) ==
+          "\x7f"
+          "ELF");
   } else {
     CHECK(envkit::sys::read_file(unpacked).value() == file.content);
   }
@@ -90,11 +99,12 @@ TEST_CASE("nested runfile entries go through the map and a runfile two deep stay
   const TempDir tmp;
   const RunfileFixture fixture(tmp.path() / "runs");
   const auto inner_inner = fixture.make("deep.run", {{.path = "x", .content = "x"}});
-  const auto run = fixture.nested(
-      "10.0.130", "24818417", "410.48",
-      {{.path = "lib64/libcublas.so.10.0.130", .content = "\x7f" "ELF cublas"},
-       {.path = "lib64/deep.run", .source = inner_inner.path},
-       {.path = "doc/manual.pdf", .content = "pdf"}});
+  const auto run = fixture.nested("10.0.130", "24818417", "410.48",
+                                  {{.path = "lib64/libcublas.so.10.0.130",
+                                    .content = "\x7f"
+                                               "ELF cublas"},
+                                   {.path = "lib64/deep.run", .source = inner_inner.path},
+                                   {.path = "doc/manual.pdf", .content = "pdf"}});
   auto options = nested_runs();
   std::vector<std::string> seen;
   options.map = [&](std::string_view path) -> std::optional<std::string> {
@@ -108,7 +118,8 @@ TEST_CASE("nested runfile entries go through the map and a runfile two deep stay
   auto result = extract_runfile_file(run.path, tmp.path() / "out", options);
   REQUIRE(result);
   CHECK(envkit::sys::read_file(tmp.path() / "out/toolkit/lib64/libcublas.so.10.0.130").value() ==
-        "\x7f" "ELF cublas");
+        "\x7f"
+        "ELF cublas");
   CHECK(fs::file_size(tmp.path() / "out/toolkit/lib64/deep.run") == inner_inner.size);
   CHECK(!fs::exists(tmp.path() / "out/toolkit/doc"));
   CHECK(!fs::exists(tmp.path() / "out/run_files"));
@@ -138,8 +149,10 @@ TEST_CASE("runfiles in the builds form and patch runfiles unpack", "[archive][ru
          fs::perms::owner_exec) != fs::perms::none);
   CHECK(fs::exists(tmp.path() / "out/builds/nsight_compute/ncu"));
 
-  const auto patch = fixture.patch(
-      "9.0.176", 4, {{.path = "lib64/libcublas.so.9.0.480", .content = "\x7f" "ELF cublas patch"}});
+  const auto patch = fixture.patch("9.0.176", 4,
+                                   {{.path = "lib64/libcublas.so.9.0.480",
+                                     .content = "\x7f"
+                                                "ELF cublas patch"}});
   auto patched = extract_runfile_file(patch.path, tmp.path() / "patch");
   REQUIRE(patched);
   CHECK(fs::exists(tmp.path() / "patch/lib64/libcublas.so.9.0.480"));
@@ -190,8 +203,8 @@ TEST_CASE("hostile runfiles are refused with the runfile and what was expected",
     CHECK_THAT(refusal(fixture.wrong_crc(good, "crc.run")), Contains("CRCsum (cksum) is"));
   }
   SECTION("a payload entry with ..") {
-    const auto text = refusal(fixture.escaping("dotdot.run", {{.path = "a", .content = "a"}},
-                                               "evil"));
+    const auto text =
+        refusal(fixture.escaping("dotdot.run", {{.path = "a", .content = "a"}}, "evil"));
     CHECK_THAT(text, Contains("refused") && Contains("../evil"));
     CHECK(!fs::exists(tmp.path() / "evil"));
   }

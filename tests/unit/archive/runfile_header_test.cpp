@@ -31,15 +31,21 @@ std::string header_21x(const std::string& decoder, const std::string& crc = "161
       "#!/bin/sh\n"
       "# This script was generated using Makeself 2.1.5\n"
       "\n"
-      "CRCsum=\"" + crc + "\"\n"
-      "MD5=\"" + md5 + "\"\n"
+      "CRCsum=\"" +
+      crc +
+      "\"\n"
+      "MD5=\"" +
+      md5 +
+      "\"\n"
       "TMPROOT=${TMPDIR:=/tmp}\n"
       "\n"
       "label=\"cuda-linux64-rel-9.0.176-22781540\"\n"
       "script=\"./install-linux.pl\"\n"
       "scriptargs=\"\"\n"
       "targetdir=\"pkg\"\n"
-      "filesizes=\"" + filesizes + "\"\n"
+      "filesizes=\"" +
+      filesizes +
+      "\"\n"
       "keep=y\n"
       "\n"
       "MS_Check()\n"
@@ -48,9 +54,13 @@ std::string header_21x(const std::string& decoder, const std::string& crc = "161
       "}\n"
       "--list)\n"
       "\toffset=`head -n @N@ \"$0\" | wc -c | tr -d \" \"`\n"
-      "\t    MS_dd \"$0\" $offset $s | eval \"" + decoder + "\" | UnTAR t\n"
+      "\t    MS_dd \"$0\" $offset $s | eval \"" +
+      decoder +
+      "\" | UnTAR t\n"
       "offset=`head -n @N@ \"$0\" | wc -c | tr -d \" \"`\n"
-      "    if MS_dd \"$0\" $offset $s | eval \"" + decoder + "\" | ( cd \"$tmpdir\"; UnTAR x ) | MS_Progress; then\n"
+      "    if MS_dd \"$0\" $offset $s | eval \"" +
+      decoder +
+      "\" | ( cd \"$tmpdir\"; UnTAR x ) | MS_Progress; then\n"
       "eval $finish; exit $res\n";
   const auto count = std::to_string(std::count(lines.begin(), lines.end(), '\n'));
   for (auto at = lines.find("@N@"); at != std::string::npos; at = lines.find("@N@"))
@@ -106,10 +116,13 @@ TEST_CASE("makeself headers with two payloads state a size and sums for each",
 TEST_CASE("makeself header errors name the file and line and what was expected",
           "[archive][runfile]") {
   SECTION("not a shell script") {
-    auto header = parse_makeself_header("\x7f" "ELF\x02\x01", "cuda_9.0.176_384.81_linux.run");
+    auto header = parse_makeself_header(
+        "\x7f"
+        "ELF\x02\x01",
+        "cuda_9.0.176_384.81_linux.run");
     REQUIRE(!header);
-    CHECK_THAT(header.error().to_string(), Contains("cuda_9.0.176_384.81_linux.run") &&
-                                               Contains("expected a shell script"));
+    CHECK_THAT(header.error().to_string(),
+               Contains("cuda_9.0.176_384.81_linux.run") && Contains("expected a shell script"));
   }
   SECTION("head -n counts that disagree") {
     auto text = header_21x("gzip -cd");
