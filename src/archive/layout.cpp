@@ -3,8 +3,6 @@
 // trailing '/', and answer with the prefix-relative path or nullopt.
 #include "envkit/archive/layout.hpp"
 
-#include "layout_paths.hpp"
-
 #include <fmt/format.h>
 #include <sys/stat.h>
 
@@ -13,6 +11,8 @@
 #include <map>
 #include <optional>
 #include <string_view>
+
+#include "layout_paths.hpp"
 
 namespace envkit::archive {
 

@@ -26,27 +26,27 @@ namespace {
 // (tests/unit/archive/runfile_layout_test.cpp checks this table against it where
 // the folder exists); the static-only libraries are those of the same archives.
 constexpr std::array<std::pair<std::string_view, std::string_view>, 28> kLibraryComponents = {{
-    {"libcublas", "libcublas"},        {"libcublasLt", "libcublas"},
-    {"libnvblas", "libcublas"},        {"libcudart", "cuda_cudart"},
-    {"libcudadevrt", "cuda_cudart"},   {"libculibos", "cuda_cudart"},
+    {"libcublas", "libcublas"},         {"libcublasLt", "libcublas"},
+    {"libnvblas", "libcublas"},         {"libcudart", "cuda_cudart"},
+    {"libcudadevrt", "cuda_cudart"},    {"libculibos", "cuda_cudart"},
     {"libcuda", "cuda_cudart"},  // lib64/stubs/libcuda.so, the link-time stub
-    {"libcufft", "libcufft"},          {"libcufftw", "libcufft"},
-    {"libcurand", "libcurand"},        {"libcusolver", "libcusolver"},
-    {"libcusolverMg", "libcusolver"},  {"liblapack", "libcusolver"},
-    {"libmetis", "libcusolver"},       {"libcusparse", "libcusparse"},
-    {"libnvrtc", "cuda_nvrtc"},        {"libnvrtc-builtins", "cuda_nvrtc"},
-    {"libcupti", "cuda_cupti"},        {"libnvperf_host", "cuda_cupti"},
+    {"libcufft", "libcufft"},           {"libcufftw", "libcufft"},
+    {"libcurand", "libcurand"},         {"libcusolver", "libcusolver"},
+    {"libcusolverMg", "libcusolver"},   {"liblapack", "libcusolver"},
+    {"libmetis", "libcusolver"},        {"libcusparse", "libcusparse"},
+    {"libnvrtc", "cuda_nvrtc"},         {"libnvrtc-builtins", "cuda_nvrtc"},
+    {"libcupti", "cuda_cupti"},         {"libnvperf_host", "cuda_cupti"},
     {"libnvperf_target", "cuda_cupti"}, {"libpcsamplingutil", "cuda_cupti"},
-    {"libcheckpoint", "cuda_cupti"},   {"libnvptxcompiler", "cuda_nvcc"},
-    {"libnvToolsExt", "cuda_nvtx"},    {"libnvjpeg", "libnvjpeg"},
-    {"libnvJitLink", "libnvjitlink"},  {"libaccinj64", "cuda_nvprof"},
+    {"libcheckpoint", "cuda_cupti"},    {"libnvptxcompiler", "cuda_nvcc"},
+    {"libnvToolsExt", "cuda_nvtx"},     {"libnvjpeg", "libnvjpeg"},
+    {"libnvJitLink", "libnvjitlink"},   {"libaccinj64", "cuda_nvprof"},
     {"libcuinj64", "cuda_nvprof"},
 }};
 
 // What nvcc runs to compile and link (the cuda_nvcc archive's bin/).
-constexpr std::array<std::string_view, 9> kNvccTools = {
-    "nvcc", "nvcc.profile", "ptxas", "fatbinary", "nvlink", "cudafe", "cudafe++", "bin2c",
-    "nvprune"};
+constexpr std::array<std::string_view, 9> kNvccTools = {"nvcc",      "nvcc.profile", "ptxas",
+                                                        "fatbinary", "nvlink",       "cudafe",
+                                                        "cudafe++",  "bin2c",        "nvprune"};
 
 bool wants(const LayoutTarget& target, std::string_view component) {
   return std::find(target.components.begin(), target.components.end(), component) !=
@@ -67,7 +67,8 @@ std::string_view library_base(std::string_view file) {
 std::optional<std::string> place_library(const LayoutTarget& target, std::string_view rest,
                                          std::string_view folder_component) {
   if (rest.empty() || rest.ends_with('/')) return std::nullopt;  // folders come with their files
-  const auto file = rest.substr(rest.rfind('/') == std::string_view::npos ? 0 : rest.rfind('/') + 1);
+  const auto file =
+      rest.substr(rest.rfind('/') == std::string_view::npos ? 0 : rest.rfind('/') + 1);
   const auto component =
       folder_component.empty() ? component_of_library(file) : std::optional(folder_component);
   if (!component || !wants(target, *component)) return std::nullopt;

@@ -90,8 +90,9 @@ doctor::StackNeeds stack_needs(const Context& context, const lock::PlatformLock&
 std::vector<std::string> expected_libraries(const lock::PlatformLock& locked) {
   std::vector<std::string> expected;
   const auto has_component = [](const lock::LockedPackage& package, std::string_view component) {
-    return std::any_of(package.artifacts.begin(), package.artifacts.end(),
-                       [&](const recipes::Artifact& a) { return specs::holds_component(a, component); });
+    return std::any_of(
+        package.artifacts.begin(), package.artifacts.end(),
+        [&](const recipes::Artifact& a) { return specs::holds_component(a, component); });
   };
   for (const auto& package : locked.packages) {
     if (package.name == "cuda") {

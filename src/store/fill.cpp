@@ -180,9 +180,8 @@ Result<archive::ExtractResult> stream_unpack(const ArtifactTarget& target, net::
                                              std::string& digest, std::uint64_t& bytes,
                                              bool& unreachable) {
   HashingSource source(stream, url::redacted(target.artifact.url));
-  auto extracted = is_runfile(target.artifact)
-                       ? archive::extract_runfile(source, staging, options)
-                       : archive::extract(source, staging, options);
+  auto extracted = is_runfile(target.artifact) ? archive::extract_runfile(source, staging, options)
+                                               : archive::extract(source, staging, options);
   // Whatever the extractor made of them, the bytes must be the locked ones:
   // a hash mismatch explains a "corrupt archive" better than the archive does.
   auto drained = source.drain();
@@ -349,8 +348,8 @@ Result<void> apply_patches(const ArtifactTarget& target, const fs::path& destina
     std::uint64_t bytes = 0;
     auto extracted = stream_unpack(
         patch, *stream, scratch.path(),
-        archive::runfile_patch_options(layout_target(target), base_options(patch.artifact)),
-        digest, bytes, unreachable);
+        archive::runfile_patch_options(layout_target(target), base_options(patch.artifact)), digest,
+        bytes, unreachable);
     unpacked.bytes += bytes;
     if (!extracted) return std::move(extracted).error();
     if (auto placed = placed_something(patch, extracted->entries); !placed) return placed;

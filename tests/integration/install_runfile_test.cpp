@@ -21,9 +21,9 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 // The components a framework needs, as `envkit lock` writes them for a runfile.
-const std::vector<std::string> kLockedComponents = {
-    "cuda_cudart", "cuda_cupti", "cuda_nvcc",   "cuda_nvrtc", "libcublas",
-    "libcufft",    "libcurand",  "libcusolver", "libcusparse"};
+const std::vector<std::string> kLockedComponents = {"cuda_cudart", "cuda_cupti",  "cuda_nvcc",
+                                                    "cuda_nvrtc",  "libcublas",   "libcufft",
+                                                    "libcurand",   "libcusolver", "libcusparse"};
 
 // A real ELF library of /usr/local/cuda under a CUDA 9.0 name, or text where there is none.
 FixtureFile library_file(const std::string& path, const std::string& real_name,
@@ -125,7 +125,8 @@ TEST_CASE("install unpacks a CUDA 9.0 runfile and its patch into the redist layo
        {.path = "lib64/libcublas.so.9.0.480", .content = "cublas 9.0.480\n"},
        {.path = "lib64/libcublas.so.9.0", .symlink_target = "libcublas.so.9.0.480"}});
   const StaticHttpServer server(project.www);
-  auto artifact = runfile_artifact(release, url_of(server, release), specs::Layout::cuda_runfile_nested);
+  auto artifact =
+      runfile_artifact(release, url_of(server, release), specs::Layout::cuda_runfile_nested);
   artifact.patches = {patch_of(patch, url_of(server, patch))};
   project.lock({artifact});
 
@@ -155,8 +156,8 @@ TEST_CASE("install unpacks a CUDA 9.0 runfile and its patch into the redist layo
   // nvcc's profile and the loader find the tree where CUDA 12 puts it.
   CHECK(fs::read_symlink(prefix / "lib64") == "lib");
   // Never the driver, the samples, the docs or what no framework needs.
-  for (const auto* absent : {"lib/libnppc.so.9.0.176", "bin/nvvp", "doc", "samples",
-                             "run_files", "cuda-installer.pl", "NVIDIA-Linux-x86_64-384.81"}) {
+  for (const auto* absent : {"lib/libnppc.so.9.0.176", "bin/nvvp", "doc", "samples", "run_files",
+                             "cuda-installer.pl", "NVIDIA-Linux-x86_64-384.81"}) {
     CAPTURE(absent);
     CHECK_FALSE(fs::exists(fs::symlink_status(prefix / absent)));
   }
@@ -211,8 +212,7 @@ TEST_CASE("install places only the locked components of an 11.x builds runfile",
   REQUIRE(r.exit_code == 0);
   const auto prefix = project.prefix();
   CHECK(fs::read_symlink(prefix / "lib" / "libcudart.so.11.0") == "libcudart.so.11.2.72");
-  CHECK(read_text(prefix / "include" / "cuda_runtime_api.h") ==
-        "#define CUDART_VERSION 11020\n");
+  CHECK(read_text(prefix / "include" / "cuda_runtime_api.h") == "#define CUDART_VERSION 11020\n");
   CHECK(read_text(prefix / "lib" / "libcublas.so.11") == "cublas 11\n");
   CHECK_FALSE(fs::exists(prefix / "lib" / "libnppc.so.11"));
   CHECK_FALSE(fs::exists(prefix / "builds"));
@@ -252,7 +252,8 @@ TEST_CASE("a runfile that is not the locked one leaves the environment as it was
   }
   SECTION("a header that lies about the payload's size") {
     const auto lying = project.runfiles.lying_filesizes(release, "lying.run", 512);
-    auto artifact = runfile_artifact(lying, url_of(server, lying), specs::Layout::cuda_runfile_nested);
+    auto artifact =
+        runfile_artifact(lying, url_of(server, lying), specs::Layout::cuda_runfile_nested);
     project.lock({artifact});
     const auto r = project.install();
     CHECK(r.exit_code == 1);
@@ -275,8 +276,7 @@ TEST_CASE("a runfile that is not the locked one leaves the environment as it was
   CHECK(fs::read_symlink(project.prefix() / "lib" / "libcudart.so.9.0") == "libcudart.so.9.0.176");
 }
 
-TEST_CASE("install --offline names a runfile missing from the cache",
-          "[cli][install][runfile]") {
+TEST_CASE("install --offline names a runfile missing from the cache", "[cli][install][runfile]") {
   RunfileProject project;
   auto artifact = runfile_artifact(
       {.path = "cuda_9.0.176_384.81_linux-run", .sha256 = std::string(64, 'a'), .size = 10},

@@ -48,8 +48,8 @@ struct EntryRecord {
 struct ReceiptArtifact {
   std::string component;
   std::string sha256;
-  std::string url;    // without credentials
-  std::string entry;  // cache entry id
+  std::string url;                   // without credentials
+  std::string entry;                 // cache entry id
   std::vector<PatchRecord> patches;  // applied over it, in order
 };
 

@@ -17,8 +17,8 @@ using envkit::archive::runfile_patch_options;
 using envkit::specs::Layout;
 
 const std::vector<std::string> kFrameworkComponents = {
-    "cuda_cudart", "cuda_nvcc",   "cuda_nvrtc",  "cuda_cupti",  "libcublas",
-    "libcufft",    "libcurand",   "libcusolver", "libcusparse", "cuda_cccl"};
+    "cuda_cudart", "cuda_nvcc", "cuda_nvrtc",  "cuda_cupti",  "libcublas",
+    "libcufft",    "libcurand", "libcusolver", "libcusparse", "cuda_cccl"};
 
 LayoutTarget runfile_target(Layout layout, std::vector<std::string> components) {
   return {.layout = layout,

@@ -105,8 +105,7 @@ TEST_CASE("a new artifact for the same version is a change", "[store][plan]") {
   CHECK_FALSE(plan->packages[0].unchanged);
 }
 
-TEST_CASE("a machine's Python becomes a venv, Python packages are left out, runfiles refused",
-          "[store][plan]") {
+TEST_CASE("a machine's Python becomes a venv and Python packages are left out", "[store][plan]") {
   auto external = package("python", "3.11.2", {});
   external.external = "system";
   const lock::PlatformLock locked{.platform = specs::Platform::linux_x86_64,
@@ -119,15 +118,49 @@ TEST_CASE("a machine's Python becomes a venv, Python packages are left out, runf
   CHECK(plan->packages[0].packaging == Packaging::venv);
   REQUIRE(plan->skipped.size() == 1);
   CHECK_THAT(plan->skipped[0], Catch::Contains("torch 2.4.1 is a Python package"));
+}
 
+TEST_CASE("a runfile is planned as the runfile packaging with its patches", "[store][plan]") {
   specs::Artifact runfile = artifact("cuda", Kind::runfile, "6");
+  runfile.format = "run";
+  runfile.layout = specs::Layout::cuda_runfile_nested;
+  runfile.components = {"cuda_cudart", "libcublas"};
+  runfile.patches = {
+      {.url = "https://example.invalid/patch/1", .sha256 = std::string(63, '0') + "7"}};
+  const lock::PlatformLock locked{.platform = specs::Platform::linux_x86_64,
+                                  .packages = {package("cuda", "9.0.176", {runfile})}};
+  auto plan = plan_install(locked, std::nullopt, Packaging::wheel);
+  REQUIRE(plan);
+  REQUIRE(plan->packages.size() == 1);
+  CHECK(plan->packages[0].packaging == Packaging::runfile);
+  CHECK(to_string(plan->packages[0].packaging) == "runfile");
+  CHECK(plan->packages[0].artifacts == std::vector<specs::Artifact>{runfile});
+
+  // Installed from the runfile alone: a lock that adds a patch changes the package.
+  const PrefixState installed{.packages = {{.name = "cuda",
+                                            .version = "9.0.176",
+                                            .packaging = "runfile",
+                                            .artifacts = {{.sha256 = runfile.sha256}}}}};
+  auto again = plan_install(locked, installed, Packaging::archive);
+  REQUIRE(again);
+  CHECK_FALSE(again->packages[0].unchanged);
+  auto with_patch = installed;
+  with_patch.packages[0].artifacts[0].patches = {{.sha256 = runfile.patches[0].sha256}};
+  again = plan_install(locked, with_patch, Packaging::archive);
+  REQUIRE(again);
+  CHECK(again->packages[0].unchanged);
+}
+
+TEST_CASE("a runfile locked without its layout asks for a new lock", "[store][plan]") {
+  specs::Artifact runfile = artifact("cuda", Kind::runfile, "6");
+  runfile.layout = specs::Layout::none;
   const lock::PlatformLock old{.platform = specs::Platform::linux_x86_64,
                                .packages = {package("cuda", "11.2.2", {runfile})}};
   auto refused = plan_install(old, std::nullopt, Packaging::archive);
   REQUIRE_FALSE(refused);
   CHECK(refused.error().code() == ErrorCode::failed);
   CHECK_THAT(refused.error().to_string(), Catch::Contains("cuda 11.2.2"));
-  CHECK_THAT(refused.error().to_string(), Catch::Contains("11.4.2"));
+  CHECK_THAT(refused.error().to_string(), Catch::Contains("envkit lock"));
 }
 
 TEST_CASE("a package of sources only is planned to be built from them", "[store][plan]") {
