@@ -142,9 +142,9 @@ std::string describe_build(const recipes::RecipeVersion& version, const recipes:
     if (!a.components.empty())
       out += fmt::format("    components {}\n", text::join(a.components, ", "));
     for (std::size_t i = 0; i < a.patches.size(); ++i) {
-      out += fmt::format("    patch {} {} sha256 {}{}\n", i + 1, a.patches[i].url,
-                         a.patches[i].sha256,
-                         a.patches[i].size ? fmt::format(" ({} bytes)", *a.patches[i].size) : "");
+      out +=
+          fmt::format("    patch {} {} sha256 {}{}\n", i + 1, a.patches[i].url, a.patches[i].sha256,
+                      a.patches[i].size ? fmt::format(" ({} bytes)", *a.patches[i].size) : "");
     }
   }
   return out;

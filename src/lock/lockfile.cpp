@@ -74,9 +74,9 @@ void write_artifact(std::string& out, const Artifact& a) {
   if (a.build_system)
     out += fmt::format("{}build-system: {}\n", in, specs::to_string(*a.build_system));
   if (!a.components.empty()) {
-    out += fmt::format("{}components: {}\n", in, yaml::flow_list(a.components, [](const auto& c) {
-                         return yaml::scalar(c);
-                       }));
+    out +=
+        fmt::format("{}components: {}\n", in,
+                    yaml::flow_list(a.components, [](const auto& c) { return yaml::scalar(c); }));
   }
   // Credentials never reach a lock file: it is committed and shared.
   out += fmt::format("{}url: {}\n", in, yaml::scalar(url::without_credentials(a.url)));
@@ -407,8 +407,7 @@ Result<specs::RunfilePatch> read_patch(const Source& source, const YAML::Node& n
   auto read = read_mapping(
       source, node, source.at(node), "patches", "a patch", source.at(node),
       {{"url", true, into(patch.url, [&](const Entry& e) { return read_url(source, e); })},
-       {"sha256", true,
-        into(patch.sha256, [&](const Entry& e) { return read_sha256(source, e); })},
+       {"sha256", true, into(patch.sha256, [&](const Entry& e) { return read_sha256(source, e); })},
        {"size", false, [&](const Entry& e) -> Result<void> {
           auto size = read_size(source, e);
           if (!size) return size.error();
@@ -444,8 +443,7 @@ Result<Artifact> read_artifact(const Source& source, const YAML::Node& node) {
         [&](const Entry& e) -> Result<void> {
           auto layout = specs::parse_layout(e.value.IsScalar() ? e.value.Scalar() : "");
           if (!layout) {
-            return wrong(source, e, "layout",
-                         specs::layout_choices());
+            return wrong(source, e, "layout", specs::layout_choices());
           }
           a.layout = *layout;
           return {};

@@ -47,13 +47,14 @@ void check_runfile(const std::string& at, const specs::Version& cuda, const Arti
                                            to_string(era->layout))
                              : "")});
   } else if (era && runfile.layout != era->layout) {
-    out.push_back({at, fmt::format("layout `{}`, but CUDA {}'s runfile is `{}`",
-                                   to_string(runfile.layout), cuda.original(),
-                                   to_string(era->layout))});
+    out.push_back(
+        {at, fmt::format("layout `{}`, but CUDA {}'s runfile is `{}`", to_string(runfile.layout),
+                         cuda.original(), to_string(era->layout))});
   }
   if (runfile.components.empty()) {
-    out.push_back({at, "the runfile lists no `components:`, so envkit would not know what to "
-                       "place; rerun scripts/regen-recipes"});
+    out.push_back({at,
+                   "the runfile lists no `components:`, so envkit would not know what to "
+                   "place; rerun scripts/regen-recipes"});
   }
   for (std::size_t i = 0; i < runfile.patches.size(); ++i) {
     const auto& patch = runfile.patches[i];

@@ -208,11 +208,14 @@ struct CitedPatch {
   std::string_view nix_base32_sha256;
 };
 constexpr CitedPatch kCitedPatches[] = {
-    {"9.0.176", "https://developer.nvidia.com/compute/cuda/9.0/Prod/patches/2/cuda_9.0.176.2_linux-run",
+    {"9.0.176",
+     "https://developer.nvidia.com/compute/cuda/9.0/Prod/patches/2/cuda_9.0.176.2_linux-run",
      "1sz5dijbx9yf7drfipdxav5a5g6sxy4w6vi9xav0lb6m2xnmyd7c"},
-    {"9.0.176", "https://developer.nvidia.com/compute/cuda/9.0/Prod/patches/3/cuda_9.0.176.3_linux-run",
+    {"9.0.176",
+     "https://developer.nvidia.com/compute/cuda/9.0/Prod/patches/3/cuda_9.0.176.3_linux-run",
      "1jm83bxpscpjhzs5q3qijdgjm0r8qrdlgkj7y08fq8c0v8q2r7j2"},
-    {"9.0.176", "https://developer.nvidia.com/compute/cuda/9.0/Prod/patches/4/cuda_9.0.176.4_linux-run",
+    {"9.0.176",
+     "https://developer.nvidia.com/compute/cuda/9.0/Prod/patches/4/cuda_9.0.176.4_linux-run",
      "0pymg3mymsa2n48y0njz3spzlkm15lvjzw8fms1q83zslz4x0lwk"},
 };
 constexpr std::string_view kCitedPatchesSource =
@@ -230,9 +233,10 @@ void add_cited_patches(Runfile& runfile) {
                                     [&](const RunfilePatch& p) { return p.url == cited.url; });
     if (listed) continue;
     // A constant of this file: a malformed one is a programming error the tests catch.
-    patches.push_back({.url = std::string(cited.url),
-                       .sha256 = core::nix_base32_sha256_to_hex(cited.nix_base32_sha256).value_or(""),
-                       .size = std::nullopt});
+    patches.push_back(
+        {.url = std::string(cited.url),
+         .sha256 = core::nix_base32_sha256_to_hex(cited.nix_base32_sha256).value_or(""),
+         .size = std::nullopt});
   }
 }
 

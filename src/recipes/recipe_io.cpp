@@ -102,8 +102,9 @@ void write_artifact(std::string& out, const std::string& build_id, const Artifac
   if (!a.wheel_root.empty()) out += fmt::format("    wheel-root: {}\n", yaml::scalar(a.wheel_root));
   if (a.build_system) out += fmt::format("    build-system: {}\n", to_string(*a.build_system));
   if (!a.components.empty()) {
-    out += fmt::format("    components: {}\n",
-                       yaml::flow_list(a.components, [](const auto& c) { return yaml::scalar(c); }));
+    out +=
+        fmt::format("    components: {}\n",
+                    yaml::flow_list(a.components, [](const auto& c) { return yaml::scalar(c); }));
   }
   out += fmt::format("    url: {}\n", yaml::scalar(a.url));
   out += fmt::format("    sha256: {}\n", yaml::scalar(a.sha256));
@@ -434,31 +435,30 @@ Result<void> read_components(const Source& source, const Entry& entry,
 Result<RunfilePatch> read_patch(const Source& source, const YAML::Node& node) {
   RunfilePatch patch;
   bool has_url = false, has_sha = false;
-  auto read = read_mapping(
-      source, node, "patches",
-      {{"url",
-        [&](const Entry& e) -> Result<void> {
-          auto url = read_text(source, e, "url");
-          if (!url) return url.error();
-          patch.url = *url;
-          has_url = true;
-          return {};
-        }},
-       {"sha256",
-        [&](const Entry& e) -> Result<void> {
-          if (!e.value.IsScalar() || !core::is_sha256_hex(e.value.Scalar())) {
-            return wrong(source, e.value, "sha256", "64 lowercase hex digits");
-          }
-          patch.sha256 = e.value.Scalar();
-          has_sha = true;
-          return {};
-        }},
-       {"size", [&](const Entry& e) -> Result<void> {
-          auto size = read_size(source, e.value);
-          if (!size) return size.error();
-          patch.size = *size;
-          return {};
-        }}});
+  auto read = read_mapping(source, node, "patches",
+                           {{"url",
+                             [&](const Entry& e) -> Result<void> {
+                               auto url = read_text(source, e, "url");
+                               if (!url) return url.error();
+                               patch.url = *url;
+                               has_url = true;
+                               return {};
+                             }},
+                            {"sha256",
+                             [&](const Entry& e) -> Result<void> {
+                               if (!e.value.IsScalar() || !core::is_sha256_hex(e.value.Scalar())) {
+                                 return wrong(source, e.value, "sha256", "64 lowercase hex digits");
+                               }
+                               patch.sha256 = e.value.Scalar();
+                               has_sha = true;
+                               return {};
+                             }},
+                            {"size", [&](const Entry& e) -> Result<void> {
+                               auto size = read_size(source, e.value);
+                               if (!size) return size.error();
+                               patch.size = *size;
+                               return {};
+                             }}});
   if (!read) return read.error();
   if (!has_url || !has_sha) {
     return Error::input("a patch needs `url:` and `sha256:`")
@@ -504,8 +504,7 @@ Result<Artifact> read_artifact(const Source& source, const YAML::Node& node,
         [&](const Entry& e) -> Result<void> {
           auto layout = parse_layout(e.value.IsScalar() ? e.value.Scalar() : "");
           if (!layout) {
-            return wrong(source, e.value, "layout",
-                         specs::layout_choices());
+            return wrong(source, e.value, "layout", specs::layout_choices());
           }
           a.layout = *layout;
           return {};

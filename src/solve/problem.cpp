@@ -409,10 +409,11 @@ std::string Problem::installable_framework(std::span<const Decision> decided) co
         continue;
       }
       if (const auto* cuda = installable_cuda(candidate)) {
-        return fmt::format("{} {}{} allows cuda {}, which envkit can install here", info.name,
-                           candidate.version.original(),
-                           candidate.build_id.empty() ? "" : fmt::format(" ({})", candidate.build_id),
-                           cuda->version.original());
+        return fmt::format(
+            "{} {}{} allows cuda {}, which envkit can install here", info.name,
+            candidate.version.original(),
+            candidate.build_id.empty() ? "" : fmt::format(" ({})", candidate.build_id),
+            cuda->version.original());
       }
     }
   }
@@ -481,9 +482,9 @@ Candidate Problem::choose(PackageId package, const VersionSet& allowed,
   // release, not a constraint this framework forbids.
   if (best_key && std::get<0>(*best_key) != 0 && info.name == "cuda") {
     const auto& chosen = info.candidates[best];
-    best_reason += fmt::format(
-        "; envkit cannot install cuda {} on {} (only a runfile it cannot unpack)",
-        chosen.version.original(), specs::to_string(request_.platform));
+    best_reason +=
+        fmt::format("; envkit cannot install cuda {} on {} (only a runfile it cannot unpack)",
+                    chosen.version.original(), specs::to_string(request_.platform));
     if (const auto newer = installable_framework(decided); !newer.empty()) {
       best_reason += fmt::format(": {}", newer);
     }

@@ -653,8 +653,8 @@ TEST_CASE("lock: releases the tables lack and the installable CUDA (issue 17)", 
                               Catch::Contains("            layout: cuda-runfile-builds\n") &&
                               Catch::Contains("            components: [cuda_cccl, cuda_cudart,"));
     const auto why = envkit_in(p, {"why", "cuda"});
-    CHECK_THAT(why.out + why.err, Catch::Contains("was tested with cuda 11.2") &&
-                                      !Catch::Contains("runfile"));
+    CHECK_THAT(why.out + why.err,
+               Catch::Contains("was tested with cuda 11.2") && !Catch::Contains("runfile"));
     CHECK(why.exit_code == 0);
   }
   SECTION("a machine whose glibc is older than the wheels need is refused in those words") {

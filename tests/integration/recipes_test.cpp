@@ -77,8 +77,8 @@ TEST_CASE("recipes show gives a runfile's era, components and patches", "[cli][r
                  Catch::Contains("    patch 4 https://developer.nvidia.com/compute/cuda/9.0/Prod/"
                                  "patches/4/cuda_9.0.176.4_linux-run sha256 9353d0c9"));
 
-  const auto shown = run_envkit({.args = {"--recipes", committed_recipes(), "recipes", "show",
-                                          "cuda", "11.2.1", "--json"}});
+  const auto shown = run_envkit(
+      {.args = {"--recipes", committed_recipes(), "recipes", "show", "cuda", "11.2.1", "--json"}});
   REQUIRE(shown.exit_code == 0);
   const auto& runfile = json::parse(shown.out).at("versions").at(0).at("artifacts").at(0);
   CHECK(runfile.at("kind") == "runfile");

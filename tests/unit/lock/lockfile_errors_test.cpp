@@ -201,8 +201,7 @@ std::string runfile_with(std::string_view from, std::string_view to) {
   return text.replace(at, from.size(), to);
 }
 
-TEST_CASE("a runfile's components and patches are read, and bad ones located",
-          "[lock][errors]") {
+TEST_CASE("a runfile's components and patches are read, and bad ones located", "[lock][errors]") {
   auto read = parse(with_runfile(), "envkit.lock");
   INFO((read ? std::string() : read.error().to_string()));
   REQUIRE(read.ok());
@@ -219,9 +218,10 @@ TEST_CASE("a runfile's components and patches are read, and bad ones located",
   canonicalize(canonical);
   CHECK(parse(text, "envkit.lock").value() == canonical);
 
-  const Error no_sha = error_for(runfile_with(
-      "                sha256: \"ec345f6d17d52c0ab6ea296ec389efdabca2ca56bddde8723bcea7be646ce5eb\"\n",
-      ""));
+  const Error no_sha = error_for(
+      runfile_with("                sha256: "
+                   "\"ec345f6d17d52c0ab6ea296ec389efdabca2ca56bddde8723bcea7be646ce5eb\"\n",
+                   ""));
   CHECK(no_sha.headline() == "envkit.lock:36:17: a patch needs `sha256:`");
 
   const Error bad_sha = error_for(runfile_with("\"ec345f6d", "\"EC345F6D"));

@@ -239,10 +239,9 @@ TEST_CASE("a locked runfile names the components install places and its patches"
   CHECK(runfile.kind == specs::ArtifactKind::runfile);
   CHECK(runfile.layout == specs::Layout::cuda_runfile_nested);
   // The recipe's default components the runfile holds: no cuda_cccl before CUDA 11.
-  CHECK(runfile.components ==
-        std::vector<std::string>{"cuda_cudart", "cuda_cupti", "cuda_nvcc", "cuda_nvrtc",
-                                 "libcublas", "libcufft", "libcurand", "libcusolver",
-                                 "libcusparse"});
+  CHECK(runfile.components == std::vector<std::string>{"cuda_cudart", "cuda_cupti", "cuda_nvcc",
+                                                       "cuda_nvrtc", "libcublas", "libcufft",
+                                                       "libcurand", "libcusolver", "libcusparse"});
   // Patch 1 from ../shared/upstream, 2-4 from nixpkgs, in the order NVIDIA numbered them.
   REQUIRE(runfile.patches.size() == 4);
   for (std::size_t i = 0; i < runfile.patches.size(); ++i) {

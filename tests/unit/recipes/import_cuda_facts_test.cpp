@@ -188,10 +188,9 @@ TEST_CASE("CUDA 9.0 to 11.4.1 from the driver table and the runfiles", "[nvidia]
   const auto& runfile = cuda_9_0.artifacts.front();
   CHECK(runfile.kind == ArtifactKind::runfile);
   CHECK(runfile.layout == Layout::cuda_runfile_nested);
-  CHECK(runfile.components ==
-        std::vector<std::string>{"cuda_cudart", "cuda_cupti", "cuda_nvcc", "cuda_nvrtc",
-                                 "libcublas", "libcufft", "libcurand", "libcusolver",
-                                 "libcusparse"});
+  CHECK(runfile.components == std::vector<std::string>{"cuda_cudart", "cuda_cupti", "cuda_nvcc",
+                                                       "cuda_nvrtc", "libcublas", "libcufft",
+                                                       "libcurand", "libcusolver", "libcusparse"});
   CHECK(runfile.format == "run");
   CHECK(runfile.component == "cuda");
   CHECK(runfile.platform == Platform::linux_x86_64);

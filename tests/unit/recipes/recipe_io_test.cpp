@@ -303,28 +303,30 @@ namespace {
 // CUDA 9.1.85 as the importer writes it: its runfile, two of its patches (real URLs and
 // sha256 from legacy-cuda-cudnn-nixpkgs-old).
 Recipe runfile_cuda() {
-  Artifact runfile{.platform = specs::Platform::linux_x86_64,
-                   .component = "cuda",
-                   .kind = ArtifactKind::runfile,
-                   .url = "https://developer.nvidia.com/compute/cuda/9.1/Prod/local_installers/"
-                          "cuda_9.1.85_387.26_linux",
-                   .sha256 = "8496c72b16fee61889f9281449b5d633d0b358b46579175c275d85c9205fe953",
-                   .size = std::nullopt,
-                   .format = "run",
-                   .layout = Layout::cuda_runfile_nested,
-                   .wheel_root = "",
-                   .build_system = std::nullopt,
-                   .components = {"cuda_cudart", "cuda_nvcc", "libcublas"},
-                   .patches = {
-                       {.url = "https://developer.nvidia.com/compute/cuda/9.1/Prod/patches/1/"
-                               "cuda_9.1.85.1_linux",
-                        .sha256 = "af9ce3d7ce4ea3b9b075135640077695f420d5dc585d76cbdae09d658b8ca3b8",
-                        .size = 1234},
-                       {.url = "https://developer.nvidia.com/compute/cuda/9.1/Prod/patches/2/"
-                               "cuda_9.1.85.2_linux",
-                        .sha256 = "d59f07a35ba750fc8ab04e144e7556d03b57a4f1a0060f895615af0113e0e099",
-                        .size = std::nullopt},
-                   }};
+  Artifact runfile{
+      .platform = specs::Platform::linux_x86_64,
+      .component = "cuda",
+      .kind = ArtifactKind::runfile,
+      .url =
+          "https://developer.nvidia.com/compute/cuda/9.1/Prod/local_installers/"
+          "cuda_9.1.85_387.26_linux",
+      .sha256 = "8496c72b16fee61889f9281449b5d633d0b358b46579175c275d85c9205fe953",
+      .size = std::nullopt,
+      .format = "run",
+      .layout = Layout::cuda_runfile_nested,
+      .wheel_root = "",
+      .build_system = std::nullopt,
+      .components = {"cuda_cudart", "cuda_nvcc", "libcublas"},
+      .patches = {
+          {.url = "https://developer.nvidia.com/compute/cuda/9.1/Prod/patches/1/"
+                  "cuda_9.1.85.1_linux",
+           .sha256 = "af9ce3d7ce4ea3b9b075135640077695f420d5dc585d76cbdae09d658b8ca3b8",
+           .size = 1234},
+          {.url = "https://developer.nvidia.com/compute/cuda/9.1/Prod/patches/2/"
+                  "cuda_9.1.85.2_linux",
+           .sha256 = "d59f07a35ba750fc8ab04e144e7556d03b57a4f1a0060f895615af0113e0e099",
+           .size = std::nullopt},
+      }};
   Build build{.platforms = {specs::Platform::linux_x86_64}, .artifacts = {runfile}};
   return Recipe{.name = "cuda",
                 .sources = {},

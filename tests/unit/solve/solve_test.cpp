@@ -3,8 +3,8 @@
 #include "envkit/solve/solve.hpp"
 
 #include <algorithm>
-#include <filesystem>
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <regex>
 #include <string>
 #include <vector>
@@ -517,8 +517,8 @@ TEST_CASE("solve: a tested CUDA NVIDIA ships only as a runfile is chosen: envkit
   driver(request, "470.57.02");
   const auto s = solution(request);
   CHECK(chosen(s, "cuda") == "cuda 11.2.1");
-  CHECK_THAT(because(s, "cuda"), Catch::Contains("was tested with cuda 11.2") &&
-                                     !Catch::Contains("runfile"));
+  CHECK_THAT(because(s, "cuda"),
+             Catch::Contains("was tested with cuda 11.2") && !Catch::Contains("runfile"));
   auto old = framework("tensorflow-gpu", "==1.15.*");
   external(old, "python", "3.7.9");
   CHECK(chosen(solution(old), "cuda") == "cuda 10.0.130");
@@ -583,9 +583,10 @@ TEST_CASE("solve: when no CUDA the framework allows can be installed, a newer re
   INFO(reason);
   CHECK_THAT(reason, Catch::Contains("envkit cannot install cuda 10.0.130 on linux-x86_64"));
   CHECK(std::regex_search(
-      reason, std::regex(R"(: tensorflow-gpu 2\.[0-9.]+ \(cuda10\.[1-9]\) allows cuda 10\.[1-9][0-9.]*, )"
-      R"(which envkit )"
-                         R"(can install here)")));
+      reason,
+      std::regex(R"(: tensorflow-gpu 2\.[0-9.]+ \(cuda10\.[1-9]\) allows cuda 10\.[1-9][0-9.]*, )"
+                 R"(which envkit )"
+                 R"(can install here)")));
   CHECK_THAT(reason, !Catch::Contains("`cuda:"));
   // With the source database every CUDA it allows installs: nothing to say.
   CHECK_THAT(because(solution(request), "cuda"), !Catch::Contains("cannot install"));
