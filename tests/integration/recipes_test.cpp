@@ -80,7 +80,8 @@ TEST_CASE("recipes show gives a runfile's era, components and patches", "[cli][r
   const auto shown = run_envkit(
       {.args = {"--recipes", committed_recipes(), "recipes", "show", "cuda", "11.2.1", "--json"}});
   REQUIRE(shown.exit_code == 0);
-  const auto& runfile = json::parse(shown.out).at("versions").at(0).at("artifacts").at(0);
+  const auto parsed = json::parse(shown.out);
+  const auto& runfile = parsed.at("versions").at(0).at("artifacts").at(0);
   CHECK(runfile.at("kind") == "runfile");
   CHECK(runfile.at("layout") == "cuda-runfile-builds");
   const auto components = runfile.at("components").get<std::vector<std::string>>();
