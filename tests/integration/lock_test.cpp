@@ -643,13 +643,18 @@ TEST_CASE("lock: releases the tables lack and the installable CUDA (issue 17)", 
     CHECK_THAT(locked.err,
                Catch::Contains("cuda 11.8.0") && Catch::Contains("tensorflow 2.12.1 (cuda11.8)"));
   }
-  SECTION("tensorflow 2.10 on driver 470: CUDA 11.4.2 from archives, not the 11.2.1 runfile") {
+  SECTION("tensorflow 2.10 on driver 470: the CUDA 11.2.1 it was tested with, from its runfile") {
     const auto p = project(dir, "framework: tensorflow ==2.10.*\nsystem: {driver: 470.57.02}\n");
     const auto locked = envkit_in(p, {"lock"});
     CHECK(locked.exit_code == 0);
-    CHECK_THAT(locked.err, Catch::Contains("cuda 11.4.2,"));
+    CHECK_THAT(locked.err, Catch::Contains("cuda 11.2.1,"));
+    const auto lock_text = read(p / "envkit.lock");
+    CHECK_THAT(lock_text, Catch::Contains("            kind: runfile\n") &&
+                              Catch::Contains("            layout: cuda-runfile-builds\n") &&
+                              Catch::Contains("            components: [cuda_cccl, cuda_cudart,"));
     const auto why = envkit_in(p, {"why", "cuda"});
-    CHECK_THAT(why.out + why.err, Catch::Contains("only as a runfile installer"));
+    CHECK_THAT(why.out + why.err,
+               Catch::Contains("was tested with cuda 11.2") && !Catch::Contains("runfile"));
     CHECK(why.exit_code == 0);
   }
   SECTION("a machine whose glibc is older than the wheels need is refused in those words") {

@@ -65,6 +65,31 @@ TEST_CASE("recipes list and show answer in JSON as CLI.md says", "[cli][recipes]
   CHECK_THAT(alias.out, Catch::Contains("torch 2.1.0 [cu121]"));
 }
 
+TEST_CASE("recipes show gives a runfile's era, components and patches", "[cli][recipes]") {
+  const auto text = run_envkit(
+      {.args = {"--recipes", committed_recipes(), "recipes", "show", "cuda", "9.0.176"}});
+  REQUIRE(text.exit_code == 0);
+  CHECK_THAT(text.out,
+             Catch::Contains("    layout cuda-runfile-nested\n") &&
+                 Catch::Contains("    components cuda_cudart, cuda_cupti, cuda_nvcc") &&
+                 Catch::Contains("    patch 1 https://developer.nvidia.com/compute/cuda/9.0/Prod/"
+                                 "patches/1/cuda_9.0.176.1_linux-run sha256 a4bf63e0") &&
+                 Catch::Contains("    patch 4 https://developer.nvidia.com/compute/cuda/9.0/Prod/"
+                                 "patches/4/cuda_9.0.176.4_linux-run sha256 9353d0c9"));
+
+  const auto shown = run_envkit(
+      {.args = {"--recipes", committed_recipes(), "recipes", "show", "cuda", "11.2.1", "--json"}});
+  REQUIRE(shown.exit_code == 0);
+  const auto parsed = json::parse(shown.out);
+  const auto& runfile = parsed.at("versions").at(0).at("artifacts").at(0);
+  CHECK(runfile.at("kind") == "runfile");
+  CHECK(runfile.at("layout") == "cuda-runfile-builds");
+  const auto components = runfile.at("components").get<std::vector<std::string>>();
+  CHECK(components.front() == "cuda_cccl");  // its own folder from CUDA 11.0 on
+  CHECK(components.size() == 10);
+  CHECK_FALSE(runfile.contains("patches"));
+}
+
 TEST_CASE("recipes show names what is missing", "[cli][recipes]") {
   const auto r =
       run_envkit({.args = {"--recipes", committed_recipes(), "recipes", "show", "cudaa"}});

@@ -49,10 +49,13 @@ using CsvSource = SourceText;
 // CUDA versions before the redist manifests (9.0 <= version < 11.4.2) as a
 // partial `cuda` recipe: every Table 3 row in that range, plus the runfile
 // installers of cuda-runfile-installers/cuda_runfiles.csv (10.0 on) and
-// legacy-cuda-cudnn-nixpkgs-old/cuda_runfiles_6_to_10_nixpkgs_old.csv (9.x;
-// patch runfiles are not recorded). One build "" per version; where there is a
-// runfile it is its artifact (kind runfile, layout none, format run,
-// linux-x86_64, component `cuda`) and the build's platform.
+// legacy-cuda-cudnn-nixpkgs-old/cuda_runfiles_6_to_10_nixpkgs_old.csv (9.x). One
+// build "" per version; where there is a runfile it is its artifact (kind runfile,
+// format run, linux-x86_64, component `cuda`) and the build's platform, with the
+// layout and components of its era (cuda_runfile_era) and its patch runfiles in
+// order: the table's `runfile-patch` rows of the same nixpkgs_version, then CUDA
+// 9.0's patches 2-4, which the table lacks, from nixpkgs (cited in the .cpp and
+// in the recipe's sources).
 // A version is spelled as its runfile spells it: a Table 3 row without a
 // runfile of its own is paired with the one runfile of its major.minor that
 // has no row of its own (9.0.76 is the 9.0.176 runfile, 10.1.105 the 10.1.243
