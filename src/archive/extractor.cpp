@@ -15,6 +15,7 @@
 
 #include "envkit/archive/runfile.hpp"
 #include "envkit/core/sha256.hpp"
+#include "runfile_stream.hpp"
 
 namespace envkit::archive::detail {
 
@@ -157,18 +158,11 @@ Result<void> Extractor::unpack(struct archive_entry* entry) {
 
 namespace {
 
-// A nested runfile's bytes: the start already read, then the entry's data.
+// The rest of the entry being unpacked: a nested runfile's data.
 class EntrySource final : public Source {
  public:
-  EntrySource(struct archive* reader, std::string name, std::string start)
-      : reader_(reader), name_(std::move(name)), start_(std::move(start)) {}
+  EntrySource(struct archive* reader, std::string name) : reader_(reader), name_(std::move(name)) {}
   Result<std::size_t> read(std::span<std::byte> buffer) override {
-    if (offset_ < start_.size()) {
-      const auto n = std::min(buffer.size(), start_.size() - offset_);
-      std::memcpy(buffer.data(), start_.data() + offset_, n);
-      offset_ += n;
-      return n;
-    }
     const auto n = archive_read_data(reader_, buffer.data(), buffer.size());
     if (n >= 0) return static_cast<std::size_t>(n);
     const char* message = archive_error_string(reader_);
@@ -180,19 +174,23 @@ class EntrySource final : public Source {
  private:
   struct archive* reader_;
   std::string name_;
-  std::string start_;
-  std::size_t offset_ = 0;
 };
 
 }  // namespace
 
-// The entry's path as nested_runfile sees it: after strip_components, before the map.
-bool Extractor::nested_runfile(const std::string& stored) const {
-  if (!options_.nested_runfile || destination_.empty()) return false;
+// The entry's path as nested_runfile sees it: after strip_components, before the
+// map; nullopt when it is unsafe or stripped away.
+std::optional<std::string> Extractor::stripped_path(const std::string& stored) const {
   auto parts = split_entry_path(stored);
   const auto strip = static_cast<std::size_t>(std::max(options_.strip_components, 0));
-  if (!parts || parts->size() <= strip) return false;
-  return options_.nested_runfile(join_path(std::span<const std::string>(*parts).subspan(strip)));
+  if (!parts || parts->size() <= strip) return std::nullopt;
+  return join_path(std::span<const std::string>(*parts).subspan(strip));
+}
+
+bool Extractor::nested_runfile(const std::string& stored) const {
+  if (!options_.nested_runfile || destination_.empty()) return false;
+  const auto path = stripped_path(stored);
+  return path && options_.nested_runfile(*path);
 }
 
 // Reads the entry's start; a makeself runfile is unpacked in place (its
@@ -213,9 +211,7 @@ Result<void> Extractor::unpack_maybe_runfile(struct archive_entry* entry) {
     return unpack_file(**where, entry, start);
   }
 
-  auto parts = split_entry_path(current_);
-  const auto strip = static_cast<std::size_t>(std::max(options_.strip_components, 0));
-  auto stem = join_path(std::span<const std::string>(*parts).subspan(strip));
+  auto stem = stripped_path(current_).value_or(current_);  // nested_runfile checked it
   if (stem.ends_with(".run")) stem.resize(stem.size() - 4);
   ExtractOptions inner;
   inner.map = [outer = options_.map, stem](std::string_view inner_path) {
@@ -226,8 +222,8 @@ Result<void> Extractor::unpack_maybe_runfile(struct archive_entry* entry) {
   inner.max_entries = options_.max_entries - std::min(options_.max_entries, entries_seen_);
   inner.hash_files = options_.hash_files;
   // One level deep: nested_runfile stays empty, so a runfile inside is a file.
-  EntrySource source(reader_, fmt::format("{}!/{}", name_, current_), std::move(start));
-  auto unpacked = extract_runfile(source, destination_, inner);
+  EntrySource source(reader_, fmt::format("{}!/{}", name_, current_));
+  auto unpacked = extract_runfile_after(source, std::move(start), destination_, inner);
   if (!unpacked) return std::move(unpacked).error();
   result_.bytes_written += unpacked->bytes_written;
   if (!budget_.take(unpacked->bytes_written)) return over_byte_limit();

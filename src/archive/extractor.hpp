@@ -102,6 +102,7 @@ class Extractor {
   Result<void> unpack_file(const Components& path, struct archive_entry* entry,
                            std::string_view first_bytes = {});
   Result<void> unpack_maybe_runfile(struct archive_entry* entry);
+  [[nodiscard]] std::optional<std::string> stripped_path(const std::string& stored) const;
   [[nodiscard]] bool nested_runfile(const std::string& stored) const;
   Result<void> record_parents(const Components& path);
   void record(ExtractedEntry entry);

@@ -6,9 +6,9 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <openssl/evp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <condition_variable>
@@ -19,6 +19,7 @@
 
 #include "envkit/core/sha256.hpp"
 #include "envkit/sys/unique_fd.hpp"
+#include "runfile_stream.hpp"
 
 namespace envkit::archive {
 
@@ -79,33 +80,6 @@ class Cksum {
 
   std::uint32_t crc_ = 0;
   std::uint64_t length_ = 0;
-};
-
-class Md5 {
- public:
-  Md5() : context_(EVP_MD_CTX_new()) {
-    if (!context_ || EVP_DigestInit_ex(context_.get(), EVP_md5(), nullptr) != 1) {
-      throw std::runtime_error("OpenSSL cannot compute MD5");
-    }
-  }
-  void update(std::span<const std::byte> bytes) {
-    EVP_DigestUpdate(context_.get(), bytes.data(), bytes.size());
-  }
-  std::string hex_digest() {
-    std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
-    unsigned int length = 0;
-    EVP_DigestFinal_ex(context_.get(), digest.data(), &length);
-    std::string out;
-    for (unsigned int i = 0; i < length; ++i)
-      out += fmt::format("{:02x}", digest[i]);
-    return out;
-  }
-
- private:
-  struct Free {
-    void operator()(EVP_MD_CTX* context) const { EVP_MD_CTX_free(context); }
-  };
-  std::unique_ptr<EVP_MD_CTX, Free> context_;
 };
 
 // The checksums one payload states, computed on a worker thread: the block
@@ -189,7 +163,7 @@ class PayloadDigests {
   }
 
   std::optional<Cksum> crc_;
-  std::optional<Md5> md5_;
+  std::optional<core::Md5> md5_;
   std::optional<core::Sha256> sha256_;
   std::thread worker_;
   std::mutex mutex_;
@@ -218,6 +192,11 @@ class Remainder {
       return n;
     }
     return source_.read(buffer);
+  }
+  // `bytes` are given again first, before what is pending.
+  void put_back(std::string_view bytes) {
+    pending_ = std::string(bytes) + pending_.substr(offset_);
+    offset_ = 0;
   }
   // Up to `count` bytes that the next reads will give again.
   Result<std::string_view> peek(std::size_t count) {
@@ -312,24 +291,19 @@ bool starts_like(MakeselfCompression compression, std::string_view bytes) {
 }
 
 // Reads the header: first enough text to find the line count, then that many
-// lines, never more than kMaxMakeselfHeaderBytes.
-Result<std::pair<MakeselfHeader, std::string>> read_header(Source& source,
-                                                           const std::string& name) {
+// lines, never more than kMaxMakeselfHeaderBytes. What was read past it is put
+// back into `rest`.
+Result<MakeselfHeader> read_header(Remainder& rest, const std::string& name) {
   std::string text;
   std::vector<std::byte> chunk(kHeaderChunk);
   std::optional<std::uint64_t> lines;
+  std::uint64_t newlines = 0;  // in `text`
   bool at_end = false;
-  const auto newlines_at_least = [&](std::uint64_t count) {
-    std::uint64_t seen = 0;
-    for (const char c : text)
-      if (c == '\n' && ++seen >= count) return true;
-    return false;
-  };
   while (true) {
     if (!lines && looks_like_makeself(text)) {
       if (auto count = makeself_line_count(text, name)) lines = *count;
     }
-    if (lines && newlines_at_least(*lines)) break;
+    if (lines && newlines >= *lines) break;
     if (at_end) break;
     if (text.size() >= kMaxMakeselfHeaderBytes) {
       return Error::failed(fmt::format("cannot read the makeself header of `{}`", name))
@@ -338,13 +312,15 @@ Result<std::pair<MakeselfHeader, std::string>> read_header(Source& source,
                                lines ? fmt::format(" (it states {} lines)", *lines) : ""))
           .hint("envkit reads NVIDIA's runfile installers, whose headers are a few KiB");
     }
-    auto n = source.read(chunk);
+    auto n = rest.read(chunk);
     if (!n) return std::move(n).error();
     if (*n == 0) {
       at_end = true;
       continue;
     }
-    text.append(reinterpret_cast<const char*>(chunk.data()), *n);
+    const std::string_view added(reinterpret_cast<const char*>(chunk.data()), *n);
+    newlines += static_cast<std::uint64_t>(std::count(added.begin(), added.end(), '\n'));
+    text += added;
   }
   if (!looks_like_makeself(text)) {
     return Error::failed(fmt::format("`{}` is not a makeself runfile", name))
@@ -353,8 +329,8 @@ Result<std::pair<MakeselfHeader, std::string>> read_header(Source& source,
   }
   auto header = parse_makeself_header(text, name);
   if (!header) return std::move(header).error();
-  text.erase(0, header->header_bytes);
-  return std::pair{std::move(*header), std::move(text)};
+  rest.put_back(std::string_view(text).substr(header->header_bytes));
+  return header;
 }
 
 void append(ExtractResult& into, ExtractResult&& from) {
@@ -385,11 +361,17 @@ class FileSource final : public Source {
 
 Result<ExtractResult> extract_runfile(Source& source, const fs::path& destination,
                                       const ExtractOptions& options) {
+  return detail::extract_runfile_after(source, {}, destination, options);
+}
+
+Result<ExtractResult> detail::extract_runfile_after(Source& source, std::string already_read,
+                                                    const fs::path& destination,
+                                                    const ExtractOptions& options) {
   const auto name = source.name();
-  auto read = read_header(source, name);
+  Remainder rest(source, std::move(already_read));
+  auto read = read_header(rest, name);
   if (!read) return std::move(read).error();
-  auto& [header, after_header] = *read;
-  Remainder rest(source, std::move(after_header));
+  const auto& header = *read;
 
   ExtractResult result;
   std::uint64_t offset = header.header_bytes;

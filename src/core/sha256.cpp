@@ -9,42 +9,44 @@
 
 namespace envkit::core {
 
-struct Sha256::State {
+struct Digest::State {
   struct ContextDeleter {
     void operator()(EVP_MD_CTX* digest) const { EVP_MD_CTX_free(digest); }
   };
+  const EVP_MD* algorithm = nullptr;
   std::unique_ptr<EVP_MD_CTX, ContextDeleter> context{EVP_MD_CTX_new()};
 
   void start() {
-    if (!context || EVP_DigestInit_ex(context.get(), EVP_sha256(), nullptr) != 1) {
-      throw std::runtime_error("OpenSSL could not start a sha256 digest");
+    if (!context || EVP_DigestInit_ex(context.get(), algorithm, nullptr) != 1) {
+      throw std::runtime_error("OpenSSL could not start a digest");
     }
   }
 };
 
-Sha256::Sha256() : state_(std::make_unique<State>()) {
+Digest::Digest(Algorithm algorithm) : state_(std::make_unique<State>()) {
+  state_->algorithm = algorithm == Algorithm::md5 ? EVP_md5() : EVP_sha256();
   state_->start();
 }
-Sha256::~Sha256() = default;
-Sha256::Sha256(Sha256&&) noexcept = default;
-Sha256& Sha256::operator=(Sha256&&) noexcept = default;
+Digest::~Digest() = default;
+Digest::Digest(Digest&&) noexcept = default;
+Digest& Digest::operator=(Digest&&) noexcept = default;
 
-void Sha256::update(std::span<const std::byte> bytes) {
+void Digest::update(std::span<const std::byte> bytes) {
   if (bytes.empty()) return;
   if (EVP_DigestUpdate(state_->context.get(), bytes.data(), bytes.size()) != 1) {
-    throw std::runtime_error("OpenSSL sha256 update failed");
+    throw std::runtime_error("OpenSSL digest update failed");
   }
 }
 
-void Sha256::update(std::string_view text) {
+void Digest::update(std::string_view text) {
   update(std::as_bytes(std::span(text)));
 }
 
-std::string Sha256::hex_digest() {
+std::string Digest::hex_digest() {
   std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
   unsigned int length = 0;
   if (EVP_DigestFinal_ex(state_->context.get(), digest.data(), &length) != 1) {
-    throw std::runtime_error("OpenSSL sha256 final failed");
+    throw std::runtime_error("OpenSSL digest final failed");
   }
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;

@@ -95,9 +95,7 @@ std::vector<specs::Platform> runfile_only_platforms(const Build& build) {
     for (const auto& artifact : build.artifacts) {
       if (artifact.platform != platform) continue;
       // A runfile with its era's layout is unpacked like any archive (cuda_runfile.hpp).
-      const bool unpackable =
-          artifact.kind != ArtifactKind::runfile || artifact.layout != Layout::none;
-      (unpackable ? other : runfile) = true;
+      (specs::unpackable(artifact) ? other : runfile) = true;
     }
     if (runfile && !other) only.push_back(platform);
   }

@@ -97,8 +97,9 @@ bool is_runfile(const specs::Artifact& artifact) {
   return artifact.kind == specs::ArtifactKind::runfile;
 }
 
-// Runfiles count as xz: their payload's compression is only known from their header.
-bool is_xz(const specs::Artifact& artifact) {
+// Whether unpacking may run an xz decoder: runfiles too, whose payload's
+// compression only their header tells.
+bool needs_xz_slot(const specs::Artifact& artifact) {
   return artifact.format == "tar.xz" || artifact.format == "txz" || is_runfile(artifact);
 }
 
@@ -367,7 +368,7 @@ Result<void> apply_patches(const ArtifactTarget& target, const fs::path& destina
 Result<Unpacked> fetch_unpacked(const ArtifactTarget& target, const fs::path& destination,
                                 const FillContext& context, bool& unreachable) {
   const auto& artifact = target.artifact;
-  const SlotGuard slot(is_xz(artifact) ? context.xz_slots : nullptr);
+  const SlotGuard slot(needs_xz_slot(artifact) ? context.xz_slots : nullptr);
   auto stream = open_download(target, context);
   Unpacked unpacked;
   auto extracted =

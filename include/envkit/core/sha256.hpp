@@ -10,26 +10,39 @@
 #include <string>
 #include <string_view>
 
-// SHA-256, streaming (OpenSSL EVP behind it; no OpenSSL type in this header).
+// Streaming digests: SHA-256, and MD5 for makeself headers that state one (OpenSSL EVP
+// behind them; no OpenSSL type in this header).
 namespace envkit::core {
 
-class Sha256 {
+class Digest {
  public:
-  Sha256();
-  ~Sha256();
-  Sha256(Sha256&&) noexcept;
-  Sha256& operator=(Sha256&&) noexcept;
-  Sha256(const Sha256&) = delete;
-  Sha256& operator=(const Sha256&) = delete;
+  enum class Algorithm : std::uint8_t { sha256, md5 };
+
+  explicit Digest(Algorithm algorithm);
+  ~Digest();
+  Digest(Digest&&) noexcept;
+  Digest& operator=(Digest&&) noexcept;
+  Digest(const Digest&) = delete;
+  Digest& operator=(const Digest&) = delete;
 
   void update(std::span<const std::byte> bytes);
   void update(std::string_view text);
-  // The digest as 64 lowercase hex digits; the object starts over afterwards.
+  // The digest as lowercase hex digits; the object starts over afterwards.
   [[nodiscard]] std::string hex_digest();
 
  private:
   struct State;
   std::unique_ptr<State> state_;
+};
+
+class Sha256 : public Digest {
+ public:
+  Sha256() : Digest(Algorithm::sha256) {}
+};
+
+class Md5 : public Digest {
+ public:
+  Md5() : Digest(Algorithm::md5) {}
 };
 
 // The sha256 of `text` as 64 lowercase hex digits.

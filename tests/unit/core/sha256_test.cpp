@@ -38,3 +38,11 @@ TEST_CASE("a sha256 in Nix's base32 reads as the hex digest it is") {
   // The first character holds the top bits: above 256 bits is no sha256.
   CHECK_FALSE(nix_base32_sha256_to_hex("z6p3bv1lwmyqpxil8r951h385sy9asc578afrc7lssa68c71ydcj"));
 }
+
+TEST_CASE("md5 of known inputs (RFC 1321 vectors) streamed in pieces") {
+  envkit::core::Md5 md5;
+  CHECK(md5.hex_digest() == "d41d8cd98f00b204e9800998ecf8427e");
+  md5.update(std::string_view("a"));
+  md5.update(std::string_view("bc"));
+  CHECK(md5.hex_digest() == "900150983cd24fb0d6963f7d28e17f72");
+}
