@@ -125,7 +125,7 @@ std::optional<std::string> nvidia_unreachable(const std::string& url) {
   return std::nullopt;
 }
 
-TEST_CASE("live: NVIDIA's CUDA 10.0 runfile unpacks into a prefix whose nvcc compiles",
+TEST_CASE("live: NVIDIA's CUDA 10.0 runfile installs its runtime cuBLAS and nvcc into a prefix",
           "[cli][install][live][runfile]") {
   if (!live()) return;
   const std::string url =
