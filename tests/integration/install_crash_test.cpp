@@ -6,10 +6,9 @@
 #include <future>
 #include <set>
 
-#include "envkit/core/sha256.hpp"
-#include "envkit/store/records.hpp"
 #include "envkit/sys/fs.hpp"
 #include "install_support.hpp"
+#include "support/generation_check.hpp"
 #include "support/http_server.hpp"
 #include "support/temp_dir.hpp"
 
@@ -23,42 +22,16 @@ constexpr int kComponents = 24;
 constexpr int kFilesEach = 40;
 
 FixtureComponent component(int index, const std::string& release) {
-  FixtureComponent c{.name = "comp" + std::to_string(index), .version = release};
-  for (int i = 0; i < kFilesEach; ++i) {
-    c.files.push_back(
-        {.path = "include/comp" + std::to_string(index) + "/h" + std::to_string(i) + ".h",
-         .content = "// release " + release + " file " + std::to_string(i) + "\n" +
-                    std::string(2000, 'x')});
-  }
-  c.files.push_back({.path = "lib/libcomp" + std::to_string(index) + ".so." + release,
-                     .content = "release " + release + "\n"});
-  c.files.push_back({.path = "lib/libcomp" + std::to_string(index) + ".so",
-                     .symlink_target = "libcomp" + std::to_string(index) + ".so." + release});
-  return c;
+  return release_component(index, release, kFilesEach);
 }
 
 // The release every package of the prefix's generation was installed at,
 // after checking each file its receipts list against its recorded hash.
 std::string whole_generation(const fs::path& prefix) {
-  auto state = store::read_state(prefix);
-  REQUIRE(state);
-  REQUIRE(*state);
-  std::set<std::string> releases;
-  for (const auto& package : (*state)->packages) {
-    releases.insert(package.version);
-    for (const auto& file : package.files) {
-      const auto path = prefix / file.path;
-      if (file.type == archive::EntryType::file) {
-        auto content = sys::read_file(path);
-        REQUIRE(content);
-        REQUIRE(core::sha256_hex(*content) == file.sha256);
-      } else if (file.type == archive::EntryType::symlink) {
-        REQUIRE(fs::read_symlink(path).string() == file.link_target);
-      }
-    }
-  }
-  REQUIRE(releases.size() == 1);
-  return *releases.begin();
+  const auto check = check_generation(prefix);
+  INFO(check.problem.value_or(""));
+  REQUIRE(check.whole());
+  return check.release();
 }
 
 TEST_CASE("kill -9 at any moment of an install leaves a whole environment",
