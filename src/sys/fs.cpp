@@ -2,30 +2,59 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <random>
-#include <sstream>
 
 namespace envkit::sys {
 
 namespace fs = std::filesystem;
 
-Result<std::string> read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+Result<std::string> read_file(const fs::path& path, std::size_t max_bytes) {
+  const auto cannot_read = [&] {
     return Error::input(fmt::format("cannot read {}", path.string())).because(std::strerror(errno));
+  };
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused just below).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return cannot_read();
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const auto error = cannot_read();
+    ::close(fd);
+    return error;
   }
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) {
-    return Error::failed(fmt::format("cannot read {}", path.string()))
-        .because(std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Error::input(fmt::format("{} is not a regular file", path.string()))
+        .hint("envkit reads its inputs from files, not from devices, pipes or folders");
   }
-  return buffer.str();
+  // Reads at most one byte past the limit: /proc files state no size, and a file
+  // may grow while it is read.
+  std::string content;
+  char buffer[64 * 1024];
+  for (;;) {
+    const auto n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const auto error = cannot_read();
+      ::close(fd);
+      return error;
+    }
+    if (n == 0) break;
+    content.append(buffer, static_cast<std::size_t>(n));
+    if (content.size() > max_bytes) {
+      ::close(fd);
+      return Error::input(fmt::format("{} is larger than {} MiB, the most envkit reads from an "
+                                      "input file",
+                                      path.string(), max_bytes >> 20))
+          .hint("is this the file you meant?");
+    }
+  }
+  ::close(fd);
+  return content;
 }
 
 Result<void> write_file_atomic(const fs::path& path, std::string_view content) {

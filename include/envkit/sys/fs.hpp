@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -9,8 +10,14 @@
 
 namespace envkit::sys {
 
-// The whole file; errors name the path and the OS reason.
-[[nodiscard]] Result<std::string> read_file(const std::filesystem::path& path);
+// The most read_file takes by default: far above any file envkit reads (a recipe is
+// 50 KB, a big lock a few MB), far below what would exhaust memory.
+inline constexpr std::size_t kMaxInputFileBytes = std::size_t{64} << 20;
+
+// The whole file; errors name the path and the OS reason. Only regular files (a FIFO
+// or /dev/zero named as an input would never end), at most `max_bytes` of them.
+[[nodiscard]] Result<std::string> read_file(const std::filesystem::path& path,
+                                            std::size_t max_bytes = kMaxInputFileBytes);
 
 // Writes to a temporary file beside `path`, then renames it over `path`, so a
 // reader sees the old content or the new, never half of it.

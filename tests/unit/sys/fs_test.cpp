@@ -35,3 +35,31 @@ TEST_CASE("read_file names the path it could not read", "[sys][fs]") {
   REQUIRE_FALSE(result);
   CHECK(result.error().message() == "cannot read /nonexistent/envkit.yaml");
 }
+
+TEST_CASE("read_file refuses what never ends: a FIFO and a device", "[sys][fs]") {
+  TempDir dir;
+  const auto fifo = dir.path() / "envkit.yaml";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // Nobody writes to the FIFO: reading it would wait forever.
+  auto from_fifo = envkit::sys::read_file(fifo);
+  REQUIRE_FALSE(from_fifo);
+  CHECK(from_fifo.error().message() == fifo.string() + " is not a regular file");
+  auto from_zero = envkit::sys::read_file("/dev/zero");
+  REQUIRE_FALSE(from_zero);
+  CHECK(from_zero.error().message() == "/dev/zero is not a regular file");
+  auto from_dir = envkit::sys::read_file(dir.path());
+  CHECK_FALSE(from_dir);
+}
+
+TEST_CASE("read_file stops one byte past its limit", "[sys][fs]") {
+  TempDir dir;
+  const auto path = dir.path() / "envkit.lock";
+  REQUIRE(envkit::sys::write_file_atomic(path, std::string(3 << 20, 'x')).ok());
+  auto too_big = envkit::sys::read_file(path, std::size_t{2} << 20);
+  REQUIRE_FALSE(too_big);
+  CHECK(too_big.error().message() ==
+        path.string() + " is larger than 2 MiB, the most envkit reads from an input file");
+  CHECK(envkit::sys::read_file(path, std::size_t{3} << 20).value().size() == std::size_t{3} << 20);
+  // A /proc file states no size; it is read all the same.
+  CHECK_THAT(envkit::sys::read_file("/proc/self/status").value(), Catch::Contains("Name:"));
+}
