@@ -567,7 +567,8 @@ std::string write_facts(const Recipe& recipe) {
                          return yaml::scalar(v);
                        }));
   }
-  out += "versions:\n";
+  // `versions:` alone would read back as null, which the reader refuses.
+  out += recipe.versions.empty() ? "versions: []\n" : "versions:\n";
   for (const auto& version : recipe.versions) {
     out += fmt::format("  - version: {}\n", yaml::scalar(version.version.original()));
     if (version.release_date) {
