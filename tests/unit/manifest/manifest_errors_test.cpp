@@ -39,7 +39,7 @@ TEST_CASE("an unclosed brace is invalid YAML", "[manifest][errors][yaml]") {
 }
 
 TEST_CASE("an unclosed quote points at where the string starts", "[manifest][errors][yaml]") {
-  // yaml-cpp alone would read the rest of the file into the string.
+  // Located where the string opens, not at the end of the file where the parser notices.
   const auto text =
       GENERATE(as<std::string>{}, "name: demo\nframework: \"torch 2.1.*\nrequires:\n  cudnn: 8\n",
                "name: demo\nframework: 'torch 2.1.*\nrequires:\n  cudnn: 8\n\n\n",
