@@ -166,23 +166,23 @@ Error unknown_key(const yaml::Source& source, const yaml::Entry& entry) {
 Result<std::vector<std::string>> items_of(const Field& field, const yaml::Source& source,
                                           const yaml::Entry& entry) {
   const auto who = text::quoted(entry.key);
-  const auto wrong = [&](const YAML::Node& node, const YAML::Node& owner) {
-    const auto& at = node.IsNull() ? owner : node;
-    auto error = bad_value(field, who, yaml::describe(node),
-                           node.IsScalar() ? node.Scalar() : std::string());
+  const auto wrong = [&](const yaml::Node& node, const yaml::Node& owner) {
+    const auto& at = node.is_null() ? owner : node;
+    auto error =
+        bad_value(field, who, yaml::describe(node), node.is_scalar() ? node.text() : std::string());
     return error.at(source.at(at));
   };
-  const YAML::Node& value = entry.value;
+  const yaml::Node& value = entry.value;
   std::vector<std::string> items;
-  if (field.list && (value.IsNull() || value.IsSequence())) {
+  if (field.list && (value.is_null() || value.is_sequence())) {
     for (const auto& item : value) {
-      if (!item.IsScalar() || !accepts(field, item.Scalar())) return wrong(item, value);
-      items.push_back(item.Scalar());
+      if (!item.is_scalar() || !accepts(field, item.text())) return wrong(item, value);
+      items.push_back(item.text());
     }
     return items;
   }
-  if (!value.IsScalar() || !accepts(field, value.Scalar())) return wrong(value, entry.key_node);
-  items.push_back(value.Scalar());
+  if (!value.is_scalar() || !accepts(field, value.text())) return wrong(value, entry.key_node);
+  items.push_back(value.text());
   return items;
 }
 
@@ -244,8 +244,8 @@ Result<void> apply_file(Settings& settings, std::string_view text, const fs::pat
   const yaml::Source source(text, file.string());
   auto document = yaml::load_document(source);
   if (!document) return std::move(document).error();
-  if (document->IsNull()) return {};  // empty, or only comments
-  if (!document->IsMap()) {
+  if (document->is_null()) return {};  // empty, or only comments
+  if (!document->is_mapping()) {
     return Error::input(fmt::format("expected a mapping of settings such as `jobs: 8`, found {}",
                                     yaml::describe(*document)))
         .at(source.at(*document));
@@ -288,7 +288,7 @@ Result<Settings> load(const Files& files, const Lookup& lookup) {
   for (const auto& file : {files.user, std::optional(files.project)}) {
     std::error_code error;
     if (!file || !fs::exists(*file, error)) continue;
-    auto text = sys::read_file(*file);
+    auto text = yaml::read_file(*file);
     if (!text) return std::move(text).error();
     if (auto applied = apply_file(settings, *text, *file, lookup); !applied)
       return std::move(applied).error();

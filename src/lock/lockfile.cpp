@@ -152,10 +152,10 @@ void write_platform(std::string& out, const PlatformLock& platform) {
 // Where a value is; a missing value (`key:` and nothing) has no place of its
 // own, so its key stands in.
 SourceLocation where(const Source& source, const Entry& entry) {
-  return source.at(entry.value.IsNull() ? entry.key_node : entry.value);
+  return source.at(entry.value.is_null() ? entry.key_node : entry.value);
 }
 
-Error wrong(std::string_view what, std::string_view expected, const YAML::Node& found,
+Error wrong(std::string_view what, std::string_view expected, const yaml::Node& found,
             SourceLocation location) {
   return Error::input(fmt::format("{}: expected {}, found {}", text::quoted(what), expected,
                                   yaml::describe(found)))
@@ -193,11 +193,11 @@ struct Key {
 // Reads the entries of `node` through `keys`: unknown keys get a did-you-mean,
 // and the first required key that is missing is named, at `missing_at`, as
 // "<what> needs `key:`". `section` names the mapping in messages ("" at the top).
-Result<void> read_mapping(const Source& source, const YAML::Node& node,
+Result<void> read_mapping(const Source& source, const yaml::Node& node,
                           const SourceLocation& node_at, std::string_view section,
                           std::string_view what, const SourceLocation& missing_at,
                           const std::vector<Key>& keys) {
-  if (!node.IsMap()) return wrong(section, "a mapping", node, node_at);
+  if (!node.is_mapping()) return wrong(section, "a mapping", node, node_at);
   auto entries = yaml::entries_of(node, source, section);
   if (!entries) return entries.error();
   std::vector<bool> seen(keys.size(), false);
@@ -232,9 +232,9 @@ Result<void> read_mapping(const Source& source, const YAML::Node& node,
 // A list whose items are each read by `item`; a missing value (`key:` and
 // nothing) is an empty list.
 Result<void> read_list(const Source& source, const Entry& entry, std::string_view what,
-                       const std::function<Result<void>(const YAML::Node&)>& item) {
-  if (entry.value.IsNull()) return {};
-  if (!entry.value.IsSequence()) return wrong(source, entry, what, "a list");
+                       const std::function<Result<void>(const yaml::Node&)>& item) {
+  if (entry.value.is_null()) return {};
+  if (!entry.value.is_sequence()) return wrong(source, entry, what, "a list");
   for (const auto& node : entry.value) {
     if (auto read = item(node); !read) return read;
   }
@@ -243,17 +243,17 @@ Result<void> read_list(const Source& source, const Entry& entry, std::string_vie
 
 Result<std::string> read_text(const Source& source, const Entry& entry, std::string_view what,
                               std::string_view expected = "a string") {
-  if (!entry.value.IsScalar() || entry.value.Scalar().empty()) {
+  if (!entry.value.is_scalar() || entry.value.text().empty()) {
     return wrong(source, entry, what, expected);
   }
-  return entry.value.Scalar();
+  return entry.value.text();
 }
 
 // `version: 1`: the format of the lock.
 Result<int> read_format(const Source& source, const Entry& entry) {
   constexpr std::string_view expected = "a lock format number such as `1`";
-  if (!entry.value.IsScalar()) return wrong(source, entry, "version", expected);
-  const std::string& written = entry.value.Scalar();
+  if (!entry.value.is_scalar()) return wrong(source, entry, "version", expected);
+  const std::string& written = entry.value.text();
   const bool digits = !written.empty() && std::all_of(written.begin(), written.end(),
                                                       [](char c) { return c >= '0' && c <= '9'; });
   if (!digits) return wrong(source, entry, "version", expected);
@@ -276,15 +276,15 @@ Result<int> read_format(const Source& source, const Entry& entry) {
 // `sha256:<64 lowercase hex>`.
 Result<std::string> read_prefixed_hash(const Source& source, const Entry& entry,
                                        std::string_view what) {
-  if (!entry.value.IsScalar() || !is_prefixed_hash(entry.value.Scalar())) {
+  if (!entry.value.is_scalar() || !is_prefixed_hash(entry.value.text())) {
     return wrong(source, entry, what, "`sha256:` and 64 lowercase hex digits");
   }
-  return entry.value.Scalar();
+  return entry.value.text();
 }
 
 Result<void> read_recipes(const Source& source, const Entry& entry, Lockfile& lock) {
-  if (entry.value.IsNull()) return {};
-  if (!entry.value.IsMap()) {
+  if (entry.value.is_null()) return {};
+  if (!entry.value.is_mapping()) {
     return wrong(source, entry, "recipes", "a mapping of packages to recipe hashes");
   }
   auto recipes = yaml::entries_of(entry.value, source, "recipes");
@@ -313,7 +313,7 @@ Result<void> read_system(const Source& source, const Entry& entry, SystemAssumpt
         [&](const Entry& e) -> Result<void> {
           constexpr std::string_view expected = "`manifest`, `override`, `host` or `none`";
           const auto read =
-              e.value.IsScalar() ? specs::parse_fact_source(e.value.Scalar()) : std::nullopt;
+              e.value.is_scalar() ? specs::parse_fact_source(e.value.text()) : std::nullopt;
           if (!read) return wrong(source, e, "system.source", expected);
           system.source = *read;
           return {};
@@ -328,8 +328,8 @@ Result<void> read_system(const Source& source, const Entry& entry, SystemAssumpt
        {"cuda-arch", false,
         [&](const Entry& e) {
           return read_list(
-              source, e, "system.cuda-arch", [&](const YAML::Node& item) -> Result<void> {
-                auto cc = specs::ComputeCapability::parse(item.IsScalar() ? item.Scalar() : "");
+              source, e, "system.cuda-arch", [&](const yaml::Node& item) -> Result<void> {
+                auto cc = specs::ComputeCapability::parse(item.is_scalar() ? item.text() : "");
                 if (!cc) return located(cc.error(), "system.cuda-arch", source.at(item));
                 system.cuda_arch.push_back(*cc);
                 return {};
@@ -358,15 +358,15 @@ Result<std::string> read_url(const Source& source, const Entry& e) {
 }
 
 Result<std::string> read_sha256(const Source& source, const Entry& e) {
-  if (!e.value.IsScalar() || !core::is_sha256_hex(e.value.Scalar())) {
+  if (!e.value.is_scalar() || !core::is_sha256_hex(e.value.text())) {
     return wrong(source, e, "sha256", "64 lowercase hex digits");
   }
-  return e.value.Scalar();
+  return e.value.text();
 }
 
 Result<std::uint64_t> read_size(const Source& source, const Entry& e) {
   std::uint64_t size = 0;
-  const std::string& s = e.value.IsScalar() ? e.value.Scalar() : std::string();
+  const std::string& s = e.value.is_scalar() ? e.value.text() : std::string();
   const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), size);
   if (s.empty() || ec != std::errc() || ptr != s.data() + s.size()) {
     return wrong(source, e, "size", "a number of bytes");
@@ -388,21 +388,21 @@ std::function<Result<void>(const Entry&)> into(std::string& field, Reader reader
 // `components:` of a runfile: names, each once.
 Result<void> read_components(const Source& source, const Entry& entry,
                              std::vector<std::string>& out) {
-  return read_list(source, entry, "components", [&](const YAML::Node& item) -> Result<void> {
-    if (!item.IsScalar() || item.Scalar().empty()) {
+  return read_list(source, entry, "components", [&](const yaml::Node& item) -> Result<void> {
+    if (!item.is_scalar() || item.text().empty()) {
       return wrong("components", "a component name", item, source.at(item));
     }
-    if (std::find(out.begin(), out.end(), item.Scalar()) != out.end()) {
-      return Error::input(fmt::format("`components` names {} twice", text::quoted(item.Scalar())))
+    if (std::find(out.begin(), out.end(), item.text()) != out.end()) {
+      return Error::input(fmt::format("`components` names {} twice", text::quoted(item.text())))
           .at(source.at(item));
     }
-    out.push_back(item.Scalar());
+    out.push_back(item.text());
     return {};
   });
 }
 
 // One item of a runfile's `patches:`, applied in the order listed.
-Result<specs::RunfilePatch> read_patch(const Source& source, const YAML::Node& node) {
+Result<specs::RunfilePatch> read_patch(const Source& source, const yaml::Node& node) {
   specs::RunfilePatch patch;
   auto read = read_mapping(
       source, node, source.at(node), "patches", "a patch", source.at(node),
@@ -418,7 +418,7 @@ Result<specs::RunfilePatch> read_patch(const Source& source, const YAML::Node& n
   return patch;
 }
 
-Result<Artifact> read_artifact(const Source& source, const YAML::Node& node) {
+Result<Artifact> read_artifact(const Source& source, const yaml::Node& node) {
   Artifact a;
   const auto text_field = [&](std::string& field) {
     return [&](const Entry& e) -> Result<void> {
@@ -433,7 +433,7 @@ Result<Artifact> read_artifact(const Source& source, const YAML::Node& node) {
       {{"component", true, text_field(a.component)},
        {"kind", true,
         [&](const Entry& e) -> Result<void> {
-          auto kind = specs::parse_artifact_kind(e.value.IsScalar() ? e.value.Scalar() : "");
+          auto kind = specs::parse_artifact_kind(e.value.is_scalar() ? e.value.text() : "");
           if (!kind) return wrong(source, e, "kind", "archive, wheel, runfile or source");
           a.kind = *kind;
           return {};
@@ -441,7 +441,7 @@ Result<Artifact> read_artifact(const Source& source, const YAML::Node& node) {
        {"format", true, text_field(a.format)},
        {"layout", true,
         [&](const Entry& e) -> Result<void> {
-          auto layout = specs::parse_layout(e.value.IsScalar() ? e.value.Scalar() : "");
+          auto layout = specs::parse_layout(e.value.is_scalar() ? e.value.text() : "");
           if (!layout) {
             return wrong(source, e, "layout", specs::layout_choices());
           }
@@ -451,7 +451,7 @@ Result<Artifact> read_artifact(const Source& source, const YAML::Node& node) {
        {"wheel-root", false, text_field(a.wheel_root)},
        {"build-system", false,
         [&](const Entry& e) -> Result<void> {
-          auto build_system = specs::parse_build_system(e.value.IsScalar() ? e.value.Scalar() : "");
+          auto build_system = specs::parse_build_system(e.value.is_scalar() ? e.value.text() : "");
           if (!build_system) return wrong(source, e, "build-system", "configure or cmake");
           a.build_system = *build_system;
           return {};
@@ -468,7 +468,7 @@ Result<Artifact> read_artifact(const Source& source, const YAML::Node& node) {
           return {};
         }},
        {"patches", false, [&](const Entry& e) {
-          return read_list(source, e, "patches", [&](const YAML::Node& item) -> Result<void> {
+          return read_list(source, e, "patches", [&](const yaml::Node& item) -> Result<void> {
             auto patch = read_patch(source, item);
             if (!patch) return patch.error();
             a.patches.push_back(*std::move(patch));
@@ -479,8 +479,8 @@ Result<Artifact> read_artifact(const Source& source, const YAML::Node& node) {
   return a;
 }
 
-Result<LockedPackage> read_package(const Source& source, const YAML::Node& node,
-                                   YAML::Mark& name_mark) {
+Result<LockedPackage> read_package(const Source& source, const yaml::Node& node,
+                                   yaml::Mark& name_mark) {
   LockedPackage package{.name = {},
                         .version = specs::Version::from_release({0}),
                         .build = {},
@@ -494,13 +494,13 @@ Result<LockedPackage> read_package(const Source& source, const YAML::Node& node,
           auto name = read_text(source, e, "name", "a package name");
           if (!name) return name.error();
           package.name = *std::move(name);
-          name_mark = e.value.Mark();
+          name_mark = e.value.mark();
           return {};
         }},
        {"version", true,
         [&](const Entry& e) -> Result<void> {
-          if (!e.value.IsScalar()) return wrong(source, e, "version", "a version");
-          auto version = specs::Version::parse(e.value.Scalar());
+          if (!e.value.is_scalar()) return wrong(source, e, "version", "a version");
+          auto version = specs::Version::parse(e.value.text());
           if (!version) return located(version.error(), "version", source.at(e.value));
           package.version = *std::move(version);
           return {};
@@ -521,19 +521,19 @@ Result<LockedPackage> read_package(const Source& source, const YAML::Node& node,
         }},
        {"requires", false,
         [&](const Entry& e) -> Result<void> {
-          if (e.value.IsNull()) return {};
-          if (!e.value.IsMap()) {
+          if (e.value.is_null()) return {};
+          if (!e.value.is_mapping()) {
             return wrong(source, e, "requires", "a mapping of packages to version specifiers");
           }
           auto requirements = yaml::entries_of(e.value, source, "requires");
           if (!requirements) return requirements.error();
           for (const auto& requirement : *requirements) {
             const std::string what = path_of("requires", requirement.key);
-            const YAML::Node& value = requirement.value;
-            if (!value.IsNull() && !value.IsScalar()) {
+            const yaml::Node& value = requirement.value;
+            if (!value.is_null() && !value.is_scalar()) {
               return wrong(source, requirement, what, "a version specifier");
             }
-            const std::string spec_text = value.IsNull() ? "" : value.Scalar();
+            const std::string spec_text = value.is_null() ? "" : value.text();
             if (auto spec = specs::VersionSpec::parse(spec_text); !spec) {
               return located(spec.error(), what, where(source, requirement));
             }
@@ -542,7 +542,7 @@ Result<LockedPackage> read_package(const Source& source, const YAML::Node& node,
           return {};
         }},
        {"artifacts", false, [&](const Entry& e) {
-          return read_list(source, e, "artifacts", [&](const YAML::Node& item) -> Result<void> {
+          return read_list(source, e, "artifacts", [&](const yaml::Node& item) -> Result<void> {
             auto artifact = read_artifact(source, item);
             if (!artifact) return artifact.error();
             package.artifacts.push_back(*std::move(artifact));
@@ -553,7 +553,7 @@ Result<LockedPackage> read_package(const Source& source, const YAML::Node& node,
   return package;
 }
 
-Result<PythonWheel> read_python_wheel(const Source& source, const YAML::Node& node) {
+Result<PythonWheel> read_python_wheel(const Source& source, const yaml::Node& node) {
   PythonWheel wheel;
   const auto text = [&](std::string_view what) {
     return [&source, what](const Entry& e) { return read_text(source, e, what); };
@@ -564,7 +564,7 @@ Result<PythonWheel> read_python_wheel(const Source& source, const YAML::Node& no
        {"version", true, into(wheel.version, text("version"))},
        {"kind", false,
         [&](const Entry& e) -> Result<void> {
-          auto kind = parse_distribution(e.value.IsScalar() ? e.value.Scalar() : "");
+          auto kind = parse_distribution(e.value.is_scalar() ? e.value.text() : "");
           if (!kind) return wrong(source, e, "kind", "wheel or sdist");
           wheel.kind = *kind;
           return {};
@@ -598,7 +598,7 @@ Result<PythonClosure> read_python(const Source& source, const Entry& entry) {
        {"python", true, into(python.python, text("python.python"))},
        {"packages", true, [&](const Entry& e) {
           return read_list(
-              source, e, "python.packages", [&](const YAML::Node& item) -> Result<void> {
+              source, e, "python.packages", [&](const yaml::Node& item) -> Result<void> {
                 auto wheel = read_python_wheel(source, item);
                 if (!wheel) return wheel.error();
                 const SourceLocation at = source.at(item);
@@ -617,29 +617,29 @@ Result<PythonClosure> read_python(const Source& source, const Entry& entry) {
   return python;
 }
 
-Result<PlatformLock> read_platform(const Source& source, const YAML::Node& node,
-                                   YAML::Mark& platform_mark) {
+Result<PlatformLock> read_platform(const Source& source, const yaml::Node& node,
+                                   yaml::Mark& platform_mark) {
   PlatformLock platform;
-  std::vector<YAML::Mark> name_marks;  // where each package's name is written
+  std::vector<yaml::Mark> name_marks;  // where each package's name is written
   auto read = read_mapping(
       source, node, source.at(node), "platforms", "a platform entry", source.at(node),
       {{"platform", true,
         [&](const Entry& e) -> Result<void> {
-          if (!e.value.IsScalar()) return wrong(source, e, "platform", "a platform");
-          auto parsed = specs::parse_platform(e.value.Scalar());
+          if (!e.value.is_scalar()) return wrong(source, e, "platform", "a platform");
+          auto parsed = specs::parse_platform(e.value.text());
           if (!parsed) {
             Error error = parsed.error();
             error.at(source.at(e.value));
             return error;
           }
           platform.platform = *parsed;
-          platform_mark = e.value.Mark();
+          platform_mark = e.value.mark();
           return {};
         }},
        {"packages", true,
         [&](const Entry& e) {
-          return read_list(source, e, "packages", [&](const YAML::Node& item) -> Result<void> {
-            YAML::Mark name_mark;
+          return read_list(source, e, "packages", [&](const yaml::Node& item) -> Result<void> {
+            yaml::Mark name_mark;
             auto package = read_package(source, item, name_mark);
             if (!package) return package.error();
             platform.packages.push_back(*std::move(package));
@@ -679,8 +679,8 @@ Result<PlatformLock> read_platform(const Source& source, const YAML::Node& node,
 
 Result<void> read_platforms(const Source& source, const Entry& entry, Lockfile& lock) {
   std::map<specs::Platform, int> first_line;
-  return read_list(source, entry, "platforms", [&](const YAML::Node& item) -> Result<void> {
-    YAML::Mark platform_mark;
+  return read_list(source, entry, "platforms", [&](const yaml::Node& item) -> Result<void> {
+    yaml::Mark platform_mark;
     auto platform = read_platform(source, item, platform_mark);
     if (!platform) return platform.error();
     const SourceLocation at = source.at(platform_mark);
@@ -700,13 +700,13 @@ Result<void> read_platforms(const Source& source, const Entry& entry, Lockfile& 
 Result<Lockfile> read_lock(const Source& source) {
   auto document = yaml::load_document(source);
   if (!document) return document.error();
-  const YAML::Node& root = *document;
-  if (root.IsNull()) {
+  const yaml::Node& root = *document;
+  if (root.is_null()) {
     return Error::input("the lock file is empty")
         .at(source.whole_file())
         .hint("run `envkit lock` to write it");
   }
-  if (!root.IsMap()) {
+  if (!root.is_mapping()) {
     return Error::input(fmt::format("expected a mapping of lock keys such as `version:`, found {}",
                                     yaml::describe(root)))
         .at(source.at(root));
@@ -828,7 +828,7 @@ std::string write(const Lockfile& lockfile) {
 
 Result<Lockfile> parse(std::string_view text, std::string_view file) {
   const Source source(text, file);
-  // yaml-cpp reports through exceptions; none may leave this module.
+  // Bad input is an Error, never an exception; a bug must not leave this module either.
   try {
     return read_lock(source);
   } catch (const std::exception& exception) {
@@ -843,7 +843,7 @@ Result<Lockfile> load(const fs::path& path) {
     return Error::input(fmt::format("{} does not exist", path.string()))
         .hint("run `envkit lock` to write it");
   }
-  auto text = sys::read_file(path);
+  auto text = yaml::read_file(path);
   if (!text) return text.error();
   return parse(*text, path.string());
 }

@@ -31,12 +31,12 @@ using yaml::Source;
 
 // Where a value is; a missing value (`key:` and nothing) has no place of its
 // own, so its owner (the key, or the list) stands in.
-SourceLocation where(const Source& source, const YAML::Node& value, const YAML::Node& owner) {
-  return source.at(value.IsNull() ? owner : value);
+SourceLocation where(const Source& source, const yaml::Node& value, const yaml::Node& owner) {
+  return source.at(value.is_null() ? owner : value);
 }
 
 // "`system.driver`: expected a version specifier ..., found a list".
-Error wrong_value(std::string_view path, std::string_view expected, const YAML::Node& found,
+Error wrong_value(std::string_view path, std::string_view expected, const yaml::Node& found,
                   SourceLocation location) {
   return Error::input(fmt::format("{}: expected {}, found {}", text::quoted(path), expected,
                                   yaml::describe(found)))
@@ -97,7 +97,7 @@ Error unknown_key(const Source& source, const Entry& entry, std::string_view sec
 }
 
 template <class Target, std::size_t N>
-Result<void> read_fields(const YAML::Node& mapping, const Source& source, std::string_view section,
+Result<void> read_fields(const yaml::Node& mapping, const Source& source, std::string_view section,
                          const Field<Target> (&fields)[N], Target& target) {
   auto entries = yaml::entries_of(mapping, source, section);
   if (!entries) return entries.error();
@@ -115,8 +115,8 @@ Result<void> read_fields(const YAML::Node& mapping, const Source& source, std::s
 template <class Target, std::size_t N>
 Result<void> read_section(const Entry& entry, const Source& source, std::string_view expected,
                           const Field<Target> (&fields)[N], Target& target) {
-  if (entry.value.IsNull()) return {};
-  if (!entry.value.IsMap()) return wrong_value(source, entry, entry.key, expected);
+  if (entry.value.is_null()) return {};
+  if (!entry.value.is_mapping()) return wrong_value(source, entry, entry.key, expected);
   return read_fields(entry.value, source, entry.key, fields, target);
 }
 
@@ -127,11 +127,11 @@ template <class ReadItem>
 Result<void> read_one_or_list(const Entry& entry, const Source& source, std::string_view path,
                               std::string_view expected, std::string_view expected_item,
                               ReadItem read_item) {
-  const YAML::Node& value = entry.value;
-  if (value.IsScalar()) return read_item(value);
-  if (!value.IsSequence()) return wrong_value(source, entry, path, expected);
+  const yaml::Node& value = entry.value;
+  if (value.is_scalar()) return read_item(value);
+  if (!value.is_sequence()) return wrong_value(source, entry, path, expected);
   for (const auto& item : value) {
-    if (!item.IsScalar()) {
+    if (!item.is_scalar()) {
       return wrong_value(path, expected_item, item, where(source, item, value));
     }
     if (auto read = read_item(item); !read) return read;
@@ -155,7 +155,7 @@ std::string_view failing_clause(std::string_view written) {
 // specs' reason, prefixed with where it was written; specs' message names the
 // bad clause, so the whole specifier is added when it has more than one.
 // `written` is the specifier's text, `offset` characters into the scalar.
-Error invalid_spec(const Source& source, const YAML::Node& value, std::string_view path,
+Error invalid_spec(const Source& source, const yaml::Node& value, std::string_view path,
                    std::string_view written, std::size_t offset, const Error& reason) {
   const bool one_clause = written.find(',') == std::string_view::npos;
   Error error =
@@ -177,12 +177,12 @@ Error invalid_spec(const Source& source, const YAML::Node& value, std::string_vi
 }
 
 // A version specifier in envkit syntax (a bare `12.1` means `==12.1.*`).
-Result<specs::VersionSpec> read_spec(const Source& source, const YAML::Node& value,
+Result<specs::VersionSpec> read_spec(const Source& source, const yaml::Node& value,
                                      SourceLocation location, std::string_view path,
                                      std::string_view expected) {
-  if (!value.IsScalar()) return wrong_value(path, expected, value, std::move(location));
-  auto spec = specs::VersionSpec::parse(value.Scalar(), specs::SpecSyntax::envkit);
-  if (!spec) return invalid_spec(source, value, path, value.Scalar(), 0, spec.error());
+  if (!value.is_scalar()) return wrong_value(path, expected, value, std::move(location));
+  auto spec = specs::VersionSpec::parse(value.text(), specs::SpecSyntax::envkit);
+  if (!spec) return invalid_spec(source, value, path, value.text(), 0, spec.error());
   return spec;
 }
 
@@ -192,10 +192,10 @@ Result<specs::VersionSpec> read_spec(const Source& source, const Entry& entry,
 }
 
 Result<void> read_name(const Entry& entry, const Source& source, Manifest& manifest) {
-  if (!entry.value.IsScalar() || entry.value.Scalar().empty()) {
+  if (!entry.value.is_scalar() || entry.value.text().empty()) {
     return wrong_value(source, entry, "name", "a project name");
   }
-  manifest.name = entry.value.Scalar();
+  manifest.name = entry.value.text();
   return {};
 }
 
@@ -221,12 +221,12 @@ Error empty_framework(const Source& source, const Entry& entry) {
 }
 
 Result<void> read_framework(const Entry& entry, const Source& source, Manifest& manifest) {
-  const YAML::Node& value = entry.value;
-  if (value.IsNull()) return empty_framework(source, entry);
-  if (!value.IsScalar()) return wrong_value(source, entry, "framework", kFrameworkExpected);
-  if (text::trim(value.Scalar()).empty()) return empty_framework(source, entry);
+  const yaml::Node& value = entry.value;
+  if (value.is_null()) return empty_framework(source, entry);
+  if (!value.is_scalar()) return wrong_value(source, entry, "framework", kFrameworkExpected);
+  if (text::trim(value.text()).empty()) return empty_framework(source, entry);
 
-  const auto [name, spec_text] = split_framework(value.Scalar());
+  const auto [name, spec_text] = split_framework(value.text());
   if (name.empty()) return wrong_value(source, entry, "framework", kFrameworkExpected);
   auto package = framework_name(name);
   if (!package) return framework_error(source, entry, package.error());
@@ -235,7 +235,7 @@ Result<void> read_framework(const Entry& entry, const Source& source, Manifest& 
   if (!spec_text.empty()) {
     auto spec = specs::VersionSpec::parse(spec_text, specs::SpecSyntax::envkit);
     if (!spec) {
-      const auto offset = static_cast<std::size_t>(spec_text.data() - value.Scalar().data());
+      const auto offset = static_cast<std::size_t>(spec_text.data() - value.text().data());
       return invalid_spec(source, value, "framework", spec_text, offset, spec.error());
     }
     framework.spec = *std::move(spec);
@@ -280,8 +280,8 @@ Result<std::string> read_package_key(const Entry& entry, const Source& source,
 
 Result<std::vector<Entry>> package_entries(const Entry& entry, const Source& source,
                                            std::string_view expected) {
-  if (entry.value.IsNull()) return std::vector<Entry>{};
-  if (!entry.value.IsMap()) return wrong_value(source, entry, entry.key, expected);
+  if (entry.value.is_null()) return std::vector<Entry>{};
+  if (!entry.value.is_mapping()) return wrong_value(source, entry, entry.key, expected);
   return yaml::entries_of(entry.value, source, entry.key);
 }
 
@@ -295,7 +295,7 @@ Result<void> read_requires(const Entry& entry, const Source& source, Manifest& m
     if (!name) return name.error();
     // `cudnn:` with no specifier: any version.
     specs::VersionSpec spec;
-    if (!package.value.IsNull()) {
+    if (!package.value.is_null()) {
       auto read = read_spec(source, package, path_of("requires", *name),
                             "a version specifier such as `>=8.9,<9`");
       if (!read) return read.error();
@@ -314,11 +314,11 @@ constexpr std::string_view kExternalHint =
 Result<ExternalSource> read_external_source(const Entry& entry, const Source& source,
                                             std::string_view path) {
   constexpr std::string_view expected = "a version, `system` or a path";
-  const YAML::Node& value = entry.value;
-  if (!value.IsScalar() || text::trim(value.Scalar()).empty()) {
+  const yaml::Node& value = entry.value;
+  if (!value.is_scalar() || text::trim(value.text()).empty()) {
     return wrong_value(source, entry, path, expected).hint(std::string(kExternalHint));
   }
-  const std::string_view written = text::trim(value.Scalar());
+  const std::string_view written = text::trim(value.text());
   if (text::iequals(written, "system")) return ExternalSource{ExternalSystem{}};
   if (written.find_first_of("/\\") != std::string_view::npos) {
     return ExternalSource{ExternalPath{fs::path(written)}};
@@ -350,14 +350,14 @@ Result<void> read_external(const Entry& entry, const Source& source, Manifest& m
 // ---------------------------------------------------------------- platforms
 
 Result<void> read_platforms(const Entry& entry, const Source& source, Manifest& manifest) {
-  if (entry.value.IsSequence() && entry.value.size() == 0) {
+  if (entry.value.is_sequence() && entry.value.size() == 0) {
     return wrong_value(source, entry, "platforms", "at least one platform")
         .hint("leave out `platforms:` to lock for this machine's platform");
   }
   return read_one_or_list(
       entry, source, "platforms", "a platform or a list of platforms, such as `[linux-x86_64]`",
-      "a platform such as `linux-x86_64`", [&](const YAML::Node& item) -> Result<void> {
-        auto platform = specs::parse_platform(item.Scalar());
+      "a platform such as `linux-x86_64`", [&](const yaml::Node& item) -> Result<void> {
+        auto platform = specs::parse_platform(item.text());
         if (!platform) return located(platform.error(), source.at(item));
         // Listing a platform twice asks for nothing more: keep the first.
         if (std::find(manifest.platforms.begin(), manifest.platforms.end(), *platform) ==
@@ -389,8 +389,8 @@ Result<void> read_cuda_arch(const Entry& entry, const Source& source, SystemSect
   auto read = read_one_or_list(
       entry, source, "system.cuda-arch",
       "a compute capability or a list of them, such as `[\"8.0\", \"9.0\"]`",
-      "a compute capability such as `8.0`", [&](const YAML::Node& item) -> Result<void> {
-        auto capability = specs::ComputeCapability::parse(item.Scalar());
+      "a compute capability such as `8.0`", [&](const yaml::Node& item) -> Result<void> {
+        auto capability = specs::ComputeCapability::parse(item.text());
         if (!capability) return located(capability.error(), source.at(item));
         system.cuda_arch.push_back(*capability);
         return {};
@@ -430,7 +430,7 @@ std::optional<int> positive_integer(std::string_view text) {
 
 Result<void> read_steps(const Entry& entry, const Source& source, SmokeOptions& smoke) {
   const auto steps =
-      entry.value.IsScalar() ? positive_integer(entry.value.Scalar()) : std::optional<int>{};
+      entry.value.is_scalar() ? positive_integer(entry.value.text()) : std::optional<int>{};
   if (!steps) {
     return wrong_value(source, entry, "smoke.steps", "a positive integer")
         .hint(fmt::format("a number of training steps from 1 to {}, such as `200`",
@@ -455,8 +455,8 @@ Result<void> read_python_requirements(const Entry& entry, const Source& source,
                                       Manifest& manifest) {
   constexpr std::string_view path = "python-requirements";
   return read_one_or_list(entry, source, path, "a file name or a list of file names", "a file name",
-                          [&](const YAML::Node& item) -> Result<void> {
-                            const std::string& file = item.Scalar();
+                          [&](const yaml::Node& item) -> Result<void> {
+                            const std::string& file = item.text();
                             if (text::trim(file).empty()) {
                               return wrong_value(path, "a file name", item, source.at(item));
                             }
@@ -474,8 +474,8 @@ Result<void> read_indexes(const Entry& entry, const Source& source, Manifest& ma
   constexpr std::string_view path = "indexes";
   return read_one_or_list(
       entry, source, path, "an index URL or a list of them", "an index URL",
-      [&](const YAML::Node& item) -> Result<void> {
-        const std::string written(text::trim(item.Scalar()));
+      [&](const yaml::Node& item) -> Result<void> {
+        const std::string written(text::trim(item.text()));
         if (!written.starts_with("http://") && !written.starts_with("https://") &&
             !written.starts_with("file://")) {
           return wrong_value(path, "an index URL such as `https://pypi.org/simple`", item,
@@ -501,7 +501,7 @@ Result<void> read_indexes(const Entry& entry, const Source& source, Manifest& ma
 
 Result<void> read_only_binary(const Entry& entry, const Source& source, Manifest& manifest) {
   const auto& value = entry.value;
-  const std::string text = value.IsScalar() ? value.Scalar() : "";
+  const std::string text = value.is_scalar() ? value.text() : "";
   if (text != "true" && text != "false") {
     return wrong_value(source, entry, "only-binary", "`true` or `false`")
         .hint("`only-binary: true` locks wheels only; `false` (the default) also sdists");
@@ -523,15 +523,15 @@ constexpr Field<Manifest> kManifestFields[] = {
 Result<Manifest> read_manifest(const Source& source) {
   auto document = yaml::load_document(source);
   if (!document) return document.error();
-  const YAML::Node& root = *document;
-  if (root.IsNull()) {
+  const yaml::Node& root = *document;
+  if (root.is_null()) {
     return Error::input("manifest is empty")
         .at(source.whole_file())
         .hint(
             "write what the project needs, such as `framework: torch 2.1.*`, or list its "
             "packages under `requires:`");
   }
-  if (!root.IsMap()) {
+  if (!root.is_mapping()) {
     return Error::input(fmt::format("expected a mapping of manifest keys such as `framework:`, "
                                     "found {}",
                                     yaml::describe(root)))
@@ -583,7 +583,7 @@ Result<std::string> framework_name(std::string_view name) {
 
 Result<Manifest> parse(std::string_view text, std::string_view file) {
   const Source source(text, file);
-  // yaml-cpp reports through exceptions; none may leave this module.
+  // Bad input is an Error, never an exception; a bug must not leave this module either.
   try {
     return read_manifest(source);
   } catch (const std::exception& exception) {
@@ -593,7 +593,7 @@ Result<Manifest> parse(std::string_view text, std::string_view file) {
 }
 
 Result<Manifest> load(const fs::path& path) {
-  auto text = sys::read_file(path);
+  auto text = yaml::read_file(path);
   if (!text) return text.error();
   auto manifest = parse(*text, path.string());
   if (manifest && manifest->name.empty()) manifest->name = directory_name(path);

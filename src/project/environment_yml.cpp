@@ -1,63 +1,63 @@
-// environment.yml: conda dependencies and their `pip:` list, read with yaml-cpp.
+// environment.yml: conda dependencies and their `pip:` list, read with envkit's YAML tree.
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 #include "envkit/core/text.hpp"
 #include "envkit/project/project_files.hpp"
 #include "pip_lines.hpp"
+#include "yaml_source.hpp"
 
 namespace envkit::project {
 
 namespace {
 
-SourceLocation location(std::string_view file, const YAML::Mark& mark) {
-  return {std::string(file), mark.line + 1, mark.column + 1};
+SourceLocation location(std::string_view file, const yaml::Mark& mark) {
+  return {std::string(file), mark.line, mark.column};
 }
 
-Error wrong_value(std::string_view file, const YAML::Node& node, std::string_view key,
+Error wrong_value(std::string_view file, const yaml::Node& node, std::string_view key,
                   std::string_view expected) {
   return Error::input(fmt::format("{}: expected {}", text::quoted(key), expected))
-      .at(location(file, node.Mark()));
+      .at(location(file, node.mark()));
 }
 
-Result<void> read_pip_list(const YAML::Node& list, std::string_view file, FileRequirements& out) {
-  if (!list.IsSequence()) return wrong_value(file, list, "dependencies.pip", "a list of strings");
+Result<void> read_pip_list(const yaml::Node& list, std::string_view file, FileRequirements& out) {
+  if (!list.is_sequence()) return wrong_value(file, list, "dependencies.pip", "a list of strings");
   for (const auto& line : list) {
-    if (!line.IsScalar()) {
+    if (!line.is_scalar()) {
       return wrong_value(file, line, "dependencies.pip", "a list of strings");
     }
-    if (auto added = add_pip_line(line.Scalar(), location(file, line.Mark()), out); !added) {
+    if (auto added = add_pip_line(line.text(), location(file, line.mark()), out); !added) {
       return added;
     }
   }
   return {};
 }
 
-Result<void> read_dependency(const YAML::Node& item, std::string_view file, FileRequirements& out) {
-  if (item.IsScalar()) {
-    auto requirement = parse_conda_spec(item.Scalar(), location(file, item.Mark()));
+Result<void> read_dependency(const yaml::Node& item, std::string_view file, FileRequirements& out) {
+  if (item.is_scalar()) {
+    auto requirement = parse_conda_spec(item.text(), location(file, item.mark()));
     if (!requirement) return std::move(requirement).error();
     out.requirements.push_back(std::move(requirement).value());
     return {};
   }
-  if (item.IsMap() && item["pip"]) return read_pip_list(item["pip"], file, out);
+  if (const yaml::Node* pip = item.find("pip")) return read_pip_list(*pip, file, out);
   return wrong_value(file, item, "dependencies",
                      "conda packages such as `pytorch=2.1`, or a `pip:` list");
 }
 
-Result<FileRequirements> read_environment(const YAML::Node& root, std::string_view file) {
+Result<FileRequirements> read_environment(const yaml::Node& root, std::string_view file) {
   FileRequirements out;
-  if (root.IsNull()) return out;
-  if (!root.IsMap()) {
+  if (root.is_null()) return out;
+  if (!root.is_mapping()) {
     return Error::input("expected a conda environment: a mapping with `dependencies:`")
-        .at(location(file, root.Mark()));
+        .at(location(file, root.mark()));
   }
-  const YAML::Node dependencies = root["dependencies"];
-  if (!dependencies || dependencies.IsNull()) return out;
-  if (!dependencies.IsSequence()) {
-    return wrong_value(file, dependencies, "dependencies", "a list of packages");
+  const yaml::Node* dependencies = root.find("dependencies");
+  if (dependencies == nullptr || dependencies->is_null()) return out;
+  if (!dependencies->is_sequence()) {
+    return wrong_value(file, *dependencies, "dependencies", "a list of packages");
   }
-  for (const auto& item : dependencies) {
+  for (const auto& item : *dependencies) {
     if (auto read = read_dependency(item, file, out); !read) return std::move(read).error();
   }
   return out;
@@ -66,23 +66,16 @@ Result<FileRequirements> read_environment(const YAML::Node& root, std::string_vi
 }  // namespace
 
 bool is_conda_environment(std::string_view text) {
-  try {
-    const YAML::Node root = YAML::Load(std::string(text));
-    return root.IsMap() && root["dependencies"] && root["dependencies"].IsSequence();
-  } catch (const YAML::Exception&) {
-    return false;
-  }
+  const auto root = yaml::load_document(yaml::Source(text, ""));
+  if (!root) return false;
+  const yaml::Node* dependencies = root->find("dependencies");
+  return dependencies != nullptr && dependencies->is_sequence();
 }
 
 Result<FileRequirements> parse_environment_yml(std::string_view text, std::string_view file) {
-  // yaml-cpp reports through exceptions; none may leave this module.
-  try {
-    const YAML::Node root = YAML::Load(std::string(text));
-    return read_environment(root, file);
-  } catch (const YAML::Exception& error) {
-    return Error::input(fmt::format("malformed YAML: {}", error.msg))
-        .at(location(file, error.mark));
-  }
+  auto root = yaml::load_document(yaml::Source(text, file));
+  if (!root) return std::move(root).error();
+  return read_environment(*root, file);
 }
 
 }  // namespace envkit::project

@@ -13,6 +13,7 @@
 #include "envkit/core/sha256.hpp"
 #include "envkit/core/text.hpp"
 #include "envkit/sys/fs.hpp"
+#include "yaml_source.hpp"
 
 namespace envkit::recipes {
 
@@ -53,7 +54,7 @@ void prefer_prebuilt(Recipe& recipe) {
 
 // Reads a facts file of package `name` (`<name>.yaml` or its overlay).
 Result<Recipe> read_facts_file(const fs::path& path, std::string_view name) {
-  auto text = sys::read_file(path);
+  auto text = yaml::read_file(path);
   if (!text) return text.error();
   auto recipe = read_facts(*text, path.string());
   if (!recipe) return recipe;
@@ -83,7 +84,7 @@ Result<void> hash_file(core::Sha256& hash, const fs::path& dir, const fs::path& 
   const fs::path path = dir / relative;
   std::error_code ec;
   if (!required && !fs::exists(path, ec)) return {};
-  auto bytes = sys::read_file(path);
+  auto bytes = yaml::read_file(path);
   if (!bytes) return bytes.error();
   hash.update(relative.generic_string());
   hash.update(std::string_view("\0", 1));
@@ -96,7 +97,7 @@ Result<void> hash_file(core::Sha256& hash, const fs::path& dir, const fs::path& 
 Result<void> add_artifacts_from(const fs::path& path, Recipe& recipe) {
   std::error_code ec;
   if (!fs::exists(path, ec)) return {};
-  auto text = sys::read_file(path);
+  auto text = yaml::read_file(path);
   if (!text) return text.error();
   return read_artifacts(*text, path.string(), recipe);
 }

@@ -122,7 +122,7 @@ void write_artifact(std::string& out, const std::string& build_id, const Artifac
 
 // ------------------------------------------------------------------ reading
 
-Error wrong(const Source& source, const YAML::Node& node, std::string_view what,
+Error wrong(const Source& source, const yaml::Node& node, std::string_view what,
             std::string_view expected) {
   return Error::input(
              fmt::format("`{}`: expected {}, found {}", what, expected, yaml::describe(node)))
@@ -130,14 +130,14 @@ Error wrong(const Source& source, const YAML::Node& node, std::string_view what,
 }
 
 Result<std::string> read_text(const Source& source, const Entry& entry, std::string_view what) {
-  if (!entry.value.IsScalar()) return wrong(source, entry.value, what, "a string");
-  return entry.value.Scalar();
+  if (!entry.value.is_scalar()) return wrong(source, entry.value, what, "a string");
+  return entry.value.text();
 }
 
-Result<specs::Version> read_version(const Source& source, const YAML::Node& node,
+Result<specs::Version> read_version(const Source& source, const yaml::Node& node,
                                     std::string_view what) {
-  if (!node.IsScalar()) return wrong(source, node, what, "a version");
-  auto version = specs::Version::parse(node.Scalar());
+  if (!node.is_scalar()) return wrong(source, node, what, "a version");
+  auto version = specs::Version::parse(node.text());
   if (!version) {
     Error error = version.error();
     return Error::input(fmt::format("`{}`: {}", what, error.message()))
@@ -147,9 +147,9 @@ Result<specs::Version> read_version(const Source& source, const YAML::Node& node
   return version;
 }
 
-Result<specs::Platform> read_platform(const Source& source, const YAML::Node& node) {
-  if (!node.IsScalar()) return wrong(source, node, "platform", "a platform");
-  auto platform = specs::parse_platform(node.Scalar());
+Result<specs::Platform> read_platform(const Source& source, const yaml::Node& node) {
+  if (!node.is_scalar()) return wrong(source, node, "platform", "a platform");
+  auto platform = specs::parse_platform(node.text());
   if (!platform) {
     Error error = platform.error();
     error.at(source.at(node));
@@ -160,9 +160,9 @@ Result<specs::Platform> read_platform(const Source& source, const YAML::Node& no
 
 // Dispatches each key of a mapping to its reader; unknown keys get a did-you-mean.
 using KeyReader = std::function<Result<void>(const Entry&)>;
-Result<void> read_mapping(const Source& source, const YAML::Node& node, std::string_view section,
+Result<void> read_mapping(const Source& source, const yaml::Node& node, std::string_view section,
                           const std::vector<std::pair<std::string_view, KeyReader>>& readers) {
-  if (!node.IsMap()) return wrong(source, node, section, "a mapping");
+  if (!node.is_mapping()) return wrong(source, node, section, "a mapping");
   auto entries = yaml::entries_of(node, source, section);
   if (!entries) return entries.error();
   for (const auto& entry : *entries) {
@@ -188,8 +188,8 @@ Result<void> read_mapping(const Source& source, const YAML::Node& node, std::str
 }
 
 Result<void> read_list(const Source& source, const Entry& entry,
-                       const std::function<Result<void>(const YAML::Node&)>& item) {
-  if (!entry.value.IsSequence()) return wrong(source, entry.value, entry.key, "a list");
+                       const std::function<Result<void>(const yaml::Node&)>& item) {
+  if (!entry.value.is_sequence()) return wrong(source, entry.value, entry.key, "a list");
   for (const auto& node : entry.value) {
     if (auto read = item(node); !read) return read;
   }
@@ -200,9 +200,9 @@ Result<void> read_list(const Source& source, const Entry& entry,
 // error that says what was `expected`.
 Result<void> read_scalars(const Source& source, const Entry& entry, std::string_view expected,
                           std::vector<std::string>& out) {
-  return read_list(source, entry, [&](const YAML::Node& item) -> Result<void> {
-    if (!item.IsScalar()) return wrong(source, item, entry.key, expected);
-    out.push_back(item.Scalar());
+  return read_list(source, entry, [&](const yaml::Node& item) -> Result<void> {
+    if (!item.is_scalar()) return wrong(source, item, entry.key, expected);
+    out.push_back(item.text());
     return {};
   });
 }
@@ -210,11 +210,12 @@ Result<void> read_scalars(const Source& source, const Entry& entry, std::string_
 // A version per platform: `min-driver:`, `min-driver-compat:`, `min-glibc:`.
 Result<void> read_platform_versions(const Source& source, const Entry& entry,
                                     std::map<specs::Platform, specs::Version>& out) {
-  if (!entry.value.IsMap()) return wrong(source, entry.value, entry.key, "a mapping of platforms");
-  for (const auto& pair : entry.value) {
-    auto platform = read_platform(source, pair.first);
+  if (!entry.value.is_mapping())
+    return wrong(source, entry.value, entry.key, "a mapping of platforms");
+  for (std::size_t i = 0; i < entry.value.size(); ++i) {
+    auto platform = read_platform(source, entry.value.key(i));
     if (!platform) return platform.error();
-    auto driver = read_version(source, pair.second, entry.key);
+    auto driver = read_version(source, entry.value.value(i), entry.key);
     if (!driver) return driver.error();
     out.insert_or_assign(*platform, *std::move(driver));
   }
@@ -223,8 +224,8 @@ Result<void> read_platform_versions(const Source& source, const Entry& entry,
 
 Result<void> read_string_map(
     const Source& source, const Entry& entry,
-    const std::function<Result<void>(const std::string&, const YAML::Node&)>& item) {
-  if (!entry.value.IsMap()) return wrong(source, entry.value, entry.key, "a mapping");
+    const std::function<Result<void>(const std::string&, const yaml::Node&)>& item) {
+  if (!entry.value.is_mapping()) return wrong(source, entry.value, entry.key, "a mapping");
   auto entries = yaml::entries_of(entry.value, source, entry.key);
   if (!entries) return entries.error();
   for (const auto& e : *entries) {
@@ -237,11 +238,11 @@ Result<void> read_string_map(
 // each package is named goes to `where`, for the check against `requires:`.
 Result<void> read_requires_only_on(const Source& source, const Entry& entry, Build& build,
                                    std::map<std::string, SourceLocation>& where) {
-  if (!entry.value.IsMap()) return wrong(source, entry.value, entry.key, "a mapping");
+  if (!entry.value.is_mapping()) return wrong(source, entry.value, entry.key, "a mapping");
   auto entries = yaml::entries_of(entry.value, source, entry.key);
   if (!entries) return entries.error();
   for (const auto& e : *entries) {
-    if (!e.value.IsSequence() || e.value.size() == 0) {
+    if (!e.value.is_sequence() || e.value.size() == 0) {
       return wrong(source, e.value, e.key, "a list of platforms");
     }
     std::vector<specs::Platform> platforms;
@@ -256,7 +257,7 @@ Result<void> read_requires_only_on(const Source& source, const Entry& entry, Bui
   return {};
 }
 
-Result<Build> read_build(const Source& source, const YAML::Node& node) {
+Result<Build> read_build(const Source& source, const yaml::Node& node) {
   Build build;
   std::map<std::string, SourceLocation> only_on_at;
   auto read = read_mapping(
@@ -271,7 +272,7 @@ Result<Build> read_build(const Source& source, const YAML::Node& node) {
        {"requires",
         [&](const Entry& e) {
           return read_string_map(
-              source, e, [&](const std::string& package, const YAML::Node& value) -> Result<void> {
+              source, e, [&](const std::string& package, const yaml::Node& value) -> Result<void> {
                 // `__driver` and the like are the solver's names for the machine's facts.
                 if (package.starts_with("__")) {
                   return Error::input(fmt::format("`requires` names {}, a name envkit keeps for "
@@ -283,7 +284,7 @@ Result<Build> read_build(const Source& source, const YAML::Node& node) {
                           "`min-driver-compat:`), a build its glibc with `min-glibc:` and its GPUs "
                           "with `cuda-arch:`");
                 }
-                const std::string text = value.IsNull() ? "" : value.Scalar();
+                const std::string text = value.is_null() ? "" : value.text();
                 auto spec = specs::VersionSpec::parse(text);
                 if (!spec) {
                   Error error = spec.error();
@@ -299,9 +300,9 @@ Result<Build> read_build(const Source& source, const YAML::Node& node) {
        {"tested",
         [&](const Entry& e) {
           return read_string_map(
-              source, e, [&](const std::string& package, const YAML::Node& value) -> Result<void> {
-                if (!value.IsScalar()) return wrong(source, value, package, "a version");
-                build.tested.emplace(package, value.Scalar());
+              source, e, [&](const std::string& package, const yaml::Node& value) -> Result<void> {
+                if (!value.is_scalar()) return wrong(source, value, package, "a version");
+                build.tested.emplace(package, value.text());
                 return {};
               });
         }},
@@ -313,8 +314,8 @@ Result<Build> read_build(const Source& source, const YAML::Node& node) {
         [&](const Entry& e) { return read_platform_versions(source, e, build.min_glibc); }},
        {"cuda-arch",
         [&](const Entry& e) {
-          return read_list(source, e, [&](const YAML::Node& item) -> Result<void> {
-            auto cc = specs::ComputeCapability::parse(item.IsScalar() ? item.Scalar() : "");
+          return read_list(source, e, [&](const yaml::Node& item) -> Result<void> {
+            auto cc = specs::ComputeCapability::parse(item.is_scalar() ? item.text() : "");
             if (!cc) {
               Error error = cc.error();
               error.at(source.at(item));
@@ -326,7 +327,7 @@ Result<Build> read_build(const Source& source, const YAML::Node& node) {
         }},
        {"platforms",
         [&](const Entry& e) {
-          return read_list(source, e, [&](const YAML::Node& item) -> Result<void> {
+          return read_list(source, e, [&](const yaml::Node& item) -> Result<void> {
             auto platform = read_platform(source, item);
             if (!platform) return platform.error();
             build.platforms.push_back(*platform);
@@ -335,7 +336,7 @@ Result<Build> read_build(const Source& source, const YAML::Node& node) {
         }},
        {"runfile-only",
         [&](const Entry& e) {
-          return read_list(source, e, [&](const YAML::Node& item) -> Result<void> {
+          return read_list(source, e, [&](const yaml::Node& item) -> Result<void> {
             auto platform = read_platform(source, item);
             if (!platform) return platform.error();
             build.runfile_only.push_back(*platform);
@@ -361,7 +362,7 @@ Result<Build> read_build(const Source& source, const YAML::Node& node) {
   return build;
 }
 
-Result<RecipeVersion> read_recipe_version(const Source& source, const YAML::Node& node) {
+Result<RecipeVersion> read_recipe_version(const Source& source, const yaml::Node& node) {
   RecipeVersion version{.version = specs::Version::from_release({0}),
                         .release_date = {},
                         .components = {},
@@ -385,7 +386,7 @@ Result<RecipeVersion> read_recipe_version(const Source& source, const YAML::Node
                        return {};
                      }},
                     {"builds", [&](const Entry& e) {
-                       return read_list(source, e, [&](const YAML::Node& item) -> Result<void> {
+                       return read_list(source, e, [&](const yaml::Node& item) -> Result<void> {
                          auto build = read_build(source, item);
                          if (!build) return build.error();
                          version.builds.push_back(*std::move(build));
@@ -405,9 +406,9 @@ Result<RecipeVersion> read_recipe_version(const Source& source, const YAML::Node
   return version;
 }
 
-Result<std::uint64_t> read_size(const Source& source, const YAML::Node& node) {
+Result<std::uint64_t> read_size(const Source& source, const yaml::Node& node) {
   std::uint64_t size = 0;
-  const std::string& s = node.IsScalar() ? node.Scalar() : std::string();
+  const std::string& s = node.is_scalar() ? node.text() : std::string();
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), size);
   if (ec != std::errc() || ptr != s.data() + s.size() || s.empty()) {
     return wrong(source, node, "size", "a number of bytes");
@@ -418,21 +419,21 @@ Result<std::uint64_t> read_size(const Source& source, const YAML::Node& node) {
 // `components:` of a runfile: names, each once.
 Result<void> read_components(const Source& source, const Entry& entry,
                              std::vector<std::string>& out) {
-  return read_list(source, entry, [&](const YAML::Node& item) -> Result<void> {
-    if (!item.IsScalar() || item.Scalar().empty()) {
+  return read_list(source, entry, [&](const yaml::Node& item) -> Result<void> {
+    if (!item.is_scalar() || item.text().empty()) {
       return wrong(source, item, "components", "a component name");
     }
-    if (std::find(out.begin(), out.end(), item.Scalar()) != out.end()) {
-      return Error::input(fmt::format("`components` names {} twice", text::quoted(item.Scalar())))
+    if (std::find(out.begin(), out.end(), item.text()) != out.end()) {
+      return Error::input(fmt::format("`components` names {} twice", text::quoted(item.text())))
           .at(source.at(item));
     }
-    out.push_back(item.Scalar());
+    out.push_back(item.text());
     return {};
   });
 }
 
 // One item of `patches:`: {url, sha256, size}; url and a well-formed sha256 required.
-Result<RunfilePatch> read_patch(const Source& source, const YAML::Node& node) {
+Result<RunfilePatch> read_patch(const Source& source, const yaml::Node& node) {
   RunfilePatch patch;
   bool has_url = false, has_sha = false;
   auto read = read_mapping(source, node, "patches",
@@ -446,10 +447,10 @@ Result<RunfilePatch> read_patch(const Source& source, const YAML::Node& node) {
                              }},
                             {"sha256",
                              [&](const Entry& e) -> Result<void> {
-                               if (!e.value.IsScalar() || !core::is_sha256_hex(e.value.Scalar())) {
+                               if (!e.value.is_scalar() || !core::is_sha256_hex(e.value.text())) {
                                  return wrong(source, e.value, "sha256", "64 lowercase hex digits");
                                }
-                               patch.sha256 = e.value.Scalar();
+                               patch.sha256 = e.value.text();
                                has_sha = true;
                                return {};
                              }},
@@ -468,7 +469,7 @@ Result<RunfilePatch> read_patch(const Source& source, const YAML::Node& node) {
   return patch;
 }
 
-Result<Artifact> read_artifact(const Source& source, const YAML::Node& node,
+Result<Artifact> read_artifact(const Source& source, const yaml::Node& node,
                                std::string& build_id) {
   Artifact a;
   bool has_url = false, has_sha = false;
@@ -494,7 +495,7 @@ Result<Artifact> read_artifact(const Source& source, const YAML::Node& node,
        {"component", text_field(a.component)},
        {"kind",
         [&](const Entry& e) -> Result<void> {
-          auto kind = parse_artifact_kind(e.value.IsScalar() ? e.value.Scalar() : "");
+          auto kind = parse_artifact_kind(e.value.is_scalar() ? e.value.text() : "");
           if (!kind) return wrong(source, e.value, "kind", "archive, wheel, runfile or source");
           a.kind = *kind;
           return {};
@@ -502,7 +503,7 @@ Result<Artifact> read_artifact(const Source& source, const YAML::Node& node,
        {"format", text_field(a.format)},
        {"layout",
         [&](const Entry& e) -> Result<void> {
-          auto layout = parse_layout(e.value.IsScalar() ? e.value.Scalar() : "");
+          auto layout = parse_layout(e.value.is_scalar() ? e.value.text() : "");
           if (!layout) {
             return wrong(source, e.value, "layout", specs::layout_choices());
           }
@@ -512,7 +513,7 @@ Result<Artifact> read_artifact(const Source& source, const YAML::Node& node,
        {"wheel-root", text_field(a.wheel_root)},
        {"build-system",
         [&](const Entry& e) -> Result<void> {
-          auto build_system = parse_build_system(e.value.IsScalar() ? e.value.Scalar() : "");
+          auto build_system = parse_build_system(e.value.is_scalar() ? e.value.text() : "");
           if (!build_system) return wrong(source, e.value, "build-system", "configure or cmake");
           a.build_system = *build_system;
           return {};
@@ -528,7 +529,7 @@ Result<Artifact> read_artifact(const Source& source, const YAML::Node& node,
           return {};
         }},
        {"patches", [&](const Entry& e) {
-          return read_list(source, e, [&](const YAML::Node& item) -> Result<void> {
+          return read_list(source, e, [&](const yaml::Node& item) -> Result<void> {
             auto patch = read_patch(source, item);
             if (!patch) return patch.error();
             a.patches.push_back(*std::move(patch));
@@ -566,7 +567,8 @@ std::string write_facts(const Recipe& recipe) {
                          return yaml::scalar(v);
                        }));
   }
-  out += "versions:\n";
+  // `versions:` alone would read back as null, which the reader refuses.
+  out += recipe.versions.empty() ? "versions: []\n" : "versions:\n";
   for (const auto& version : recipe.versions) {
     out += fmt::format("  - version: {}\n", yaml::scalar(version.version.original()));
     if (version.release_date) {
@@ -621,7 +623,7 @@ Result<Recipe> read_facts(std::string_view text, std::string_view file) {
        {"replaces",
         [&](const Entry& e) { return read_scalars(source, e, "a version", recipe.replaces); }},
        {"versions", [&](const Entry& e) {
-          return read_list(source, e, [&](const YAML::Node& item) -> Result<void> {
+          return read_list(source, e, [&](const yaml::Node& item) -> Result<void> {
             auto version = read_recipe_version(source, item);
             if (!version) return version.error();
             // The solver prefers by position: a file out of order would
@@ -675,14 +677,14 @@ Result<void> read_artifacts(std::string_view text, std::string_view file, Recipe
           }
           version->components.clear();
           return read_string_map(
-              source, e, [&](const std::string& name, const YAML::Node& value) -> Result<void> {
-                if (!value.IsScalar()) return wrong(source, value, name, "a version");
-                version->components.push_back({name, value.Scalar()});
+              source, e, [&](const std::string& name, const yaml::Node& value) -> Result<void> {
+                if (!value.is_scalar()) return wrong(source, value, name, "a version");
+                version->components.push_back({name, value.text()});
                 return {};
               });
         }},
        {"artifacts", [&](const Entry& e) {
-          return read_list(source, e, [&](const YAML::Node& item) -> Result<void> {
+          return read_list(source, e, [&](const yaml::Node& item) -> Result<void> {
             if (version == nullptr) {
               return Error::input("`version:` must come before `artifacts:`").at(source.at(item));
             }

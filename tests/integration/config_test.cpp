@@ -93,6 +93,34 @@ TEST_CASE("unknown keys and bad values are input errors naming file:line:column"
   CHECK_THAT(retries.err, Contains("ENVKIT_RETRIES: expected a whole number, found `lots`"));
 }
 
+TEST_CASE("a one-byte `,` config.yaml, manifest or lock fails at once with its location",
+          "[cli][config]") {
+  // yaml-cpp 0.7 allocated without bound on it (jbeder/yaml-cpp#1040), and
+  // every command reads config.yaml.
+  IsolatedProject project;
+  project.write(project.root / "envkit.yaml", "framework: torch 2.1.*\n");
+  project.write(project.project_config(), ",");
+  const std::string where = project.project_config().string() + ":1:1: invalid YAML: `,` cannot ";
+  for (const std::vector<std::string>& command :
+       {std::vector<std::string>{"config", "list"}, std::vector<std::string>{"lock"}}) {
+    const auto r = project.envkit(command);
+    CAPTURE(command.front());
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Contains(where + "start a value"));
+  }
+
+  fs::remove(project.project_config());
+  project.write(project.root / "envkit.yaml", ",");
+  const auto manifest = project.envkit({"lock"});
+  CHECK(manifest.exit_code == 2);
+  CHECK_THAT(manifest.err, Contains("envkit.yaml:1:1: invalid YAML: `,` cannot start a value"));
+
+  project.write(project.root / "envkit.lock", ",");
+  const auto lock = project.envkit({"install", "--frozen"});
+  CHECK(lock.exit_code == 2);
+  CHECK_THAT(lock.err, Contains("envkit.lock:1:1: invalid YAML: `,` cannot start a value"));
+}
+
 TEST_CASE("install takes its mirrors from the configuration, --mirror replaces them",
           "[cli][config][install]") {
   if (nginx_missing()) return;

@@ -60,9 +60,9 @@ TEST_CASE("the lock the error tests break is valid", "[lock][errors]") {
 }
 
 TEST_CASE("malformed YAML is located", "[lock][errors]") {
-  // yaml-cpp notices at the start of the next line, not at the bracket.
+  // Located at the bracket, not at the next line where the parser notices.
   const Error error = error_for(with("[\"6.1\", \"7.0\"]", "[\"6.1\", \"7.0\""));
-  CHECK(error.headline() == "envkit.lock:10:1: invalid YAML: `[` is not closed by `]`");
+  CHECK(error.headline() == "envkit.lock:9:14: invalid YAML: `[` is not closed by `]`");
 }
 
 TEST_CASE("an unknown key suggests the known one", "[lock][errors]") {

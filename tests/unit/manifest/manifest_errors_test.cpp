@@ -27,19 +27,19 @@ constexpr std::string_view kIndentationHint =
 // ------------------------------------------------------------- malformed YAML
 
 TEST_CASE("an unclosed bracket is invalid YAML", "[manifest][errors][yaml]") {
+  // Located at the bracket that is not closed, not where the parser noticed.
   const Error error = error_for("platforms: [linux-x86_64\nframework: torch\n");
-  CHECK(error.headline() == "envkit.yaml:2:10: invalid YAML: `[` is not closed by `]`");
+  CHECK(error.headline() == "envkit.yaml:1:12: invalid YAML: `[` is not closed by `]`");
   CHECK(error.hints().empty());
 }
 
 TEST_CASE("an unclosed brace is invalid YAML", "[manifest][errors][yaml]") {
   const Error error = error_for("framework: torch\nsmoke: { steps: 200\n");
-  // yaml-cpp notices at the start of the line, not at the brace.
-  CHECK(error.headline() == "envkit.yaml:2:1: invalid YAML: `{` is not closed by `}`");
+  CHECK(error.headline() == "envkit.yaml:2:8: invalid YAML: `{` is not closed by `}`");
 }
 
 TEST_CASE("an unclosed quote points at where the string starts", "[manifest][errors][yaml]") {
-  // yaml-cpp alone would read the rest of the file into the string.
+  // Located where the string opens, not at the end of the file where the parser notices.
   const auto text =
       GENERATE(as<std::string>{}, "name: demo\nframework: \"torch 2.1.*\nrequires:\n  cudnn: 8\n",
                "name: demo\nframework: 'torch 2.1.*\nrequires:\n  cudnn: 8\n\n\n",
@@ -68,7 +68,8 @@ TEST_CASE("a tab in the indentation is named", "[manifest][errors][yaml]") {
     std::string_view headline;
   };
   const auto [text, headline] = GENERATE(values<Case>({
-      {"requires:\n\tcudnn: 8\n", "envkit.yaml:2:7: invalid YAML: illegal map value"},
+      {"requires:\n\tcudnn: 8\n",
+       "envkit.yaml:2:1: invalid YAML: illegal tab when looking for indentation"},
       {"name: demo\n\tframework: torch\n",
        "envkit.yaml:2:1: invalid YAML: illegal tab when looking for indentation"},
   }));
@@ -79,8 +80,9 @@ TEST_CASE("a tab in the indentation is named", "[manifest][errors][yaml]") {
 }
 
 TEST_CASE("nesting too deep for the parser is an error, not a crash", "[manifest][errors][yaml]") {
+  // Located at the first bracket past the limit: the top mapping and 63 lists make 64 levels.
   const Error error = error_for("requires: " + std::string(5000, '['));
-  CHECK(error.headline() == "envkit.yaml:1:1: invalid YAML: nested too deeply");
+  CHECK(error.headline() == "envkit.yaml:1:74: invalid YAML: nested too deeply (over 64 levels)");
 }
 
 TEST_CASE("a second YAML document is refused", "[manifest][errors][yaml]") {

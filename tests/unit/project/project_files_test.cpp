@@ -192,7 +192,7 @@ TEST_CASE("environment.yml: malformed YAML names file:line:column", "[project]")
   const auto parsed = project::parse_environment_yml(
       "name: x\ndependencies:\n  - python=3.6\n - pytorch=2.1\n", "environment.yml");
   REQUIRE_FALSE(parsed.ok());
-  CHECK(parsed.error().headline().starts_with("environment.yml:4:2: malformed YAML: "));
+  CHECK(parsed.error().headline().starts_with("environment.yml:4:2: invalid YAML: "));
   CHECK(parsed.error().exit_code() == 2);
 
   const auto not_a_list =

@@ -88,7 +88,7 @@ TEST_CASE("a malformed file stops the scan with its location", "[project]") {
   dir.write("environment.yml", "dependencies:\n  - python=3.6\n - pip\n");
   const auto scan = project::scan(dir.path());
   REQUIRE_FALSE(scan.ok());
-  CHECK(scan.error().headline().starts_with("environment.yml:3:2: malformed YAML: "));
+  CHECK(scan.error().headline().starts_with("environment.yml:3:2: invalid YAML: "));
 }
 
 TEST_CASE("an empty project scans to nothing, a missing directory is an error", "[project]") {

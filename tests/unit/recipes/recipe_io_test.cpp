@@ -114,6 +114,19 @@ TEST_CASE("a source artifact's build system round-trips, and an unknown one is l
              Catch::EndsWith("`build-system`: expected configure or cmake, found `meson`"));
 }
 
+TEST_CASE("facts without versions round-trip through YAML", "[recipes][io]") {
+  // Written as `versions:` alone, the list read back as null, which the reader refuses.
+  const Recipe empty{.name = "zlib", .sources = {"https://zlib.net"}};
+  const std::string facts = write_facts(empty);
+  CHECK_THAT(facts, Catch::Contains("versions: []\n"));
+  auto read = read_facts(facts, "zlib.yaml");
+  INFO((read ? std::string() : read.error().to_string()));
+  REQUIRE(read);
+  CHECK(read->name == "zlib");
+  CHECK(read->versions.empty());
+  CHECK(write_facts(*read) == facts);
+}
+
 TEST_CASE("drivers keep upstream spelling", "[recipes][io]") {
   Recipe cuda{.name = "cuda", .sources = {}, .default_components = {"cuda_cudart"}, .versions = {}};
   Build build;
