@@ -6,6 +6,7 @@
 #include <charconv>
 #include <functional>
 #include <map>
+#include <set>
 
 #include "envkit/core/sha256.hpp"
 #include "envkit/core/text.hpp"
@@ -623,22 +624,24 @@ Result<Recipe> read_facts(std::string_view text, std::string_view file) {
        {"replaces",
         [&](const Entry& e) { return read_scalars(source, e, "a version", recipe.replaces); }},
        {"versions", [&](const Entry& e) {
-          return read_list(source, e, [&](const yaml::Node& item) -> Result<void> {
+          std::set<specs::Version> seen;
+          auto listed = read_list(source, e, [&](const yaml::Node& item) -> Result<void> {
             auto version = read_recipe_version(source, item);
             if (!version) return version.error();
-            // The solver prefers by position: a file out of order would
-            // silently lock an older release.
-            if (!recipe.versions.empty() && !(recipe.versions.back().version < version->version)) {
-              return Error::input(
-                         fmt::format("version {} follows {}: versions go oldest first",
-                                     text::quoted(version->version.original()),
-                                     text::quoted(recipe.versions.back().version.original())))
+            if (!seen.insert(version->version).second) {
+              return Error::input(fmt::format("version {} is listed twice",
+                                              text::quoted(version->version.original())))
                   .at(source.at(item))
-                  .hint("rerun the importer (scripts/regen-recipes), or sort the list");
+                  .hint("each version is one entry, with all its builds");
             }
             recipe.versions.push_back(*std::move(version));
             return {};
           });
+          // Ranked by version, never by position: a file written newest first (by hand,
+          // or by another tool) must not lock an older release.
+          std::stable_sort(recipe.versions.begin(), recipe.versions.end(),
+                           [](const auto& a, const auto& b) { return a.version < b.version; });
+          return listed;
         }}});
   if (!read) return read.error();
   if (recipe.name.empty()) {

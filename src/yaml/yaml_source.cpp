@@ -6,13 +6,11 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <map>
 #include <optional>
 
 #include "envkit/core/text.hpp"
+#include "envkit/sys/fs.hpp"
 
 namespace envkit::yaml {
 
@@ -424,34 +422,7 @@ Result<Node> load_document(const Source& source) {
 }
 
 Result<std::string> read_file(const fs::path& path) {
-  const SourceLocation whole{path.string(), 0, 0};
-  std::error_code error;
-  const auto status = fs::status(path, error);
-  if (!error && fs::exists(status) && !fs::is_regular_file(status)) {
-    return Error::input(fmt::format("{} is not a regular file", path.string()))
-        .hint("envkit reads YAML from files, not from devices or pipes");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return Error::input(fmt::format("cannot read {}", path.string())).because(std::strerror(errno));
-  }
-  // One byte more than allowed tells a file over the limit without reading all of it.
-  std::string text;
-  std::array<char, 64 * 1024> buffer{};
-  while (in && text.size() <= kMaxFileBytes) {
-    in.read(buffer.data(), buffer.size());
-    text.append(buffer.data(), static_cast<std::size_t>(in.gcount()));
-  }
-  if (in.bad()) {
-    return Error::failed(fmt::format("cannot read {}", path.string()))
-        .because(std::strerror(errno));
-  }
-  if (text.size() > kMaxFileBytes) {
-    return Error::input(fmt::format("{} is over {} MiB, the most envkit reads of a YAML file",
-                                    path.string(), kMaxFileBytes >> 20))
-        .hint("a recipe or lock file this big is not one envkit wrote; check the path");
-  }
-  return text;
+  return sys::read_file(path, kMaxFileBytes);
 }
 
 std::string describe(const Node& node) {

@@ -104,8 +104,8 @@ class Source {
 // kMaxDepth, more than kMaxNodes nodes and text over kMaxFileBytes are errors.
 [[nodiscard]] Result<Node> load_document(const Source& source);
 
-// The text of a YAML file, refused with a located error (before it is all read)
-// when it is over kMaxFileBytes or not a regular file (a FIFO, a device).
+// The text of a YAML file: sys::read_file with the YAML cap, kMaxFileBytes (a file
+// over it, or not a regular file, is refused before it is all read).
 [[nodiscard]] Result<std::string> read_file(const std::filesystem::path& path);
 
 // How a node reads in "expected X, found Y": `a list`, `a mapping`, `nothing`,

@@ -179,12 +179,11 @@ TEST_CASE("recipe schema errors name file, line and column", "[recipes][io]") {
   auto no_builds = error_of("name: cuda\nversions:\n  - version: \"12.4.1\"\n");
   CHECK(no_builds.headline() == "cuda.yaml:3:5: version `12.4.1` has no builds");
 
-  // Newest first once locked an older torch without a word.
-  auto unordered = error_of(
-      "name: torch\nversions:\n  - version: \"2.1.2\"\n    builds:\n      - platforms: "
-      "[linux-x86_64]\n  - version: \"2.1.0\"\n    builds:\n      - platforms: [linux-x86_64]\n");
-  CHECK(unordered.headline() ==
-        "cuda.yaml:6:5: version `2.1.0` follows `2.1.2`: versions go oldest first");
+  // Listed twice, in PEP 440's terms (`2.1` is `2.1.0`).
+  auto twice = error_of(
+      "name: torch\nversions:\n  - version: \"2.1.0\"\n    builds:\n      - platforms: "
+      "[linux-x86_64]\n  - version: \"2.1\"\n    builds:\n      - platforms: [linux-x86_64]\n");
+  CHECK(twice.headline() == "cuda.yaml:6:5: version `2.1` is listed twice");
 
   // The solver's own name for the driver, under `requires:`, once crashed `envkit lock`.
   auto driver = error_of(
@@ -416,4 +415,18 @@ TEST_CASE("bad runfile components and patches name file, line and column", "[rec
     const auto error = refused(bad);
     CHECK_THAT(error.headline(), Catch::EndsWith("unknown key `bytes` in `patches`"));
   }
+}
+
+TEST_CASE("versions are ranked by version whatever their order in the file", "[recipes][io]") {
+  // Newest first once locked an older torch without a word.
+  auto recipe = read_facts(
+      "name: torch\nversions:\n  - version: \"2.1.2\"\n    builds:\n      - platforms: "
+      "[linux-x86_64]\n  - version: \"2.0.1\"\n    builds:\n      - platforms: [linux-x86_64]\n"
+      "  - version: \"2.1.0\"\n    builds:\n      - platforms: [linux-x86_64]\n",
+      "torch.yaml");
+  REQUIRE(recipe);
+  std::vector<std::string> order;
+  for (const auto& version : recipe->versions)
+    order.push_back(version.version.original());
+  CHECK(order == std::vector<std::string>{"2.0.1", "2.1.0", "2.1.2"});
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "envkit/recipes/recipe_io.hpp"
+#include "envkit/sys/fs.hpp"
 #include "support/source_database.hpp"
 #include "support/temp_dir.hpp"
 
@@ -603,6 +604,54 @@ TEST_CASE("solve: a platform without the framework's CUDA gets a framework relea
   CHECK_THAT(hints, Catch::Contains("use torch 2.") &&
                         Catch::Contains("the newest version that can be satisfied here"));
   CHECK_THAT(hints, !Catch::Contains("`cuda:"));
+}
+
+}  // namespace envkit::solve
+
+namespace envkit::solve {
+namespace {
+
+// `text` with the items of its top-level `versions:` list in the opposite order.
+std::string versions_reversed(const std::string& text) {
+  const auto list = text.find("\nversions:\n") + 11;
+  std::vector<std::string> items;
+  for (std::size_t at = list; at < text.size();) {
+    auto next = text.find("\n  - version:", at);
+    next = next == std::string::npos ? text.size() : next + 1;
+    items.push_back(text.substr(at, next - at));
+    at = next;
+  }
+  std::string out = text.substr(0, list);
+  for (auto it = items.rbegin(); it != items.rend(); ++it)
+    out += *it;
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("solve: a facts file written newest first locks what the sorted one locks",
+          "[solve]") {
+  test::TempDir dir;
+  std::filesystem::copy(database().dir(), dir.path(), std::filesystem::copy_options::recursive);
+  for (const auto* name : {"cudnn.yaml", "torch.yaml", "cuda.yaml"}) {
+    const auto path = dir.path() / name;
+    const auto text = sys::read_file(path).value();
+    const auto reversed = versions_reversed(text);
+    REQUIRE(reversed.size() == text.size());
+    REQUIRE(reversed != text);
+    REQUIRE(sys::write_file_atomic(path, reversed));
+  }
+  const auto newest_first = recipes::Database::open(dir.path()).value();
+  auto request = framework("torch");
+  driver(request, "580.65.06");
+  auto outcome = solve(newest_first, request);
+  REQUIRE(outcome.ok());
+  const auto* s = std::get_if<Solution>(&*outcome);
+  REQUIRE(s != nullptr);
+  const auto sorted = solution(request);
+  for (const auto* package : {"torch", "cuda", "cudnn"})
+    CHECK(chosen(*s, package) == chosen(sorted, package));
+  CHECK(s->find("torch")->version.original() == "2.14.1");
 }
 
 }  // namespace envkit::solve

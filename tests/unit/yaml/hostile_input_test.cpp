@@ -133,7 +133,7 @@ TEST_CASE("a file over the size cap or not a regular file is refused before it i
   auto refused = read_file(big);
   REQUIRE_FALSE(refused);
   CHECK(refused.error().headline() ==
-        big.string() + " is over 16 MiB, the most envkit reads of a YAML file");
+        big.string() + " is larger than 16 MiB, the most envkit reads from an input file");
 
   const auto fifo = dir.path() / "config.yaml";
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
@@ -154,7 +154,7 @@ TEST_CASE("the config loader refuses an oversized config.yaml by name", "[yaml][
                                [](const auto&) { return std::optional<std::string>(); });
   REQUIRE_FALSE(settings);
   CHECK(settings.error().headline() ==
-        file.string() + " is over 16 MiB, the most envkit reads of a YAML file");
+        file.string() + " is larger than 16 MiB, the most envkit reads from an input file");
 }
 
 }  // namespace
