@@ -232,8 +232,10 @@ std::unique_ptr<ByteStream> Transport::open(DownloadRequest request) {
 bool is_plain_http_remote(std::string_view url) {
   if (!text::starts_with_icase(url, "http://")) return false;
   const auto host = detail::host_of(url);
-  const bool loopback = text::iequals(host, "localhost") || host.starts_with("127.") ||
-                        host == "::1" || host == "0:0:0:0:0:0:0:1";
+  const bool ipv4_loopback =
+      host.starts_with("127.") && host.find_first_not_of("0123456789.") == std::string_view::npos;
+  const bool loopback = text::iequals(host, "localhost") || ipv4_loopback || host == "::1" ||
+                        host == "0:0:0:0:0:0:0:1";
   return !loopback;
 }
 

@@ -655,6 +655,7 @@ TEST_CASE("plain http to another machine is warned about once per host, loopback
   CHECK(envkit::net::is_plain_http_remote("HTTP://user:pw@10.0.0.5:8080/a"));
   CHECK_FALSE(envkit::net::is_plain_http_remote("https://mirror.lan/a.whl"));
   CHECK_FALSE(envkit::net::is_plain_http_remote("http://127.0.0.1:8080/a"));
+  CHECK(envkit::net::is_plain_http_remote("http://127.mirror.lan/a"));
   CHECK_FALSE(envkit::net::is_plain_http_remote("http://localhost/a"));
   CHECK_FALSE(envkit::net::is_plain_http_remote("http://[::1]:80/a"));
   CHECK_FALSE(envkit::net::is_plain_http_remote("file:///srv/a"));
