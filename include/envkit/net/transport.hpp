@@ -58,7 +58,8 @@ struct DownloadRequest {
   // Bytes of the body the reader already has: the first request asks for
   // the rest (Range), and reading yields only the rest.
   std::uint64_t start_at = 0;
-  // Called (on the transport's thread) when a URL failed and the next one is tried:
+  // Called (on the transport's thread; for file:// URLs, the reader's) when a URL failed and
+  // the next one is tried:
   // the URL, credentials redacted, and why. A mirror that is down should not go unnoticed.
   std::function<void(const std::string& url, const std::string& reason)> on_url_failed;
 };
