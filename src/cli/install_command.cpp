@@ -188,10 +188,15 @@ int run_install(Context& context, const InstallFlags& flags) {
       !fits)
     return report(context, fits.error());
 
+  // The transport's warnings (plain http) go where the notes go, once they can.
+  std::function<void(const std::string&)> warn;
   std::unique_ptr<net::Transport> transport;
   if (!flags.offline) {
     auto transfer = transport_options(settings->jobs.value, flags.cacert);
     if (!transfer) return report(context, transfer.error());
+    transfer->on_warning = [&warn](const std::string& line) {
+      if (warn) warn(line);
+    };
     transport = std::make_unique<net::Transport>(*transfer);
   }
   std::optional<ProgressDisplay> progress;
@@ -206,6 +211,7 @@ int run_install(Context& context, const InstallFlags& flags) {
       context.console.info(line);
     }
   };
+  warn = note;
   const store::InstallOptions options{.prefix = prefix_path(context, flags.prefix),
                                       .transport = transport.get(),
                                       .mirrors = settings->mirrors.value,

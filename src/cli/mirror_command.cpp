@@ -88,10 +88,13 @@ int run_mirror(Context& context, const MirrorFlags& flags) {
 
   auto transfer = transport_options(settings->jobs.value, flags.cacert);
   if (!transfer) return report(context, transfer.error());
+  std::optional<ProgressDisplay> progress;  // the transport's warnings (plain http) go there
+  transfer->on_warning = [&progress](const std::string& line) {
+    if (progress) progress->note(line);
+  };
   net::Transport transport(*transfer);
-  std::optional<ProgressDisplay> progress(
-      std::in_place, transport,
-      ProgressDisplay::mode_for(context.options.quiet || context.options.json));
+  progress.emplace(transport,
+                   ProgressDisplay::mode_for(context.options.quiet || context.options.json));
   const auto out = flags.out.is_absolute() ? flags.out : context.options.directory / flags.out;
   const store::MirrorOptions options{
       .out = fs::absolute(out).lexically_normal(),

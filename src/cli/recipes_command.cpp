@@ -198,8 +198,14 @@ int run_show(Context& context, const std::string& name, const std::optional<std:
 int run_check(Context& context) {
   auto db = open_database(context);
   if (!db) return report(context, db.error());
-  auto problems = recipes::check_database(*db);
+  std::vector<recipes::Problem> warnings;
+  auto problems = recipes::check_database(*db, &warnings);
   if (!problems) return report(context, problems.error());
+  json warned = json::array();
+  for (const auto& w : warnings) {
+    warned.push_back({{"where", w.where}, {"message", w.message}});
+    if (!context.options.json) fmt::print(stderr, "warning: {}: {}\n", w.where, w.message);
+  }
   json list = json::array();
   for (const auto& p : *problems) {
     list.push_back({{"where", p.where}, {"message", p.message}});
@@ -212,13 +218,15 @@ int run_check(Context& context) {
     // One JSON object on stdout, the problems and the error together.
     context.console.error(error);
     std::cout << json{{"problems", list},
+                      {"warnings", warned},
                       {"error", error.headline()},
                       {"exit_code", error.exit_code()}}
                      .dump()
               << '\n';
     return error.exit_code();
   }
-  if (context.options.json) std::cout << json{{"problems", list}}.dump() << '\n';
+  if (context.options.json)
+    std::cout << json{{"problems", list}, {"warnings", warned}}.dump() << '\n';
   context.console.info(
       fmt::format("{}: {} packages, consistent", db->dir().string(), db->names().size()));
   return 0;

@@ -1,5 +1,7 @@
 #include "curl_common.hpp"
 
+#include <fmt/format.h>
+
 #include <initializer_list>
 #include <mutex>
 #include <new>
@@ -55,8 +57,10 @@ void set_common_options(CURL* curl, const std::string& url, const CommonOptions&
                         char* error_buffer) {
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
   curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https,file");
-  // A redirect may never turn a web request into a local file read.
-  curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  // A redirect may never turn a web request into a local file read, nor an
+  // encrypted one into plain http (where anyone on the way reads and alters it).
+  curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR,
+                   text::starts_with_icase(url, "https://") ? "https" : "http,https");
   curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
   curl_easy_setopt(curl, CURLOPT_MAXREDIRS, 10L);
   curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
@@ -75,6 +79,28 @@ void set_common_options(CURL* curl, const std::string& url, const CommonOptions&
   // reader, and a 16 KB default makes tens of thousands per CUDA wheel.
   curl_easy_setopt(curl, CURLOPT_BUFFERSIZE, kReceiveBufferBytes);
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_buffer);
+}
+
+std::optional<std::string> refused_downgrade(CURL* curl, CURLcode code, const std::string& url) {
+  if (code != CURLE_UNSUPPORTED_PROTOCOL || !text::starts_with_icase(url, "https://"))
+    return std::nullopt;
+  // libcurl names the refused target as the effective URL.
+  char* target = nullptr;
+  curl_easy_getinfo(curl, CURLINFO_EFFECTIVE_URL, &target);
+  if (!target || !text::starts_with_icase(target, "http://")) return std::nullopt;
+  return fmt::format(
+      "refused the redirect from `{}` to plain http `{}`: an https download never goes on "
+      "unencrypted",
+      url::redacted(url), url::redacted(target));
+}
+
+std::string_view host_of(std::string_view url) {
+  const auto begin = url::authority_begin(url);
+  if (begin == std::string_view::npos) return {};
+  auto host = url.substr(begin, url::authority_end(url, begin) - begin);
+  if (const auto at = host.rfind('@'); at != std::string_view::npos) host.remove_prefix(at + 1);
+  if (host.starts_with('[')) return host.substr(1, host.find(']') - 1);
+  return host.substr(0, host.find(':'));
 }
 
 bool is_transient(CURLcode code) {
@@ -139,15 +165,7 @@ std::optional<ProxyInUse> proxy_for(std::string_view url) {
   if (scheme_end == std::string_view::npos) return std::nullopt;
   const auto scheme = url.substr(0, scheme_end);
   if (scheme != "http" && scheme != "https") return std::nullopt;
-  const auto begin = url::authority_begin(url);
-  auto host = url.substr(begin, url::authority_end(url, begin) - begin);
-  if (const auto at = host.rfind('@'); at != std::string_view::npos) host.remove_prefix(at + 1);
-  if (host.starts_with('[')) {
-    host = host.substr(1, host.find(']') - 1);
-  } else if (const auto colon = host.find(':'); colon != std::string_view::npos) {
-    host = host.substr(0, colon);
-  }
-  if (bypasses_proxy(host)) return std::nullopt;
+  if (bypasses_proxy(host_of(url))) return std::nullopt;
   auto proxy = scheme == "https" ? first_set({env::kHttpsProxy, env::kHttpsProxyUpper})
                                  : first_set({env::kHttpProxy});
   if (!proxy) proxy = first_set({env::kAllProxy, env::kAllProxyUpper});

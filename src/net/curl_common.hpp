@@ -43,11 +43,20 @@ struct CommonOptions {
 };
 
 // Sets what every envkit request has: the URL, http/https/file only (a
-// redirect never turns into a local file read), TLS verification, the CA,
+// redirect never turns into a local file read, nor an https request into a
+// plain http one), TLS verification, the CA,
 // netrc, the User-Agent, no signals, and libcurl's error buffer. `url`,
 // `ca` and `netrc` strings are copied by libcurl.
 void set_common_options(CURL* curl, const std::string& url, const CommonOptions& options,
                         char* error_buffer);
+
+// The https->http redirect set_common_options made libcurl refuse for `url`, as a
+// reason naming both URLs (redacted); nullopt when `code` is about something else.
+[[nodiscard]] std::optional<std::string> refused_downgrade(CURL* curl, CURLcode code,
+                                                           const std::string& url);
+
+// The host of an http(s) URL: no user info, port or IPv6 brackets.
+[[nodiscard]] std::string_view host_of(std::string_view url);
 
 // Connection errors, timeouts and broken transfers: worth another try.
 [[nodiscard]] bool is_transient(CURLcode code);

@@ -179,6 +179,7 @@ CURL* Download::start_attempt() {
   }
   ++tries_;
   skip_ = 0;
+  ranged_ = from_ > 0 && !whole_body_;
   checked_ = false;
   verdict_.reset();
   range_start_.reset();
@@ -187,6 +188,7 @@ CURL* Download::start_attempt() {
   last_activity_ = Clock::now();
   error_buffer_[0] = '\0';
 
+  if (tries_ == 1) warn_if_plain_http(request_.urls[url_index_]);
   easy_ = make_easy();
   CURL* curl = easy_.get();
   const auto& options = core_->options;
@@ -200,7 +202,7 @@ CURL* Download::start_attempt() {
   curl_easy_setopt(curl, CURLOPT_HTTP_CONTENT_DECODING, 0L);
   // CURLOPT_RANGE rather than RESUME_FROM: libcurl would refuse a server that
   // ignores the Range, and such a server is fine (its first bytes are dropped).
-  if (from_ > 0) curl_easy_setopt(curl, CURLOPT_RANGE, fmt::format("{}-", from_).c_str());
+  if (ranged_) curl_easy_setopt(curl, CURLOPT_RANGE, fmt::format("{}-", from_).c_str());
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &Download::on_body);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, this);
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, &Download::on_header);
@@ -209,6 +211,19 @@ CURL* Download::start_attempt() {
   curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, &Download::on_progress);
   curl_easy_setopt(curl, CURLOPT_XFERINFODATA, this);
   return curl;
+}
+
+// Once per host: a mirror on the LAN over http is a choice, but not a silent one.
+void Download::warn_if_plain_http(const std::string& url) const {
+  const auto& warn = core_->options.on_warning;
+  if (!warn || !is_plain_http_remote(url)) return;
+  const auto host = host_of(url);
+  if (!core_->warned_hosts.emplace(host).second) return;
+  warn(
+      fmt::format("warning: {} is downloaded over plain http from {} (`{}`): anyone on the way "
+                  "can read or alter it, and only the lock's sha256 catches that; use https "
+                  "where the server has it",
+                  label_, host, shown_[url_index_]));
 }
 
 std::size_t Download::on_body(char* data, std::size_t size, std::size_t count, void* self) {
@@ -288,11 +303,8 @@ void Download::check_response() {
   curl_easy_getinfo(easy_.get(), CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
   std::optional<std::uint64_t> total;
   if (status == 206) {
-    if (range_start_ != from_) {
-      verdict_ = Verdict::next_url(
-          fmt::format("asked for the bytes from {} on, the server sent a different range", from_));
-      return;
-    }
+    verdict_ = verdict_of_206();
+    if (verdict_) return;
     total = range_total_;
     if (!total && length >= 0) total = from_ + static_cast<std::uint64_t>(length);
   } else if (status == 416) {
@@ -309,6 +321,35 @@ void Download::check_response() {
   }
   std::lock_guard lock(core_->mutex);
   total_ = total;
+}
+
+// A 206 whose Content-Range is not the rest of the body we asked for (another
+// start, another total than the lock's): the server's range support is broken,
+// not necessarily its file. The same URL is asked again for the whole body (no
+// Range; the bytes the reader has are skipped), and only when that fails too
+// does the next URL take over.
+std::optional<Verdict> Download::verdict_of_206() {
+  const auto& expected = request_.expected_size;
+  const bool wrong_start = range_start_ != from_;
+  const bool wrong_total = range_total_ && expected && *range_total_ != *expected;
+  if (!wrong_start && !wrong_total) return std::nullopt;
+  if (!ranged_) {
+    return Verdict::next_url(
+        "asked for the whole body, the server sent part of it (HTTP 206 without a Range)");
+  }
+  std::string why;
+  if (!wrong_start) {
+    why = fmt::format("the server's Content-Range says {} bytes, the lock records {}",
+                      *range_total_, *expected);
+  } else if (range_start_) {
+    why = fmt::format("asked for the bytes from {} on, the server sent them from {}", from_,
+                      *range_start_);
+  } else {
+    why = fmt::format("asked for the bytes from {} on, the server sent no readable Content-Range",
+                      from_);
+  }
+  whole_body_ = true;
+  return Verdict::retry(why + " (HTTP 206); asking for the whole body");
 }
 
 // No bytes from from_ on. When the whole body is exactly what the reader
@@ -337,7 +378,10 @@ Verdict Download::verdict_of_partial(CURLcode code) const {
       complete_or_short().kind == Verdict::Kind::done) {
     return {};
   }
-  const auto reason = curl_reason(code, error_buffer_, request_.urls[url_index_]);
+  const auto& url = request_.urls[url_index_];
+  if (auto downgrade = refused_downgrade(easy_.get(), code, url))
+    return Verdict::next_url(*std::move(downgrade));
+  const auto reason = curl_reason(code, error_buffer_, url);
   return is_transient(code) ? Verdict::retry(reason) : Verdict::next_url(reason);
 }
 
@@ -390,6 +434,7 @@ void Download::retry_later(std::chrono::seconds retry_after, std::minstd_rand& r
 void Download::next_url(std::string reason) {
   reasons_[url_index_] = tries_ > 1 ? fmt::format("{} ({} tries)", reason, tries_) : reason;
   tries_ = 0;
+  whole_body_ = false;
   backoff_ = core_->options.first_retry_delay;
   due_ = Clock::now();
   if (request_.on_url_failed && url_index_ + 1 < request_.urls.size())

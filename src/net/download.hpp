@@ -17,6 +17,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -39,6 +40,8 @@ struct Core {
   std::mutex mutex;
   CURLM* multi = nullptr;  // readers wake it only while `running`
   bool running = true;
+  // The loop's own: hosts already warned about for plain http.
+  std::set<std::string, std::less<>> warned_hosts;
 
   // Makes the loop look at the downloads again; the caller holds `mutex`.
   void wake_locked() const {
@@ -101,8 +104,10 @@ class Download {
   void take_header(std::string_view line);
   int check_stall(curl_off_t dlnow);
   void check_response();
+  void warn_if_plain_http(const std::string& url) const;
   [[nodiscard]] Verdict verdict_of(CURLcode code);
   [[nodiscard]] Verdict verdict_of_416() const;
+  [[nodiscard]] std::optional<Verdict> verdict_of_206();
   [[nodiscard]] Verdict verdict_of_partial(CURLcode code) const;
   [[nodiscard]] Verdict complete_or_short() const;
   void retry_later(std::chrono::seconds retry_after, std::minstd_rand& random);
@@ -140,9 +145,12 @@ class Download {
   Clock::time_point due_ = Clock::now();
   std::vector<std::string> reasons_;  // per URL tried, why it failed
   bool tls_failed_ = false;
+  // The current URL answered a Range with the wrong bytes: ask it for the whole body.
+  bool whole_body_ = false;
   // This attempt:
   std::uint64_t from_ = 0;          // delivered_ when it started
   std::uint64_t skip_ = 0;          // body bytes to drop (a server that ignored Range)
+  bool ranged_ = false;             // it sent a Range header
   bool checked_ = false;            // the response's status and range were looked at
   std::optional<Verdict> verdict_;  // decided by a callback, ends the attempt
   std::optional<std::uint64_t> range_start_, range_total_;  // Content-Range

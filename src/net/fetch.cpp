@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <new>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -43,6 +44,7 @@ struct Attempt {
   Response response;
   std::chrono::seconds retry_after{0};
   bool too_large = false;
+  std::optional<std::string> downgrade;  // the https->http redirect refused
 };
 
 HeaderList header_list(const std::vector<std::string>& headers) {
@@ -96,6 +98,7 @@ Attempt try_once(const std::string& url, const FetchOptions& options) {
   attempt.code = curl_easy_perform(curl.get());
   attempt.detail = error_buffer;
   attempt.too_large = sink.too_large;
+  attempt.downgrade = detail::refused_downgrade(curl.get(), attempt.code, url);
   if (attempt.code == CURLE_OK) {
     read_response_info(curl.get(), attempt);
     attempt.response.body = std::move(sink.body);
@@ -111,6 +114,7 @@ bool should_retry(const Attempt& attempt) {
 Error transfer_error(const std::string& url, const Attempt& attempt, int tries) {
   Error error = Error::failed("cannot fetch " + text::quoted(url::redacted(url)));
   if (attempt.too_large) return error.because("the response is larger than the limit");
+  if (attempt.downgrade) return error.because(*attempt.downgrade);
   error.because(detail::curl_reason(attempt.code, attempt.detail.c_str(), url));
   if (tries > 1) error.because(fmt::format("gave up after {} tries", tries));
   if (detail::is_tls_failure(attempt.code)) error.hint(detail::kTlsHint);

@@ -11,6 +11,7 @@
 
 #include "curl_common.hpp"
 #include "download.hpp"
+#include "envkit/core/text.hpp"
 #include "url_chain.hpp"
 
 // One thread drives every transfer through one libcurl multi handle. Each
@@ -212,7 +213,7 @@ Transport::~Transport() = default;
 
 std::unique_ptr<ByteStream> Transport::open(DownloadRequest request) {
   if (std::any_of(request.urls.begin(), request.urls.end(), detail::is_file_url)) {
-    return detail::open_chain(std::move(request),
+    return detail::open_chain(std::move(request), impl_->core->options,
                               [this](DownloadRequest run) { return open(std::move(run)); });
   }
   auto download = std::make_shared<Download>(impl_->core, std::move(request));
@@ -226,6 +227,16 @@ std::unique_ptr<ByteStream> Transport::open(DownloadRequest request) {
     }
   }
   return std::make_unique<Stream>(std::move(download));
+}
+
+bool is_plain_http_remote(std::string_view url) {
+  if (!text::starts_with_icase(url, "http://")) return false;
+  const auto host = detail::host_of(url);
+  const bool ipv4_loopback =
+      host.starts_with("127.") && host.find_first_not_of("0123456789.") == std::string_view::npos;
+  const bool loopback = text::iequals(host, "localhost") || ipv4_loopback || host == "::1" ||
+                        host == "0:0:0:0:0:0:0:1";
+  return !loopback;
 }
 
 std::vector<TransferProgress> Transport::progress() const {

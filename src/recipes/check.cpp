@@ -24,20 +24,34 @@ std::string where_of(const Recipe& r, const RecipeVersion& v, const Build& b) {
                       : fmt::format("{} {} {}", r.name, v.version.original(), b.id);
 }
 
-// Every URL is https, or http with a pinned sha256 where upstream publishes nothing else.
+// Problems fail the check; warnings are shown and do not.
+struct Findings {
+  std::vector<Problem>& problems;
+  std::vector<Problem>* warnings;
+};
+
+// Every URL is https, or http with a pinned sha256 (upstream's metadata names
+// only http for zlib's tarballs and CUDA 10.2's runfile): a warning, since on
+// http the sha256 is all that stands between a network and the install.
 void check_url(const std::string& at, const std::string& url, const std::string& sha256,
-               std::vector<Problem>& out) {
-  const bool https = url.starts_with("https://");
-  const bool pinned_http = url.starts_with("http://") && is_sha256(sha256);
-  if (!https && !pinned_http) {
-    out.push_back({at, fmt::format("`{}` is neither https nor http with a pinned sha256", url)});
+               Findings& out) {
+  if (url.starts_with("https://")) return;
+  if (!url.starts_with("http://") || !is_sha256(sha256)) {
+    out.problems.push_back(
+        {at, fmt::format("`{}` is neither https nor http with a pinned sha256", url)});
+  } else if (out.warnings) {
+    out.warnings->push_back(
+        {at, fmt::format("`{}` is plain http: only its pinned sha256 guards it (envkit install "
+                         "warns about the host too); use https where upstream publishes it",
+                         url)});
   }
 }
 
 // A runfile is installable only with the facts the unpacker needs: the layout of its
 // CUDA's era and the components inside (cuda_runfile.hpp).
 void check_runfile(const std::string& at, const specs::Version& cuda, const Artifact& runfile,
-                   std::vector<Problem>& out) {
+                   Findings& findings) {
+  auto& out = findings.problems;
   const auto era = cuda_runfile_era(cuda);
   if (runfile.layout == Layout::none) {
     out.push_back(
@@ -63,12 +77,13 @@ void check_runfile(const std::string& at, const specs::Version& cuda, const Arti
       out.push_back(
           {patch_at, fmt::format("sha256 `{}` is not 64 lowercase hex digits", patch.sha256)});
     }
-    check_url(patch_at, patch.url, patch.sha256, out);
+    check_url(patch_at, patch.url, patch.sha256, findings);
   }
 }
 
 void check_artifacts(const std::string& where, const RecipeVersion& version, const Build& build,
-                     std::vector<Problem>& out) {
+                     Findings& findings) {
+  auto& out = findings.problems;
   std::set<std::tuple<specs::Platform, std::string, ArtifactKind>> seen;
   for (const auto& a : build.artifacts) {
     const auto at = fmt::format("{} {} {} ({})", where, a.component, specs::to_string(a.platform),
@@ -79,8 +94,8 @@ void check_artifacts(const std::string& where, const RecipeVersion& version, con
     if (!is_sha256(a.sha256)) {
       out.push_back({at, fmt::format("sha256 `{}` is not 64 lowercase hex digits", a.sha256)});
     }
-    check_url(at, a.url, a.sha256, out);
-    if (a.kind == ArtifactKind::runfile) check_runfile(at, version.version, a, out);
+    check_url(at, a.url, a.sha256, findings);
+    if (a.kind == ArtifactKind::runfile) check_runfile(at, version.version, a, findings);
   }
 }
 
@@ -112,7 +127,7 @@ std::vector<std::string> unmet_requirements(const Build& build, const VersionInd
   return unmet;
 }
 
-Result<std::vector<Problem>> check_database(const Database& db) {
+Result<std::vector<Problem>> check_database(const Database& db, std::vector<Problem>* warnings) {
   std::vector<Recipe> recipes;
   for (const auto& name : db.names()) {
     auto recipe = db.load_full(name);
@@ -121,6 +136,7 @@ Result<std::vector<Problem>> check_database(const Database& db) {
   }
   const VersionIndex index = index_versions(recipes);
   std::vector<Problem> problems;
+  Findings findings{.problems = problems, .warnings = warnings};
   for (const auto& recipe : recipes) {
     if (!specs::known_package(recipe.name)) {
       problems.push_back({recipe.name, "not a package name envkit knows"});
@@ -135,7 +151,7 @@ Result<std::vector<Problem>> check_database(const Database& db) {
       for (const auto& build : version.builds) {
         const auto where = where_of(recipe, version, build);
         if (!builds.insert(build.id).second) problems.push_back({where, "the build appears twice"});
-        check_artifacts(where, version, build, problems);
+        check_artifacts(where, version, build, findings);
         for (const auto& unmet : unmet_requirements(build, index)) {
           problems.push_back(
               {where, fmt::format("requires {}, which no version of the database meets", unmet)});

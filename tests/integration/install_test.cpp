@@ -175,6 +175,9 @@ TEST_CASE("install rides out broken transfers: resets, 500s, 429s, short bodies"
       {"busy", {.fail_first = 1, .fail_status = 429, .retry_after = "0"}},
       {"short", {.length_lie = -100}},
       {"norange", {.ranges = false, .cut_first = 1}},
+      {"badrange", {.cut_first = 1, .wrong_content_range = 1}},
+      {"badtotal",
+       {.cut_first = 1, .wrong_content_range = 1, .range_lie = Behaviour::RangeLie::total}},
       {"stall", {.stall_first = 1}}};
   for (const auto& [name, behaviour] : cases) {
     const auto built = mirror.add_archive(library_component(name, "1.0.0"));
@@ -193,6 +196,36 @@ TEST_CASE("install rides out broken transfers: resets, 500s, 429s, short bodies"
   const auto ranges = server.ranges("/" + artifacts[0].url.substr(server.url("").size() + 1));
   REQUIRE(ranges.size() == 3);
   CHECK_THAT(ranges[1], Catch::StartsWith("bytes="));
+  CHECK_THAT(r.err, !Catch::Contains("plain http"));  // 127.0.0.1 is this machine
+}
+
+TEST_CASE("a file:// source that is no regular file, or not the lock's size, fails at once",
+          "[cli][install][faults]") {
+  Project project;
+  const RedistMirror mirror(project.dir.path() / "www");
+  const auto built = mirror.add_archive(library_component("foo", "1.2.3"));
+  const auto archive = read_text(mirror.root() / built.relative_path);
+  const auto fifo = project.dir.path() / "fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const auto longer = project.dir.write("longer.tar.xz", archive + "and more");
+  for (const auto& [path, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"/dev/zero",
+            "`/dev/zero` is a character device; envkit reads local sources only "
+            "from regular files"},
+           {fifo.string(), "`" + fifo.string() + "` is a FIFO"},
+           {longer.string(), "the file has " + std::to_string(archive.size() + 8) +
+                                 " bytes, the lock records " + std::to_string(archive.size())}}) {
+    auto artifact = lock_artifact(built, "");
+    artifact.url = "file://" + path;
+    project.lock({{"cuda", "12.4.1", {artifact}}});
+    const auto start = std::chrono::steady_clock::now();
+    const auto r = project.install();
+    INFO(r.err);
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Catch::Contains("file://" + path) && Catch::Contains(expected));
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(20));
+  }
+  CHECK_FALSE(fs::exists(project.prefix()));
 }
 
 TEST_CASE("credentials in URLs never reach messages, receipts or the cache", "[cli][install]") {
@@ -337,6 +370,8 @@ TEST_CASE("downloads go through the proxy the environment names", "[cli][install
   REQUIRE(r.exit_code == 0);
   CHECK(proxy.requests(original) == 1);
   CHECK(read_text(project.prefix() / "lib" / "libfoo.so") == "foo library 1.2.3\n");
+  // Plain http to another machine is said, naming the host (the servers on 127.0.0.1 are not).
+  CHECK_THAT(r.err, Catch::Contains("is downloaded over plain http from downloads.invalid"));
 
   // A proxy that is not there: the error says the download went through it, credentials hidden.
   Project other;

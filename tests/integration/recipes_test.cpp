@@ -106,6 +106,16 @@ TEST_CASE("recipes check passes on the committed database", "[cli][recipes]") {
   const auto r = run_envkit({.args = {"--recipes", committed_recipes(), "recipes", "check"}});
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.err, Catch::Contains("8 packages, consistent"));
+  // Upstream names only http URLs for zlib's tarballs: pinned, so a warning each.
+  CHECK_THAT(r.err, Catch::Contains("warning: zlib 1.3.1 ") &&
+                        Catch::Contains("`http://zlib.net/fossils/zlib-1.3.1.tar.gz` is plain "
+                                        "http: only its pinned sha256 guards it"));
+  const auto as_json =
+      run_envkit({.args = {"--recipes", committed_recipes(), "--json", "recipes", "check"}});
+  CHECK(as_json.exit_code == 0);
+  const json out = json::parse(as_json.out);
+  CHECK(out.at("problems").empty());
+  CHECK_FALSE(out.at("warnings").empty());
 }
 
 TEST_CASE("recipes check --json names each problem in one object, and exits 1", "[cli][recipes]") {

@@ -192,8 +192,12 @@ FaultServer::Reply FaultServer::reply_for(const std::string& path, const std::st
 
   const std::string& body = *route.body;
   const auto asked = behaviour.ranges ? range_start(range) : std::nullopt;
-  const bool ranged = asked.has_value();
-  const std::size_t from = asked.value_or(0);
+  const bool lie_about_range =
+      asked && route.wrong_ranges_sent < behaviour.wrong_content_range && *asked < body.size();
+  if (lie_about_range) ++route.wrong_ranges_sent;
+  const bool ranged = asked.has_value() || behaviour.always_partial;
+  std::size_t from = asked.value_or(0);
+  if (lie_about_range && behaviour.range_lie == Behaviour::RangeLie::start) from = 0;
   const std::string size = std::to_string(body.size());
   if (ranged && from >= body.size()) {
     return {.head = status_line(416) + "Content-Range: bytes */" + size +
@@ -207,8 +211,10 @@ FaultServer::Reply FaultServer::reply_for(const std::string& path, const std::st
   reply.head = status_line(ranged ? 206 : 200) + "Content-Type: " + behaviour.content_type +
                "\r\nContent-Length: " + std::to_string(length) + "\r\n";
   if (ranged) {
+    const bool wrong_total = lie_about_range && behaviour.range_lie == Behaviour::RangeLie::total;
     reply.head += "Content-Range: bytes " + std::to_string(from) + "-" +
-                  std::to_string(body.size() - 1) + "/" + size + "\r\n";
+                  std::to_string(body.size() - 1) + "/" +
+                  (wrong_total ? std::to_string(body.size() + 1) : size) + "\r\n";
   }
   if (behaviour.ranges) reply.head += "Accept-Ranges: bytes\r\n";
   reply.head += "\r\n";

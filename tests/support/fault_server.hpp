@@ -36,8 +36,19 @@ struct Behaviour {
   // off the real size (positive: too long; negative: too short), sends the
   // real body and closes.
   long length_lie = 0;
-  // Serve the body with its middle byte flipped, every time.
+  // Serve the body with its middle byte flipped, every time: the same length,
+  // other bytes (what only a sha256 notices).
   bool wrong_bytes = false;
+  // The first requests with a Range (this many) get a 206 whose Content-Range
+  // is not what was asked: `range_lie` says how.
+  int wrong_content_range = 0;
+  enum class RangeLie {
+    start,  // the whole body from byte 0, labelled "bytes 0-END/SIZE"
+    total,  // the bytes asked for, labelled with a total one byte larger
+  };
+  RangeLie range_lie = RangeLie::start;
+  // Answer 206 (the whole body, "bytes 0-END/SIZE") even without a Range.
+  bool always_partial = false;
   // The Content-Type of the answer.
   std::string content_type = "application/octet-stream";
   // A pause after each 16 KiB of body, so that transfers last a while.
@@ -72,6 +83,7 @@ class FaultServer {
     std::shared_ptr<const std::string> body;  // as served (wrong_bytes applied); shared, not copied
     Behaviour behaviour;
     int requests = 0;
+    int wrong_ranges_sent = 0;
     std::vector<std::string> ranges;
   };
   enum class Fault { none, fail, stall, cut, lie };

@@ -56,7 +56,10 @@ bool accepts_connections(int port) {
 
 // One process (master_process off) as the calling user, everything under `dir`.
 std::string config(const fs::path& dir, const fs::path& root, int port,
-                   const std::optional<Tls>& tls) {
+                   const std::optional<Tls>& tls, const Redirects& redirects) {
+  std::string locations;
+  for (const auto& [path, target] : redirects)
+    locations += "    location = " + path + " { return 302 " + target + "; }\n";
   const std::string listen =
       std::to_string(port) +
       (tls ? " ssl http2;\n    ssl_certificate " + tls->certificate.string() +
@@ -84,7 +87,8 @@ std::string config(const fs::path& dir, const fs::path& root, int port,
          "  types { application/json json; text/html html; }\n"
          "  default_type application/octet-stream;\n"
          "  server {\n    listen 127.0.0.1:" +
-         listen + "    root " + root.string() + ";\n    index index.json index.html;\n  }\n}\n";
+         listen + "    root " + root.string() + ";\n    index index.json index.html;\n" +
+         locations + "  }\n}\n";
 }
 
 }  // namespace
@@ -104,12 +108,15 @@ std::optional<Tls> make_test_certificate(const fs::path& dir) {
   return tls;
 }
 
-StaticHttpServer::StaticHttpServer(fs::path root, std::optional<Tls> tls) : tls_(tls.has_value()) {
+StaticHttpServer::StaticHttpServer(fs::path root, std::optional<Tls> tls,
+                                   const Redirects& redirects)
+    : tls_(tls.has_value()) {
   const auto nginx = nginx_binary();
   if (!nginx) throw std::runtime_error("nginx is not installed (scripts/setup installs it)");
   for (int attempt = 0; attempt < 3 && pid_ < 0; ++attempt) {
     port_ = free_port();
-    const fs::path conf = work_.write("nginx.conf", config(work_.path(), root, port_, tls));
+    const fs::path conf =
+        work_.write("nginx.conf", config(work_.path(), root, port_, tls, redirects));
     const std::string binary = nginx->string(), prefix = work_.path().string(),
                       conf_path = conf.string();
     const pid_t pid = ::fork();

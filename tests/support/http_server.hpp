@@ -3,6 +3,7 @@
 #include <sys/types.h>
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -24,9 +25,13 @@ struct Tls {
 // command; nullopt where there is no openssl.
 std::optional<Tls> make_test_certificate(const std::filesystem::path& dir);
 
+// Paths answered with a 302 to a URL: "/a.tar.xz" -> "http://elsewhere/a.tar.xz".
+using Redirects = std::map<std::string, std::string>;
+
 class StaticHttpServer {
  public:
-  explicit StaticHttpServer(std::filesystem::path root, std::optional<Tls> tls = std::nullopt);
+  explicit StaticHttpServer(std::filesystem::path root, std::optional<Tls> tls = std::nullopt,
+                            const Redirects& redirects = {});
   ~StaticHttpServer();
   StaticHttpServer(const StaticHttpServer&) = delete;
   StaticHttpServer& operator=(const StaticHttpServer&) = delete;

@@ -41,6 +41,10 @@ struct TransportOptions {
   std::optional<std::filesystem::path> netrc_file;
   // Bytes buffered per stream before its transfer pauses for the reader.
   std::size_t buffer_bytes = std::size_t{4} << 20;
+  // Told (on the transport's thread) what a user should know that does not
+  // stop a download: a "warning: ..." line once per host reached over plain
+  // http (is_plain_http_remote). Empty: nothing is said.
+  std::function<void(const std::string& line)> on_warning;
 };
 
 struct DownloadRequest {
@@ -54,7 +58,8 @@ struct DownloadRequest {
   // Bytes of the body the reader already has: the first request asks for
   // the rest (Range), and reading yields only the rest.
   std::uint64_t start_at = 0;
-  // Called (on the transport's thread) when a URL failed and the next one is tried:
+  // Called (on the transport's thread; for file:// URLs, the reader's) when a URL failed and
+  // the next one is tried:
   // the URL, credentials redacted, and why. A mirror that is down should not go unnoticed.
   std::function<void(const std::string& url, const std::string& reason)> on_url_failed;
 };
@@ -99,6 +104,11 @@ class Transport {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// Whether `url` is plain http to another machine, where anyone on the way can
+// read and alter the bytes (the lock's sha256 is what catches it). Loopback
+// (localhost, 127.0.0.0/8, ::1) is this machine: not.
+[[nodiscard]] bool is_plain_http_remote(std::string_view url);
 
 // Where a mirror keeps `url`, relative to the mirror's root: https://HOST/PATH -> HOST/PATH.
 // The original's credentials are not carried over. HOST keeps its port; PATH

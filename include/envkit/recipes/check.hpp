@@ -16,12 +16,14 @@ struct Problem {
 };
 
 // Checks the whole database: every URL is https (http only with a pinned
-// sha256, where upstream publishes nothing else), every sha256 is 64 lowercase
+// sha256, and then a warning in `warnings` when given: upstream's metadata
+// names only an http URL for some files), every sha256 is 64 lowercase
 // hex digits, every requirement names a package of the database and matches at
 // least one of its versions, no version, build or artifact appears twice, and every
 // runfile has its CUDA era's layout and its components (cuda_runfile.hpp).
 // Unreadable files are errors; inconsistencies are the returned problems.
-[[nodiscard]] Result<std::vector<Problem>> check_database(const Database& db);
+[[nodiscard]] Result<std::vector<Problem>> check_database(const Database& db,
+                                                          std::vector<Problem>* warnings = nullptr);
 
 // The versions of each package of a database.
 using VersionIndex = std::map<std::string, std::vector<specs::Version>>;

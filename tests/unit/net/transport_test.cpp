@@ -1,9 +1,12 @@
 #include "envkit/net/transport.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstddef>
+#include <fstream>
 #include <optional>
 #include <random>
 #include <string>
@@ -11,8 +14,10 @@
 #include <vector>
 
 #include "envkit/core/sha256.hpp"
+#include "envkit/net/fetch.hpp"
 #include "support/fault_server.hpp"
 #include "support/http_server.hpp"
+#include "support/scoped_env.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace std::chrono_literals;
@@ -523,4 +528,217 @@ TEST_CASE("against nginx: exact bytes, resume with a Range, 404 falls back", "[n
   const auto slow = drain(*stream, 32 * KiB, 1ms);
   REQUIRE_FALSE(slow.error);
   CHECK(sha256_hex(slow.bytes) == sha256_hex(body));
+}
+
+TEST_CASE("a 206 with the wrong Content-Range is asked again for the whole body",
+          "[net][transport]") {
+  FaultServer server;
+  const auto body = payload(1 * MiB);
+  server.serve("/bad-start", body, {.cut_first = 1, .wrong_content_range = 1});
+  server.serve("/bad-total", body,
+               {.cut_first = 1, .wrong_content_range = 1, .range_lie = Behaviour::RangeLie::total});
+  Transport transport(quick());
+
+  for (const std::string path : {"/bad-start", "/bad-total"}) {
+    INFO(path);
+    const auto got =
+        download(transport, {.urls = {server.url(path)}, .expected_size = body.size()});
+    REQUIRE_FALSE(got.error);
+    CHECK(sha256_hex(got.bytes) == sha256_hex(body));
+    // Cut, resumed with a Range, answered wrongly, asked again without one.
+    const auto ranges = server.ranges(path);
+    REQUIRE(ranges.size() == 3);
+    CHECK(ranges[0].empty());
+    CHECK(range_from(ranges[1]) > 0);
+    CHECK(ranges[2].empty());
+  }
+}
+
+TEST_CASE("a mirror whose ranges stay wrong hands over to the next URL", "[net][transport]") {
+  FaultServer mirror, origin;
+  const auto body = payload(1 * MiB);
+  // Every answer a 206 from byte 0, asked for a range or not.
+  mirror.serve("/m/a.whl", body,
+               {.cut_first = 1, .wrong_content_range = 1000, .always_partial = true});
+  origin.serve("/a.whl", body);
+  Transport transport(quick());
+  std::vector<std::string> failed;
+
+  const auto got = download(transport, {.urls = {mirror.url("/m/a.whl"), origin.url("/a.whl")},
+                                        .expected_size = body.size(),
+                                        .on_url_failed = [&](const auto& url, const auto& why) {
+                                          failed.push_back(url + " " + why);
+                                        }});
+  REQUIRE_FALSE(got.error);
+  CHECK(sha256_hex(got.bytes) == sha256_hex(body));
+  CHECK(mirror.requests("/m/a.whl") == 3);  // cut, a wrong range, a 206 to a whole-body request
+  const auto ranges = origin.ranges("/a.whl");
+  REQUIRE(ranges.size() == 1);
+  CHECK(range_from(ranges[0]) > 0);  // the origin continued
+  REQUIRE(failed.size() == 1);
+  CHECK(failed[0] == mirror.url("/m/a.whl") +
+                         " asked for the whole body, the server sent part of it (HTTP 206 "
+                         "without a Range) (3 tries)");
+}
+
+TEST_CASE("file:// sources are regular files, read no further than the lock's size",
+          "[net][transport]") {
+  envkit::test::TempDir dir;
+  const auto body = payload(256 * KiB);
+  const auto file = "file://" + dir.write("m/a.tar.xz", body).string();
+  Transport transport(quick());
+  const auto refused = [&](const std::string& url, std::optional<std::uint64_t> size) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto got = download(transport, {.urls = {url}, .expected_size = size});
+    CHECK(std::chrono::steady_clock::now() - start < 2s);
+    REQUIRE(got.error);
+    return got.error->to_string();
+  };
+
+  CHECK_THAT(refused("file:///dev/zero", body.size()),
+             Catch::Contains("`file:///dev/zero`: `/dev/zero` is a character device; envkit "
+                             "reads local sources only from regular files"));
+  const auto fifo = dir.path() / "fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);  // no writer: opening it would wait forever
+  CHECK_THAT(refused("file://" + fifo.string(), std::nullopt), Catch::Contains("is a FIFO"));
+  CHECK_THAT(refused("file://" + (dir.path() / "m").string(), std::nullopt),
+             Catch::Contains("is a directory"));
+  CHECK_THAT(refused(file, body.size() - 1),
+             Catch::Contains("the file has " + std::to_string(body.size()) +
+                             " bytes, the lock records " + std::to_string(body.size() - 1)));
+
+  SECTION("a file that grows while read is an error at the lock's size") {
+    auto options = quick();
+    options.buffer_bytes = 16 * KiB;  // the reading thread stays close behind the reader
+    Transport slow(options);
+    auto stream = slow.open({.urls = {file}, .expected_size = body.size()});
+    std::vector<std::byte> first(1024);
+    REQUIRE(stream->read(first).ok());
+    {
+      std::ofstream grow(file.substr(7), std::ios::app | std::ios::binary);
+      grow << std::string(1 * MiB, 'x');
+    }
+    const auto got = drain(*stream);
+    REQUIRE(got.error);
+    CHECK_THAT(got.error->to_string(),
+               Catch::Contains("the file has more than the " + std::to_string(body.size()) +
+                               " bytes the lock records"));
+    CHECK(got.bytes.size() + first.size() <= body.size());
+  }
+}
+
+TEST_CASE("a URL that fails before a file:// one is reported, not skipped silently",
+          "[net][transport]") {
+  envkit::test::TempDir dir;
+  const auto body = payload(64 * KiB);
+  const auto file = "file://" + dir.write("m/a.tar.xz", body).string();
+  const auto devices = std::string("file:///dev/zero");
+  FaultServer server;
+  Transport transport(quick());
+  std::vector<std::string> failed;
+
+  const auto got = download(transport, {.urls = {devices, server.url("/missing"), file},
+                                        .expected_size = body.size(),
+                                        .on_url_failed = [&](const auto& url, const auto& why) {
+                                          failed.push_back(url + " " + why);
+                                        }});
+  REQUIRE_FALSE(got.error);
+  CHECK(sha256_hex(got.bytes) == sha256_hex(body));
+  REQUIRE(failed.size() == 2);
+  CHECK_THAT(failed[0], Catch::StartsWith(devices + " `/dev/zero` is a character device"));
+  CHECK(failed[1] == server.url("/missing") + " the server answered HTTP 404");
+}
+
+TEST_CASE("plain http to another machine is warned about once per host, loopback is not",
+          "[net][transport]") {
+  CHECK(envkit::net::is_plain_http_remote("http://mirror.lan/a.whl"));
+  CHECK(envkit::net::is_plain_http_remote("HTTP://user:pw@10.0.0.5:8080/a"));
+  CHECK_FALSE(envkit::net::is_plain_http_remote("https://mirror.lan/a.whl"));
+  CHECK_FALSE(envkit::net::is_plain_http_remote("http://127.0.0.1:8080/a"));
+  CHECK(envkit::net::is_plain_http_remote("http://127.mirror.lan/a"));
+  CHECK_FALSE(envkit::net::is_plain_http_remote("http://localhost/a"));
+  CHECK_FALSE(envkit::net::is_plain_http_remote("http://[::1]:80/a"));
+  CHECK_FALSE(envkit::net::is_plain_http_remote("file:///srv/a"));
+
+  // The fault server as the proxy: libcurl asks it for the remote URL itself.
+  FaultServer proxy;
+  const auto body = payload(16 * KiB);
+  proxy.serve("http://mirror.example/a.whl", body);
+  proxy.serve("http://mirror.example/b.whl", body);
+  envkit::test::ScopedEnv via("http_proxy", proxy.url(""));
+  proxy.serve("/local", body);
+  auto options = quick();
+  std::vector<std::string> warnings;
+  options.on_warning = [&](const std::string& line) { warnings.push_back(line); };
+  Transport transport(options);
+
+  for (const auto* path : {"/a.whl", "/b.whl"}) {
+    const auto got =
+        download(transport, {.urls = {std::string("http://mirror.example") + path}, .label = path});
+    REQUIRE_FALSE(got.error);
+  }
+  REQUIRE_FALSE(download(transport, {.urls = {proxy.url("/local")}}).error);
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0] ==
+        "warning: /a.whl is downloaded over plain http from mirror.example "
+        "(`http://mirror.example/a.whl`): anyone on the way can read or alter it, and only the "
+        "lock's sha256 catches that; use https where the server has it");
+}
+
+TEST_CASE("an https download redirected to plain http is refused, naming both URLs",
+          "[net][transport][tls]") {
+  if (!envkit::test::StaticHttpServer::available()) {
+    WARN("skipped: nginx is not installed (scripts/setup installs it)");
+    return;
+  }
+  envkit::test::TempDir www;
+  const auto tls = envkit::test::make_test_certificate(www.path());
+  if (!tls) {
+    WARN("skipped: no openssl command to make a test certificate");
+    return;
+  }
+  const auto body = payload(64 * KiB);
+  www.write("pkgs/a.tar.xz", body);
+  FaultServer plain;
+  plain.serve("/a.tar.xz", body);
+  const envkit::test::StaticHttpServer nginx(www.path(), tls,
+                                             {{"/down/a.tar.xz", plain.url("/a.tar.xz")}});
+  auto options = quick();
+  options.ca_file = tls->certificate;
+  Transport transport(options);
+  std::vector<std::string> failed;
+
+  const auto downgraded = nginx.url("/down/a.tar.xz");
+  const auto got = download(transport, {.urls = {downgraded, nginx.url("/pkgs/a.tar.xz")},
+                                        .on_url_failed = [&](const auto& url, const auto& why) {
+                                          failed.push_back(url + " " + why);
+                                        }});
+  REQUIRE_FALSE(got.error);  // the next URL served it
+  CHECK(sha256_hex(got.bytes) == sha256_hex(body));
+  CHECK(plain.requests("/a.tar.xz") == 0);  // never asked over http
+  REQUIRE(failed.size() == 1);
+  CHECK(failed[0] == downgraded + " refused the redirect from `" + downgraded +
+                         "` to plain http `" + plain.url("/a.tar.xz") +
+                         "`: an https download never goes on unencrypted");
+
+  const auto alone = download(transport, {.urls = {downgraded}});
+  REQUIRE(alone.error);
+  CHECK_THAT(alone.error->to_string(),
+             Catch::Contains("refused the redirect from `" + downgraded + "` to plain http"));
+
+  // Documents (index pages, metadata) are fetched under the same rule.
+  const auto document =
+      envkit::net::fetch_text(downgraded, {.attempts = 1, .ca_file = tls->certificate});
+  REQUIRE_FALSE(document.ok());
+  CHECK_THAT(document.error().to_string(),
+             Catch::Contains("refused the redirect from `" + downgraded + "` to plain http `" +
+                             plain.url("/a.tar.xz") + "`"));
+  CHECK(plain.requests("/a.tar.xz") == 0);
+
+  // An http URL may still be redirected to https (and, on this machine, to http).
+  const envkit::test::StaticHttpServer plain_nginx(www.path(), std::nullopt,
+                                                   {{"/up/a.tar.xz", nginx.url("/pkgs/a.tar.xz")}});
+  const auto upgraded = download(transport, {.urls = {plain_nginx.url("/up/a.tar.xz")}});
+  REQUIRE_FALSE(upgraded.error);
+  CHECK(sha256_hex(upgraded.bytes) == sha256_hex(body));
 }

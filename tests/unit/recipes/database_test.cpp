@@ -129,6 +129,30 @@ TEST_CASE("check finds what would mislead the solver or the installer", "[recipe
   CHECK(clean->empty());
 }
 
+TEST_CASE("check: http with a pinned sha256 is a warning, http without one a problem",
+          "[recipes][db][check]") {
+  test::TempDir dir;
+  Recipe plain = cuda();
+  auto& artifacts = plain.versions[0].builds[0].artifacts;
+  artifacts[0].url = "http://nvidia.example/cudart.tar.xz";
+  artifacts[1].url = "http://nvidia.example/nvcc.tar.xz";
+  artifacts[1].sha256 = "";
+  write_all(dir.path(), {plain});
+  auto db = Database::open(dir.path());
+  REQUIRE(db);
+  std::vector<Problem> warnings;
+  auto problems = check_database(*db, &warnings);
+  REQUIRE(problems);
+  REQUIRE(problems->size() == 2);  // the empty sha256, and its http URL without one
+  CHECK((*problems)[1].message ==
+        "`http://nvidia.example/nvcc.tar.xz` is neither https nor http with a pinned sha256");
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].where == "cuda 12.4.1 cuda_cudart linux-x86_64 (archive)");
+  CHECK(warnings[0].message ==
+        "`http://nvidia.example/cudart.tar.xz` is plain http: only its pinned sha256 guards it "
+        "(envkit install warns about the host too); use https where upstream publishes it");
+}
+
 TEST_CASE("check refuses a runfile without its era's layout or its components",
           "[recipes][db][check][runfile]") {
   const auto problems_of = [](Artifact runfile) {
