@@ -629,8 +629,7 @@ std::string versions_reversed(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("solve: a facts file written newest first locks what the sorted one locks",
-          "[solve]") {
+TEST_CASE("solve: a facts file written newest first locks what the sorted one locks", "[solve]") {
   test::TempDir dir;
   std::filesystem::copy(database().dir(), dir.path(), std::filesystem::copy_options::recursive);
   for (const auto* name : {"cudnn.yaml", "torch.yaml", "cuda.yaml"}) {
