@@ -519,10 +519,28 @@ FillOutcome fill_entry(const Cache& cache, const ArtifactTarget& target,
   }
   const auto id =
       toolchain ? Cache::source_entry_id(target, toolchain->identity()) : Cache::entry_id(target);
+  // Taken before the entry is looked up and kept by the outcome, so that a
+  // `cache clean` running now cannot remove it before it is linked.
+  auto in_use = cache.use_entry(id);
+  if (!in_use) return failure(std::move(in_use).error());
+  const auto lock_used = std::make_shared<sys::FileLock>(*std::move(in_use));
+  const auto usable = [&](FillOutcome outcome) {
+    outcome.in_use = lock_used;
+    return outcome;
+  };
   auto found = cache.find(id);
   if (!found) return failure(std::move(found).error());
-  if (*found) return FillOutcome{.record = std::move(**found)};
+  std::vector<std::string> changed;
+  if (*found) {
+    changed = cache.changed_files(**found);
+    if (changed.empty()) return usable(FillOutcome{.record = std::move(**found)});
+  }
   if (!context.transport) {
+    if (!changed.empty()) {
+      return FillOutcome{.error = Error::failed(fmt::format("{}: its cache entry changed ({})",
+                                                            target.label(), changed.front())),
+                         .missing_offline = true};
+    }
     return FillOutcome{.error = Error::failed(target.label() + " is not in the cache"),
                        .missing_offline = true};
   }
@@ -531,9 +549,20 @@ FillOutcome fill_entry(const Cache& cache, const ArtifactTarget& target,
   if (!lock) return failure(std::move(lock).error());
   found = cache.find(id);
   if (!found) return failure(std::move(found).error());
-  if (*found) return FillOutcome{.record = std::move(**found)};
-  if (toolchain) return build_from_source_entry(cache, target, id, context, *toolchain);
-  return download_and_unpack(cache, target, id, context);
+  if (*found) {
+    changed = cache.changed_files(**found);
+    if (changed.empty()) return usable(FillOutcome{.record = std::move(**found)});
+    // Written through a prefix's hard link: made again from the download.
+    if (context.note) {
+      context.note(fmt::format(
+          "warning: {}: the cache's copy changed ({}{}); unpacking it again", target.label(),
+          changed.front(),
+          changed.size() > 1 ? fmt::format(" and {} more", changed.size() - 1) : std::string()));
+    }
+    cache.discard_entry(id);
+  }
+  if (toolchain) return usable(build_from_source_entry(cache, target, id, context, *toolchain));
+  return usable(download_and_unpack(cache, target, id, context));
 }
 
 }  // namespace envkit::store
