@@ -62,10 +62,12 @@ struct CacheProject {
 };
 
 // doctor's findings of `id`, their messages.
-std::vector<std::string> doctor_messages(const sys::ProcessOutput& run, std::string_view id) {
+std::vector<std::string> doctor_messages(const sys::ProcessOutput& run, const std::string& id) {
   std::vector<std::string> messages;
-  for (const auto& finding : json::parse(run.out).at("findings")) {
-    if (finding.at("id") == id) messages.push_back(finding.at("message").get<std::string>());
+  const auto report = json::parse(run.out);
+  for (const auto& finding : report.at("findings")) {
+    if (finding.at("id").get<std::string>() == id)
+      messages.push_back(finding.at("message").get<std::string>());
   }
   return messages;
 }
@@ -93,6 +95,7 @@ TEST_CASE(
 
   // doctor names the package and the file whose cache copy changed.
   auto doctor = project.envkit({"doctor", "--json"});
+  INFO(doctor.out + doctor.err);
   auto cache_findings = doctor_messages(doctor, "cache");
   REQUIRE(cache_findings.size() == 1);
   CHECK_THAT(cache_findings.front(), Catch::Contains("cuda 12.4.1"));
@@ -211,10 +214,11 @@ TEST_CASE("cache clean during an install leaves the entries it links alone",
   INFO(cleaned.err);
   REQUIRE(cleaned.exit_code == 0);
   const auto report = json::parse(cleaned.out);
-  // foo is linked from, the slow one is being made: both left alone, and said so.
+  // foo is linked from: left alone, and said so (the slow one, being made, is no entry yet).
   CHECK(report.at("removed") == 0);
-  CHECK(report.at("in_use") == 2);
-  CHECK_THAT(cleaned.err, Catch::Contains("2 in use by a running envkit left alone"));
+  CHECK(report.at("in_use") == 1);
+  CHECK_THAT(cleaned.err, Catch::Contains("1 in use by a running envkit left alone"));
+  CHECK(report.at("incomplete") == 0);
 
   const auto installed = installing.get();
   INFO(installed.err);

@@ -181,7 +181,7 @@ TEST_CASE("clean and prune leave alone an entry an install is linking from", "[s
   CHECK_FALSE(fs::exists(cache.entry_dir("entry-used")));
 }
 
-TEST_CASE("cache verify hashes every file against its record; --repair removes broken entries",
+TEST_CASE("cache verify hashes every file against its record, and --repair removes broken entries",
           "[store][cache]") {
   TempDir dir;
   const Cache cache(dir.path() / "cache");
