@@ -211,9 +211,7 @@ Result<void> Cache::commit(const fs::path& staging, EntryRecord record) const {
   const auto pending = store_ / "entries" / fmt::format(".{}.json.tmp-{:08x}", record.id, seed());
   if (auto written = sys::write_new_file(pending, to_json(record)); !written) {
     auto failure = std::move(written).error();
-    const auto& causes = failure.causes();
-    if (std::find(causes.begin(), causes.end(), std::strerror(ENOSPC)) != causes.end())
-      failure.hint(std::string(kDiskFullHint));
+    if (disk_full(failure)) failure.hint(std::string(kDiskFullHint));
     return failure;
   }
   const auto abandon = [&] {

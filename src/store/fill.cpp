@@ -15,6 +15,7 @@
 #include "envkit/core/text.hpp"
 #include "envkit/core/url.hpp"
 #include "envkit/store/source_build.hpp"
+#include "fs_error.hpp"
 #include "spool.hpp"
 
 namespace envkit::store {
@@ -121,6 +122,14 @@ Error mismatch(const ArtifactTarget& target, const std::string& url, const std::
 
 FillOutcome failure(Error error, bool unreachable = false) {
   return FillOutcome{.error = std::move(error), .unreachable = unreachable};
+}
+
+// A full disk while unpacking: the extractor names the archive's entry, this
+// says which disk (where the cache unpacks), and what to do.
+Error located(Error error, const fs::path& staging) {
+  if (!disk_full(error)) return error;
+  return error.because(fmt::format("while unpacking into {}", text::quoted(staging.string())))
+      .hint(std::string(kDiskFullHint));
 }
 
 // Read-only from now on: prefixes hard-link these files, and a prefix must
@@ -424,7 +433,7 @@ FillOutcome download_and_unpack(const Cache& cache, const ArtifactTarget& target
   auto unpacked = fetch_unpacked(target, *staging, context, unreachable);
   if (!unpacked) {
     discard();
-    return failure(std::move(unpacked).error(), unreachable);
+    return failure(located(std::move(unpacked).error(), *staging), unreachable);
   }
   auto files = std::move(unpacked->files);
   // Links the packaging cannot hold (wheels) or leaves out (python, pip).
@@ -469,7 +478,7 @@ FillOutcome build_from_source_entry(const Cache& cache, const ArtifactTarget& ta
   };
   if (!unpacked) {
     discard();
-    return failure(std::move(unpacked).error(), unreachable);
+    return failure(located(std::move(unpacked).error(), work.path()), unreachable);
   }
   if (context.note)
     context.note(fmt::format("building {} from source ({})", label, toolchain.cc_version));

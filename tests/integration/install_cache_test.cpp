@@ -136,7 +136,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "a disk that fills while a record is written leaves no entry; leftovers are counted "
+    "a disk that fills while a record is written leaves no entry, and leftovers are counted "
     "and cleaned",
     "[cli][install][cache]") {
   if (nginx_missing()) return;
@@ -178,6 +178,36 @@ TEST_CASE(
   CHECK(json::parse(pruned.out).at("removed") == 0);
 }
 
+TEST_CASE("a disk that fills while the cache unpacks is an error naming the cache's folder",
+          "[cli][install][cache]") {
+  if (nginx_missing()) return;
+  CacheProject project;
+  const SmallDisk disk(project.dir.path() / "small");
+  if (!disk.mounted()) {
+    WARN("skipped: cannot mount a small tmpfs here (needs root in a container that allows it)");
+    return;
+  }
+  const RedistMirror mirror(project.dir.path() / "www");
+  auto big = library_component("big", "1.0.0");
+  big.files.push_back({.path = "lib/libbig-data.so", .content = incompressible(3 << 20, 7)});
+  const auto large = mirror.add_archive(big);
+  const StaticHttpServer server(mirror.root());
+  project.lock({{"cuda", "12.4.1", {lock_artifact(large, server.url(""))}}});
+  const auto cache = project.dir.path() / "small" / "cache";
+  const auto r = run_envkit({.args = {"-C", project.root.string(), "--cache-dir", cache.string(),
+                                      "install", "--frozen"}});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("No space left on device"));
+  CHECK_THAT(r.err, Catch::Contains((cache / "store" / "v1" / "tmp").string()));
+  CHECK_THAT(r.err, Catch::Contains("free some disk space"));
+  // Nothing of it is left: no entry, no staging.
+  const auto info =
+      run_envkit({.args = {"--cache-dir", cache.string(), "cache", "info", "--json"}});
+  REQUIRE(info.exit_code == 0);
+  CHECK(json::parse(info.out).at("entries") == 0);
+  CHECK(json::parse(info.out).at("incomplete") == 0);
+}
+
 TEST_CASE("cache clean during an install leaves the entries it links alone",
           "[cli][install][cache]") {
   if (nginx_missing()) return;
@@ -185,10 +215,7 @@ TEST_CASE("cache clean during an install leaves the entries it links alone",
   const RedistMirror mirror(project.dir.path() / "www");
   const auto foo = mirror.add_archive(library_component("foo", "1.2.3"));
   auto slow_component = library_component("slow", "1.0.0");
-  std::string noise(1 << 20, '\0');  // 1 MiB xz cannot shrink: the download takes a while
-  std::uint32_t seed = 2024;
-  for (auto& c : noise)
-    c = static_cast<char>((seed = seed * 1664525u + 1013904223u) >> 24);
+  const auto noise = incompressible(1 << 20, 2024);  // the download takes a while
   slow_component.files.push_back({.path = "lib/libslow-data.so", .content = noise});
   const auto slow = mirror.add_archive(slow_component);
   const StaticHttpServer server(mirror.root());
