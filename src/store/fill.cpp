@@ -530,9 +530,10 @@ FillOutcome fill_entry(const Cache& cache, const ArtifactTarget& target,
       toolchain ? Cache::source_entry_id(target, toolchain->identity()) : Cache::entry_id(target);
   // Taken before the entry is looked up and kept by the outcome, so that a
   // `cache clean` running now cannot remove it before it is linked.
+  // A cache this user cannot write (shared read-only, used --offline) gives no
+  // lock, and no one cleans it from here either.
   auto in_use = cache.use_entry(id);
-  if (!in_use) return failure(std::move(in_use).error());
-  const auto lock_used = std::make_shared<sys::FileLock>(*std::move(in_use));
+  const auto lock_used = in_use ? std::make_shared<sys::FileLock>(*std::move(in_use)) : nullptr;
   const auto usable = [&](FillOutcome outcome) {
     outcome.in_use = lock_used;
     return outcome;

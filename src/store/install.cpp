@@ -242,12 +242,11 @@ Result<PackageReceipt> place_unchanged(GenerationBuilder& builder, const Cache& 
                           package.packaging != Packaging::venv;
   for (const auto& artifact : receipt.artifacts) {
     if (!from_cache) break;
-    auto lock = cache.use_entry(artifact.entry);
-    if (!lock) break;
+    auto lock = cache.use_entry(artifact.entry);  // none in a read-only cache
     auto found = cache.find(artifact.entry);
     // A changed entry is made again by the next fill of it (`--reinstall`).
     if (!found || !*found || !cache.changed_files(**found).empty()) break;
-    in_use.push_back(std::make_shared<sys::FileLock>(*std::move(lock)));
+    if (lock) in_use.push_back(std::make_shared<sys::FileLock>(*std::move(lock)));
     entries.push_back(std::move(**found));
   }
   if (from_cache && entries.size() == receipt.artifacts.size()) {
