@@ -18,6 +18,7 @@
 #include "envkit/store/prefix.hpp"
 #include "envkit/sys/process.hpp"
 #include "prefix_option.hpp"
+#include "settings.hpp"
 
 namespace envkit::cli {
 
@@ -127,6 +128,9 @@ Result<Findings> prefix_findings(const Context& context, const DoctorFlags& flag
   if (!state) return std::move(state).error();
   Findings findings = doctor::check_prefix(path, *state, locked);
   if (!*state) return findings;  // nothing installed: nothing more to look at
+  auto settings = load_settings(context);
+  if (!settings) return std::move(settings).error();
+  append(findings, doctor::check_cache_entries(**state, store::Cache(cache_dir_of(*settings))));
   const auto inherited = activation::current_environment();
   const auto ld_library_path =
       inherited.contains("LD_LIBRARY_PATH") ? inherited.at("LD_LIBRARY_PATH") : std::string();

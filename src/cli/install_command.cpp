@@ -1,6 +1,7 @@
 // `envkit install`, `envkit list` and `envkit cache ...`: the prefix and the
 // cache it is linked from.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <chrono>
 #include <iostream>
@@ -278,6 +279,7 @@ int run_cache_info(Context& context) {
     std::cout << nlohmann::json{{"path", info->root.string()},
                                 {"entries", info->entries},
                                 {"bytes", info->bytes},
+                                {"incomplete", info->incomplete},
                                 {"prefixes", prefixes}}
                      .dump()
               << '\n';
@@ -285,6 +287,12 @@ int run_cache_info(Context& context) {
   }
   std::cout << fmt::format("cache:    {}\nentries:  {} unpacked artifacts\nsize:     {}\n",
                            info->root.string(), info->entries, human_bytes(info->bytes));
+  if (info->incomplete > 0) {
+    std::cout << fmt::format(
+        "incomplete: {} left by runs that stopped before finishing (`envkit cache clean` or "
+        "the next install removes them)\n",
+        info->incomplete);
+  }
   for (const auto& prefix : info->prefixes)
     std::cout << fmt::format("used by:  {}\n", prefix.string());
   return 0;
@@ -295,20 +303,69 @@ int run_cache_clean(Context& context, bool prune) {
   if (!cache) return report(context, cache.error());
   auto cleaned = prune ? cache->prune() : cache->clean();
   if (!cleaned) return report(context, cleaned.error());
+  std::string notes;
+  if (cleaned->incomplete > 0)
+    notes += fmt::format("; {} incomplete leftover(s) removed", cleaned->incomplete);
+  if (cleaned->in_use > 0)
+    notes += fmt::format("; {} in use by a running envkit left alone", cleaned->in_use);
   context.console.info(fmt::format("removed {} entr{} ({}){}", cleaned->removed,
                                    cleaned->removed == 1 ? "y" : "ies", human_bytes(cleaned->bytes),
-                                   cleaned->in_use ? fmt::format("; {} in use by a running envkit "
-                                                                 "left alone",
-                                                                 cleaned->in_use)
-                                                   : std::string()));
+                                   notes));
   if (context.options.json) {
     std::cout << nlohmann::json{{"removed", cleaned->removed},
                                 {"bytes", cleaned->bytes},
-                                {"in_use", cleaned->in_use}}
+                                {"in_use", cleaned->in_use},
+                                {"incomplete", cleaned->incomplete}}
                      .dump()
               << '\n';
   }
   return 0;
+}
+
+// Exit 1 when an entry is broken (CLI.md: a failure the user can act on).
+int run_cache_verify(Context& context, bool repair) {
+  auto cache = configured_cache(context);
+  if (!cache) return report(context, cache.error());
+  auto verified = cache->verify(repair);
+  if (!verified) return report(context, verified.error());
+  if (context.options.json) {
+    nlohmann::json broken = nlohmann::json::array();
+    for (const auto& entry : verified->broken) {
+      broken.push_back({{"id", entry.id},
+                        {"package", entry.package},
+                        {"component", entry.component},
+                        {"problems", entry.problems},
+                        {"removed", entry.removed}});
+    }
+    std::cout << nlohmann::json{{"entries", verified->entries},
+                                {"files", verified->files},
+                                {"broken", broken},
+                                {"in_use", verified->in_use}}
+                     .dump()
+              << '\n';
+  }
+  for (const auto& entry : verified->broken) {
+    context.console.info(
+        fmt::format("broken: {} ({}) entry {}: {}{}", entry.package, entry.component, entry.id,
+                    fmt::join(entry.problems, ", "),
+                    entry.removed ? "; removed, the next `envkit install` unpacks it again" : ""));
+  }
+  context.console.info(fmt::format("{} entr{}, {} files hashed: {}", verified->entries,
+                                   verified->entries == 1 ? "y" : "ies", verified->files,
+                                   verified->broken.empty()
+                                       ? std::string("all match their records")
+                                       : fmt::format("{} broken", verified->broken.size())));
+  if (verified->broken.empty()) return 0;
+  if (!repair) {
+    context.console.info(
+        "hint: `envkit cache verify --repair` removes the broken entries, and `envkit install "
+        "--reinstall` in each prefix using them unpacks them again");
+  } else if (verified->in_use > 0) {
+    context.console.info(fmt::format(
+        "{} broken entr{} in use by a running envkit left alone; run again when it is done",
+        verified->in_use, verified->in_use == 1 ? "y" : "ies"));
+  }
+  return 1;
 }
 
 }  // namespace
@@ -361,6 +418,13 @@ void register_install(CLI::App& root, Commands& out) {
                  [](Context& context) { return run_cache_clean(context, false); }});
   out.push_back({cache->add_subcommand("prune", "Remove the entries no prefix uses"),
                  [](Context& context) { return run_cache_clean(context, true); }});
+  auto repair = std::make_shared<bool>(false);
+  auto* verify = cache->add_subcommand(
+      "verify", "Hash every file of every entry against its record; exit 1 when one is broken");
+  verify->add_flag("--repair", *repair,
+                   "Remove the broken entries, so that the next install unpacks them again");
+  out.push_back(
+      {verify, [repair](Context& context) { return run_cache_verify(context, *repair); }});
 }
 
 }  // namespace envkit::cli

@@ -117,7 +117,40 @@ void compare_with_lock(const store::PrefixState& state, const lock::PlatformLock
   }
 }
 
+// "a, b, c and 2 more": the first few of a list, and how many were left out.
+std::string first_few(std::vector<std::string> items) {
+  constexpr std::size_t kShown = 5;
+  const auto more = items.size() > kShown ? items.size() - kShown : 0;
+  items.resize(std::min(items.size(), kShown));
+  return fmt::format("{}{}", fmt::join(items, ", "), more ? fmt::format(" and {} more", more) : "");
+}
+
 }  // namespace
+
+Findings check_cache_entries(const store::PrefixState& state, const store::Cache& cache) {
+  Findings findings;
+  for (const auto& receipt : state.packages) {
+    std::vector<std::string> changed;
+    for (const auto& artifact : receipt.artifacts) {
+      if (artifact.entry.empty()) continue;
+      auto record = cache.find(artifact.entry);
+      if (!record || !*record) continue;  // cleaned since: the prefix does not need it
+      for (auto& file : cache.changed_files(**record))
+        changed.push_back(std::move(file));
+    }
+    if (changed.empty()) continue;
+    const auto count = changed.size();
+    findings.push_back(error(
+        "cache",
+        fmt::format("{} file{} of {} {} changed in the cache since envkit unpacked {} (written "
+                    "through a hard link into a prefix?): {}",
+                    count, count == 1 ? "" : "s", receipt.name, receipt.version,
+                    count == 1 ? "it" : "them", first_few(std::move(changed))),
+        "run `envkit install --reinstall`: it unpacks the entry again and relinks the prefix; "
+        "`envkit cache verify` hashes every entry"));
+  }
+  return findings;
+}
 
 Findings check_prefix(const fs::path& prefix, const std::optional<store::PrefixState>& state,
                       const std::optional<lock::PlatformLock>& locked) {
@@ -143,17 +176,14 @@ Findings check_prefix(const fs::path& prefix, const std::optional<store::PrefixS
       }
     }
     if (changed.empty()) continue;
-    constexpr std::size_t kShown = 5;
-    const auto more = changed.size() > kShown ? changed.size() - kShown : 0;
-    changed.resize(std::min(changed.size(), kShown));
+    const auto count = changed.size();
     findings.push_back(
         error("prefix",
-              fmt::format("{} file{} of {} {} differ{} from what envkit installed: {}{}",
-                          changed.size() + more, changed.size() + more == 1 ? "" : "s",
-                          receipt.name, receipt.version, changed.size() + more == 1 ? "s" : "",
-                          fmt::join(changed, ", "), more ? fmt::format(" and {} more", more) : ""),
-              "run `envkit install --reinstall` to put them back from the cache (files changed in "
-              "place may have changed the cache's copy too: `envkit cache clean` first)"));
+              fmt::format("{} file{} of {} {} differ{} from what envkit installed: {}", count,
+                          count == 1 ? "" : "s", receipt.name, receipt.version,
+                          count == 1 ? "s" : "", first_few(std::move(changed))),
+              "run `envkit install --reinstall` to put them back from the cache (a cache entry "
+              "changed through a hard link is unpacked again)"));
   }
   if (findings.empty() || std::all_of(findings.begin(), findings.end(), [](const Finding& f) {
         return f.severity == Severity::ok;

@@ -2,8 +2,13 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <random>
 #include <set>
 
 #include "envkit/core/env_vars.hpp"
@@ -36,6 +41,74 @@ std::string layout_key(const ArtifactTarget& target) {
   for (const auto& patch : artifact.patches)
     key += "\npatch " + patch.sha256;
   return key;
+}
+
+// A regular file's stamp, or nullopt when `path` is not one (gone, replaced by a link).
+std::optional<FileStamp> stamp_of(const fs::path& path) {
+  struct stat info {};
+  if (::lstat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) return std::nullopt;
+  constexpr std::int64_t kNs = 1'000'000'000;
+  return FileStamp{.size = static_cast<std::uint64_t>(info.st_size),
+                   .inode = static_cast<std::uint64_t>(info.st_ino),
+                   .mtime_ns = info.st_mtim.tv_sec * kNs + info.st_mtim.tv_nsec,
+                   .ctime_ns = info.st_ctim.tv_sec * kNs + info.st_ctim.tv_nsec};
+}
+
+Result<std::map<std::string, FileStamp>> stamps_of(const fs::path& root,
+                                                   const std::vector<FileRecord>& files) {
+  std::map<std::string, FileStamp> stamps;
+  for (const auto& file : files) {
+    if (file.type != archive::EntryType::file) continue;
+    auto stamp = stamp_of(root / file.path);
+    if (!stamp) {
+      return cannot("read", root / file.path,
+                    std::error_code(errno != 0 ? errno : ENOENT, std::generic_category()));
+    }
+    stamps[file.path] = *stamp;
+  }
+  return stamps;
+}
+
+// How a file of an entry differs from its record, hashing it; nullopt when it does not.
+std::optional<std::string_view> hashed_difference(const fs::path& path, const FileRecord& file) {
+  std::error_code ignored;
+  const auto status = fs::symlink_status(path, ignored);
+  if (!fs::exists(status)) return "missing";
+  switch (file.type) {
+    case archive::EntryType::directory:
+      if (!fs::is_directory(status)) return "replaced";
+      return std::nullopt;
+    case archive::EntryType::symlink:
+      if (!fs::is_symlink(status)) return "replaced";
+      if (fs::read_symlink(path, ignored).string() != file.link_target) return "repointed";
+      return std::nullopt;
+    case archive::EntryType::file: {
+      if (!fs::is_regular_file(status)) return "replaced";
+      if (fs::file_size(path, ignored) != file.size) return "modified";
+      const auto sha256 = core::sha256_file(path);
+      if (!sha256) return "unreadable";
+      if (*sha256 != file.sha256) return "modified";
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+// "<id>.json" of a finished entry's record; nullopt for anything else in entries/.
+std::optional<std::string> record_id(const fs::path& path) {
+  const auto name = path.filename().string();
+  if (name.starts_with('.') || path.extension() != ".json") return std::nullopt;
+  return path.stem().string();
+}
+
+// The entry a leftover of entries/ or tmp/ belongs to: a record-less folder
+// (`<id>`), a record never renamed in (`.<id>.json.tmp-XXXXXXXX`), staging
+// (`tmp/<id>`, `tmp/<id>.build`, `tmp/<id>.download`, ...).
+std::string leftover_id(const fs::path& path) {
+  const auto name = path.filename().string();
+  if (const auto temp = name.find(".json.tmp-"); name.starts_with('.') && temp != std::string::npos)
+    return name.substr(1, temp - 1);
+  return path.stem().string();
 }
 
 std::uint64_t unpacked_bytes(const EntryRecord& record) {
@@ -118,14 +191,118 @@ Result<fs::path> Cache::fresh_staging(const std::string& id) const {
   return staging;
 }
 
-Result<void> Cache::commit(const fs::path& staging, const EntryRecord& record) const {
+Result<sys::FileLock> Cache::use_entry(const std::string& id) const {
+  return sys::FileLock::acquire(store_ / "locks" / (id + ".use"), sys::FileLock::Mode::shared);
+}
+
+Result<void> Cache::commit(const fs::path& staging, EntryRecord record) const {
+  auto stamps = stamps_of(staging, record.files);
+  if (!stamps) return std::move(stamps).error();
+  record.stamps = *std::move(stamps);
   const auto target = entry_dir(record.id);
-  remove_tree(target);  // an unfinished entry of a crashed run (we hold its lock)
+  const auto record_file = store_ / "entries" / (record.id + ".json");
   std::error_code error;
   fs::create_directories(target.parent_path(), error);
+  if (error) return cannot("create", target.parent_path(), error);
+  // The record is written (and flushed) before the entry moves in, so a full
+  // disk fails here, with nothing of the entry in entries/; its rename is the
+  // commit point.
+  std::random_device seed;
+  const auto pending = store_ / "entries" / fmt::format(".{}.json.tmp-{:08x}", record.id, seed());
+  if (auto written = sys::write_new_file(pending, to_json(record)); !written) {
+    auto failure = std::move(written).error();
+    if (disk_full(failure)) failure.hint(std::string(kDiskFullHint));
+    return failure;
+  }
+  const auto abandon = [&] {
+    std::error_code ignored;
+    fs::remove(pending, ignored);
+  };
+  remove_tree(target);  // an unfinished entry of a crashed run (we hold its lock)
   fs::rename(staging, target, error);
-  if (error) return cannot("move into the cache:", staging, error);
-  return sys::write_file_atomic(store_ / "entries" / (record.id + ".json"), to_json(record));
+  if (error) {
+    abandon();
+    return cannot("move into the cache:", staging, error);
+  }
+  fs::rename(pending, record_file, error);
+  if (error) {
+    abandon();
+    remove_tree(target);
+    return cannot("commit", record_file, error);
+  }
+  return {};
+}
+
+std::vector<std::string> Cache::changed_files(const EntryRecord& record) const {
+  std::vector<std::string> changed;
+  const auto root = entry_dir(record.id);
+  for (const auto& [path, stamp] : record.stamps) {
+    const auto now = stamp_of(root / path);
+    if (!now) {
+      changed.push_back(path + " (missing)");
+    } else if (now->size != stamp.size || now->mtime_ns != stamp.mtime_ns) {
+      changed.push_back(path + " (modified)");
+    } else if (now->inode != stamp.inode) {
+      changed.push_back(path + " (replaced)");
+    }
+  }
+  return changed;
+}
+
+void Cache::discard_entry(const std::string& id) const {
+  std::error_code ignored;
+  fs::remove(store_ / "entries" / (id + ".json"), ignored);  // from now on it is incomplete
+  // Moved aside first, so the entry's path is free at once.
+  std::random_device seed;
+  const auto aside = store_ / "tmp" / fmt::format("{}.changed-{:08x}", id, seed());
+  fs::create_directories(aside.parent_path(), ignored);
+  fs::rename(entry_dir(id), aside, ignored);
+  remove_tree(ignored ? entry_dir(id) : aside);
+}
+
+std::optional<std::pair<sys::FileLock, sys::FileLock>> Cache::claim_for_removal(
+    const std::string& id) const {
+  auto made =
+      sys::FileLock::try_acquire(store_ / "locks" / (id + ".lock"), sys::FileLock::Mode::exclusive);
+  if (!made) return std::nullopt;
+  auto used =
+      sys::FileLock::try_acquire(store_ / "locks" / (id + ".use"), sys::FileLock::Mode::exclusive);
+  if (!used) return std::nullopt;
+  return std::make_pair(*std::move(made), *std::move(used));
+}
+
+std::size_t Cache::remove_leftovers() const {
+  std::size_t removed = 0;
+  for (const auto& path : leftovers()) {
+    // Held while removing: an envkit that starts making the entry now waits.
+    const auto lock = sys::FileLock::try_acquire(store_ / "locks" / (leftover_id(path) + ".lock"),
+                                                 sys::FileLock::Mode::exclusive);
+    if (!lock) continue;  // being made now
+    remove_tree(path);
+    ++removed;
+  }
+  return removed;
+}
+
+std::vector<fs::path> Cache::leftovers() const {
+  std::vector<fs::path> found;
+  std::error_code error;
+  for (fs::directory_iterator it(store_ / "entries", error), end; !error && it != end;
+       it.increment(error)) {
+    const auto& path = it->path();
+    const auto name = path.filename().string();
+    std::error_code ignored;
+    const bool pending_record =
+        name.starts_with('.') && name.find(".json.tmp-") != std::string::npos;
+    const bool without_record =
+        it->is_directory(ignored) && !fs::exists(store_ / "entries" / (name + ".json"), ignored);
+    if (pending_record || without_record) found.push_back(path);
+  }
+  std::error_code tmp_error;
+  for (fs::directory_iterator it(store_ / "tmp", tmp_error), end; !tmp_error && it != end;
+       it.increment(tmp_error))
+    found.push_back(it->path());
+  return found;
 }
 
 Result<void> Cache::check_writable() const {
@@ -156,12 +333,18 @@ Result<CacheInfo> Cache::info() const {
   std::error_code error;
   for (fs::directory_iterator it(store_ / "entries", error), end; !error && it != end;
        it.increment(error)) {
-    if (it->path().extension() != ".json") continue;
-    auto record = find(it->path().stem().string());
+    const auto id = record_id(it->path());
+    if (!id) continue;
+    auto record = find(*id);
     if (!record) return std::move(record).error();
     if (!*record) continue;
     ++info.entries;
     info.bytes += unpacked_bytes(**record);
+  }
+  for (const auto& path : leftovers()) {
+    if (sys::FileLock::try_acquire(store_ / "locks" / (leftover_id(path) + ".lock"),
+                                   sys::FileLock::Mode::exclusive))
+      ++info.incomplete;
   }
   for (fs::directory_iterator it(store_ / "prefixes", error), end; !error && it != end;
        it.increment(error)) {
@@ -178,14 +361,13 @@ Result<CleanReport> Cache::remove_entries(
   std::error_code error;
   for (fs::directory_iterator it(store_ / "entries", error), end; !error && it != end;
        it.increment(error)) {
-    ids.insert(it->path().extension() == ".json" ? it->path().stem().string()
-                                                 : it->path().filename().string());
+    if (auto id = record_id(it->path())) ids.insert(*std::move(id));
   }
   for (const auto& id : ids) {
     if (keep(id)) continue;
-    auto lock = sys::FileLock::try_acquire(store_ / "locks" / (id + ".lock"),
-                                           sys::FileLock::Mode::exclusive);
-    if (!lock) {
+    // Held while removing; an install linking from the entry holds its use lock.
+    const auto locks = claim_for_removal(id);
+    if (!locks) {
       ++report.in_use;
       continue;
     }
@@ -197,30 +379,23 @@ Result<CleanReport> Cache::remove_entries(
     fs::remove(build_log(id), ignored);
     ++report.removed;
   }
+  report.incomplete = remove_leftovers();
   return report;
 }
 
 Result<CleanReport> Cache::clean() const {
   auto report = remove_entries([](const std::string&) { return false; });
   if (!report) return report;
-  // Staging left by crashed runs; a running envkit holds its entry's lock.
-  std::error_code error;
-  for (fs::directory_iterator it(store_ / "tmp", error), end; !error && it != end;
-       it.increment(error)) {
-    const auto id = it->path().stem().string();
-    if (sys::FileLock::try_acquire(store_ / "locks" / (id + ".lock"),
-                                   sys::FileLock::Mode::exclusive))
-      remove_tree(it->path());
-  }
   // Logs of source builds that failed (a finished entry's went with it).
+  std::error_code error;
   for (fs::directory_iterator it(store_ / "logs", error), end; !error && it != end;
        it.increment(error)) {
     const auto id = it->path().stem().string();
     std::error_code ignored;
-    if (!fs::exists(entry_dir(id), ignored) &&
-        sys::FileLock::try_acquire(store_ / "locks" / (id + ".lock"),
-                                   sys::FileLock::Mode::exclusive))
-      fs::remove(it->path(), ignored);
+    if (fs::exists(entry_dir(id), ignored)) continue;
+    const auto lock = sys::FileLock::try_acquire(store_ / "locks" / (id + ".lock"),
+                                                 sys::FileLock::Mode::exclusive);
+    if (lock) fs::remove(it->path(), ignored);
   }
   return report;
 }
@@ -251,6 +426,47 @@ Result<CleanReport> Cache::prune() const {
     }
   }
   return remove_entries([&](const std::string& id) { return used.contains(id); });
+}
+
+Result<VerifyReport> Cache::verify(bool repair) const {
+  VerifyReport report;
+  std::set<std::string> ids;
+  std::error_code error;
+  for (fs::directory_iterator it(store_ / "entries", error), end; !error && it != end;
+       it.increment(error)) {
+    if (auto id = record_id(it->path())) ids.insert(*std::move(id));
+  }
+  for (const auto& id : ids) {
+    BrokenEntry broken{.id = id};
+    {
+      auto in_use = use_entry(id);  // not cleaned away while it is read
+      if (!in_use) return std::move(in_use).error();
+      auto record = find(id);
+      if (!record) return std::move(record).error();
+      if (!*record) continue;
+      ++report.entries;
+      broken.package = (*record)->package;
+      broken.component = (*record)->component;
+      for (const auto& file : (*record)->files) {
+        if (file.type == archive::EntryType::file) ++report.files;
+        if (const auto how = hashed_difference(entry_dir(id) / file.path, file))
+          broken.problems.push_back(fmt::format("{} ({})", file.path, *how));
+      }
+    }
+    if (broken.problems.empty()) continue;
+    if (repair) {
+      if (const auto locks = claim_for_removal(id)) {
+        discard_entry(id);
+        std::error_code ignored;
+        fs::remove(build_log(id), ignored);
+        broken.removed = true;
+      } else {
+        ++report.in_use;
+      }
+    }
+    report.broken.push_back(std::move(broken));
+  }
+  return report;
 }
 
 fs::path default_cache_dir(const std::optional<fs::path>& configured) {

@@ -15,6 +15,7 @@
 #include "envkit/core/text.hpp"
 #include "envkit/core/url.hpp"
 #include "envkit/store/source_build.hpp"
+#include "fs_error.hpp"
 #include "spool.hpp"
 
 namespace envkit::store {
@@ -121,6 +122,14 @@ Error mismatch(const ArtifactTarget& target, const std::string& url, const std::
 
 FillOutcome failure(Error error, bool unreachable = false) {
   return FillOutcome{.error = std::move(error), .unreachable = unreachable};
+}
+
+// A full disk while unpacking: the extractor names the archive's entry, this
+// says which disk (where the cache unpacks), and what to do.
+Error located(Error error, const fs::path& staging) {
+  if (!disk_full(error)) return error;
+  return error.because(fmt::format("while unpacking into {}", text::quoted(staging.string())))
+      .hint(std::string(kDiskFullHint));
 }
 
 // Read-only from now on: prefixes hard-link these files, and a prefix must
@@ -424,7 +433,7 @@ FillOutcome download_and_unpack(const Cache& cache, const ArtifactTarget& target
   auto unpacked = fetch_unpacked(target, *staging, context, unreachable);
   if (!unpacked) {
     discard();
-    return failure(std::move(unpacked).error(), unreachable);
+    return failure(located(std::move(unpacked).error(), *staging), unreachable);
   }
   auto files = std::move(unpacked->files);
   // Links the packaging cannot hold (wheels) or leaves out (python, pip).
@@ -469,7 +478,7 @@ FillOutcome build_from_source_entry(const Cache& cache, const ArtifactTarget& ta
   };
   if (!unpacked) {
     discard();
-    return failure(std::move(unpacked).error(), unreachable);
+    return failure(located(std::move(unpacked).error(), work.path()), unreachable);
   }
   if (context.note)
     context.note(fmt::format("building {} from source ({})", label, toolchain.cc_version));
@@ -519,10 +528,29 @@ FillOutcome fill_entry(const Cache& cache, const ArtifactTarget& target,
   }
   const auto id =
       toolchain ? Cache::source_entry_id(target, toolchain->identity()) : Cache::entry_id(target);
+  // Taken before the entry is looked up and kept by the outcome, so that a
+  // `cache clean` running now cannot remove it before it is linked.
+  // A cache this user cannot write (shared read-only, used --offline) gives no
+  // lock, and no one cleans it from here either.
+  auto in_use = cache.use_entry(id);
+  const auto lock_used = in_use ? std::make_shared<sys::FileLock>(*std::move(in_use)) : nullptr;
+  const auto usable = [&](FillOutcome outcome) {
+    outcome.in_use = lock_used;
+    return outcome;
+  };
   auto found = cache.find(id);
   if (!found) return failure(std::move(found).error());
-  if (*found) return FillOutcome{.record = std::move(**found)};
+  std::vector<std::string> changed;
+  if (*found) {
+    changed = cache.changed_files(**found);
+    if (changed.empty()) return usable(FillOutcome{.record = std::move(**found)});
+  }
   if (!context.transport) {
+    if (!changed.empty()) {
+      return FillOutcome{.error = Error::failed(fmt::format("{}: its cache entry changed ({})",
+                                                            target.label(), changed.front())),
+                         .missing_offline = true};
+    }
     return FillOutcome{.error = Error::failed(target.label() + " is not in the cache"),
                        .missing_offline = true};
   }
@@ -531,9 +559,20 @@ FillOutcome fill_entry(const Cache& cache, const ArtifactTarget& target,
   if (!lock) return failure(std::move(lock).error());
   found = cache.find(id);
   if (!found) return failure(std::move(found).error());
-  if (*found) return FillOutcome{.record = std::move(**found)};
-  if (toolchain) return build_from_source_entry(cache, target, id, context, *toolchain);
-  return download_and_unpack(cache, target, id, context);
+  if (*found) {
+    changed = cache.changed_files(**found);
+    if (changed.empty()) return usable(FillOutcome{.record = std::move(**found)});
+    // Written through a prefix's hard link: made again from the download.
+    if (context.note) {
+      context.note(fmt::format(
+          "warning: {}: the cache's copy changed ({}{}); unpacking it again", target.label(),
+          changed.front(),
+          changed.size() > 1 ? fmt::format(" and {} more", changed.size() - 1) : std::string()));
+    }
+    cache.discard_entry(id);
+  }
+  if (toolchain) return usable(build_from_source_entry(cache, target, id, context, *toolchain));
+  return usable(download_and_unpack(cache, target, id, context));
 }
 
 }  // namespace envkit::store

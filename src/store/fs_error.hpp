@@ -4,6 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -23,6 +26,14 @@ inline Error cannot(std::string_view what, const std::filesystem::path& path,
                       .because(error.message());
   if (error == std::errc::no_space_on_device) failure.hint(std::string(kDiskFullHint));
   return failure;
+}
+
+// Whether `error` came from a full disk: one of its causes is ENOSPC's (or EDQUOT's) message.
+inline bool disk_full(const Error& error) {
+  const auto& causes = error.causes();
+  return std::any_of(causes.begin(), causes.end(), [](const std::string& cause) {
+    return cause == std::strerror(ENOSPC) || cause == std::strerror(EDQUOT);
+  });
 }
 
 }  // namespace envkit::store

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <semaphore>
 #include <set>
@@ -135,12 +136,16 @@ Error first_failure(const std::vector<PackageFill>& fills) {
   return *first;
 }
 
+// The use locks of the cache entries a new generation links from, held until it is committed.
+using EntriesInUse = std::vector<std::shared_ptr<sys::FileLock>>;
+
 // Fills what the plan needs, switching a package to its other packaging when
 // its first is unreachable.
 Result<std::map<std::string, std::vector<EntryRecord>>> fill_plan(InstallPlan& plan,
                                                                   const Cache& cache,
                                                                   const InstallOptions& options,
-                                                                  InstallReport& report) {
+                                                                  InstallReport& report,
+                                                                  EntriesInUse& in_use) {
   std::counting_semaphore<> xz_slots(kXzSlots);
   const FillContext context{.transport = options.transport,
                             .mirrors = options.mirrors,
@@ -188,6 +193,7 @@ Result<std::map<std::string, std::vector<EntryRecord>>> fill_plan(InstallPlan& p
       report.warnings.insert(report.warnings.end(), outcome.warnings.begin(),
                              outcome.warnings.end());
       entries[fill.package->name].push_back(std::move(*outcome.record));
+      if (outcome.in_use) in_use.push_back(std::move(outcome.in_use));
     }
   }
   return entries;
@@ -226,7 +232,7 @@ Result<PackageReceipt> place_new(GenerationBuilder& builder, const Cache& cache,
 // was cleaned since, from the current generation itself.
 Result<PackageReceipt> place_unchanged(GenerationBuilder& builder, const Cache& cache,
                                        const Prefix& prefix, const PrefixState& state,
-                                       const PlannedPackage& package) {
+                                       const PlannedPackage& package, EntriesInUse& in_use) {
   const auto it = std::find_if(state.packages.begin(), state.packages.end(),
                                [&](const PackageReceipt& r) { return r.name == package.name; });
   const PackageReceipt& receipt = *it;
@@ -236,8 +242,11 @@ Result<PackageReceipt> place_unchanged(GenerationBuilder& builder, const Cache& 
                           package.packaging != Packaging::venv;
   for (const auto& artifact : receipt.artifacts) {
     if (!from_cache) break;
+    auto lock = cache.use_entry(artifact.entry);  // none in a read-only cache
     auto found = cache.find(artifact.entry);
-    if (!found || !*found) break;
+    // A changed entry is made again by the next fill of it (`--reinstall`).
+    if (!found || !*found || !cache.changed_files(**found).empty()) break;
+    if (lock) in_use.push_back(std::make_shared<sys::FileLock>(*std::move(lock)));
     entries.push_back(std::move(**found));
   }
   if (from_cache && entries.size() == receipt.artifacts.size()) {
@@ -312,7 +321,10 @@ Result<InstallReport> install(const lock::Lockfile& lockfile, const Cache& cache
   }
   if (auto registered = cache.register_prefix(prefix->path()); !registered && options.transport)
     return std::move(registered).error();
-  auto entries = fill_plan(*plan, cache, options, report);
+  // What killed runs or a full disk left before their commit point.
+  if (options.transport) cache.remove_leftovers();
+  EntriesInUse in_use;
+  auto entries = fill_plan(*plan, cache, options, report, in_use);
   if (!entries) return std::move(entries).error();
 
   const int generation = report.generation + 1;
@@ -335,8 +347,9 @@ Result<InstallReport> install(const lock::Lockfile& lockfile, const Cache& cache
     const bool pip_makes_it =
         package.packaging == Packaging::pip || package.packaging == Packaging::venv;
     if (pip_makes_it && !package.unchanged) continue;  // the Python step does
-    auto receipt = package.unchanged ? place_unchanged(builder, cache, *prefix, **state, package)
-                                     : place_new(builder, cache, package, (*entries)[package.name]);
+    auto receipt = package.unchanged
+                       ? place_unchanged(builder, cache, *prefix, **state, package, in_use)
+                       : place_new(builder, cache, package, (*entries)[package.name]);
     if (!receipt) return std::move(receipt).error();
     receipts[package.name] = *std::move(receipt);
   }

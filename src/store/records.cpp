@@ -81,6 +81,29 @@ std::vector<PatchRecord> patches_from(const json& object) {
   return patches;
 }
 
+json stamps_json(const std::map<std::string, FileStamp>& stamps) {
+  json out = json::object();
+  for (const auto& [path, stamp] : stamps) {
+    out[path] = {{"size", stamp.size},
+                 {"inode", stamp.inode},
+                 {"mtime-ns", stamp.mtime_ns},
+                 {"ctime-ns", stamp.ctime_ns}};
+  }
+  return out;
+}
+
+std::map<std::string, FileStamp> stamps_from(const json& object) {
+  std::map<std::string, FileStamp> stamps;
+  if (!object.contains("stamps")) return stamps;
+  for (const auto& [path, item] : object.at("stamps").items()) {
+    stamps[path] = {.size = item.at("size").get<std::uint64_t>(),
+                    .inode = item.at("inode").get<std::uint64_t>(),
+                    .mtime_ns = item.at("mtime-ns").get<std::int64_t>(),
+                    .ctime_ns = item.at("ctime-ns").get<std::int64_t>()};
+  }
+  return stamps;
+}
+
 json receipt_json(const PackageReceipt& receipt) {
   json artifacts = json::array();
   for (const auto& artifact : receipt.artifacts) {
@@ -137,6 +160,7 @@ std::string to_json(const EntryRecord& record) {
                  {"layout", record.layout},
                  {"files", files_json(record.files)}};
   if (!record.patches.empty()) object["patches"] = patches_json(record.patches);
+  if (!record.stamps.empty()) object["stamps"] = stamps_json(record.stamps);
   return object.dump(1) + "\n";
 }
 
@@ -150,7 +174,8 @@ Result<EntryRecord> parse_entry_record(std::string_view text, const fs::path& fi
                        .component = object.value("component", ""),
                        .layout = object.value("layout", ""),
                        .patches = patches_from(object),
-                       .files = files_from(object.at("files"))};
+                       .files = files_from(object.at("files")),
+                       .stamps = stamps_from(object)};
   } catch (const json::exception& error) {
     return unreadable(file, error);
   }

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <random>
 
+#include "envkit/core/env_vars.hpp"
+
 namespace envkit::sys {
 
 namespace fs = std::filesystem;
@@ -57,30 +59,61 @@ Result<std::string> read_file(const fs::path& path, std::size_t max_bytes) {
   return content;
 }
 
+namespace {
+
+// Tests only (ENVKIT_TEST_FAIL_WRITE): whether a write to `path` goes to
+// /dev/full, which fails every write with ENOSPC as a full disk does.
+bool fails_as_disk_full(const fs::path& path) {
+  const auto pattern = env::get(env::kTestFailWrite);
+  return pattern && !pattern->empty() && path.string().find(*pattern) != std::string::npos;
+}
+
+// Creates `path` with `content`, flushed: 0, or the errno of what failed
+// (nothing is left of the file then).
+int write_synced(const fs::path& path, std::string_view content) {
+  const int fd = fails_as_disk_full(path)
+                     ? ::open("/dev/full", O_WRONLY | O_CLOEXEC)
+                     : ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return errno;
+  int failure = 0;
+  for (std::size_t written = 0; failure == 0 && written < content.size();) {
+    const auto n = ::write(fd, content.data() + written, content.size() - written);
+    if (n >= 0) {
+      written += static_cast<std::size_t>(n);
+    } else if (errno != EINTR) {
+      failure = errno;
+    }
+  }
+  if (failure == 0 && ::fsync(fd) != 0) failure = errno;
+  if (::close(fd) != 0 && failure == 0) failure = errno;
+  if (failure != 0) ::unlink(path.c_str());
+  return failure;
+}
+
+}  // namespace
+
+Result<void> write_new_file(const fs::path& path, std::string_view content) {
+  if (const int failure = write_synced(path, content); failure != 0) {
+    return Error::failed(fmt::format("cannot write {}", path.string()))
+        .because(std::strerror(failure));
+  }
+  return {};
+}
+
 Result<void> write_file_atomic(const fs::path& path, std::string_view content) {
   const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
   std::random_device seed;
   const fs::path temp = dir / fmt::format(".{}.tmp-{:08x}", path.filename().string(), seed());
-  const auto fail = [&](std::string_view what) {
+  if (const int failure = write_synced(temp, content); failure != 0) {
+    return Error::failed(fmt::format("cannot write {}", path.string()))
+        .because(std::strerror(failure));
+  }
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
     const int saved = errno;
     ::unlink(temp.c_str());
-    return Error::failed(fmt::format("cannot {} {}", what, path.string()))
+    return Error::failed(fmt::format("cannot replace {}", path.string()))
         .because(std::strerror(saved));
-  };
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return fail("write");
-  std::size_t written = 0;
-  while (written < content.size()) {
-    const auto n = ::write(fd, content.data() + written, content.size() - written);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      ::close(fd);
-      return fail("write");
-    }
-    written += static_cast<std::size_t>(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) return fail("write");
-  if (::rename(temp.c_str(), path.c_str()) != 0) return fail("replace");
   return {};
 }
 

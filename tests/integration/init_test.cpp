@@ -21,7 +21,7 @@ using envkit::test::TempDir;
 const std::map<std::string, std::optional<std::string>> kNoDriver = {
     {"ENVKIT_OVERRIDE_DRIVER", "none"}};
 
-std::string read(const fs::path& path) {
+std::string read_init_text(const fs::path& path) {
   return envkit::sys::read_file(path).value();
 }
 
@@ -35,7 +35,7 @@ fs::path copy_example(const TempDir& dir, const std::string& name) {
 
 // The committed envkit.yaml; its `platforms:` names the machine that wrote it.
 std::string golden(const std::string& name) {
-  std::string text = read(envkit::test::source_dir() / "examples" / name / "envkit.yaml");
+  std::string text = read_init_text(envkit::test::source_dir() / "examples" / name / "envkit.yaml");
   const std::string written_on = "  - linux-x86_64\n";
   const auto at = text.find(written_on);
   REQUIRE(at != std::string::npos);
@@ -72,7 +72,7 @@ TEST_CASE("init writes each example's committed envkit.yaml, byte for byte", "[i
   CHECK(r.exit_code == 0);
   CHECK(r.err == message);
   CHECK(r.out.empty());
-  CHECK(read(project / "envkit.yaml") == golden(name));
+  CHECK(read_init_text(project / "envkit.yaml") == golden(name));
 }
 
 TEST_CASE("what init writes is a manifest envkit reads", "[init]") {
@@ -111,7 +111,7 @@ TEST_CASE("init -C DIR writes into DIR", "[init]") {
                              .stdin_data = {}});
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.err, Catch::StartsWith("wrote " + (project / "envkit.yaml").string() + ": "));
-  CHECK(read(project / "envkit.yaml") == golden("tf2-mnist"));
+  CHECK(read_init_text(project / "envkit.yaml") == golden("tf2-mnist"));
 }
 
 TEST_CASE("init does not overwrite envkit.yaml without --force", "[init]") {
@@ -122,11 +122,11 @@ TEST_CASE("init does not overwrite envkit.yaml without --force", "[init]") {
   const auto refused = init(project);
   CHECK(refused.exit_code == 1);
   CHECK(refused.err == "error: envkit.yaml already exists\nhint: pass `--force` to overwrite it\n");
-  CHECK(read(project / "envkit.yaml") == "framework: torch\n");
+  CHECK(read_init_text(project / "envkit.yaml") == "framework: torch\n");
 
   const auto forced = init(project, {"--force"});
   CHECK(forced.exit_code == 0);
-  CHECK(read(project / "envkit.yaml") == golden("tf2-mnist"));
+  CHECK(read_init_text(project / "envkit.yaml") == golden("tf2-mnist"));
 }
 
 TEST_CASE("init flags --framework, --python and --cuda win over the project", "[init]") {
@@ -138,7 +138,7 @@ TEST_CASE("init flags --framework, --python and --cuda win over the project", "[
                                          "--cuda", ">=12.1, <12.5"});
   REQUIRE(r.exit_code == 0);
   CHECK(r.err == "wrote envkit.yaml: framework `torch ==2.1.*`, given with --framework\n");
-  const std::string text = read(dir.path() / "p" / "envkit.yaml");
+  const std::string text = read_init_text(dir.path() / "p" / "envkit.yaml");
   CHECK_THAT(text, Catch::StartsWith("# envkit.yaml for p, written by `envkit init`. The keys: "
                                      "docs/manifest.md.\n"
                                      "# framework: given with --framework\n"
@@ -173,7 +173,7 @@ TEST_CASE("driver and GPU overrides appear as comments", "[init]") {
       init(project, {},
            {{"ENVKIT_OVERRIDE_DRIVER", "550.54.15"}, {"ENVKIT_OVERRIDE_CUDA_ARCH", "8.0,9.0"}});
   REQUIRE(r.exit_code == 0);
-  CHECK_THAT(read(project / "envkit.yaml"),
+  CHECK_THAT(read_init_text(project / "envkit.yaml"),
              Catch::Contains("# This machine when `envkit init` ran (`envkit lock` looks again, "
                              "or reads `system:`):\n"
                              "#   NVIDIA driver 550.54.15 (ENVKIT_OVERRIDE_DRIVER)\n"
@@ -203,7 +203,7 @@ TEST_CASE("the driver comes from the kernel module's version file", "[init]") {
                       {{"ENVKIT_SYS_DRIVER_VERSION", (dir.path() / "no-sys-file").string()},
                        {"ENVKIT_PROC_DRIVER_VERSION", version.string()}});
   REQUIRE(r.exit_code == 0);
-  CHECK_THAT(read(project / "envkit.yaml"),
+  CHECK_THAT(read_init_text(project / "envkit.yaml"),
              Catch::Contains(fmt::format("#   NVIDIA driver 535.129.03 ({})\n", version.string())));
 }
 
@@ -223,7 +223,7 @@ TEST_CASE("the GPUs come from nvidia-smi", "[init]") {
   const auto r = init(project, {}, env);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(
-      read(project / "envkit.yaml"),
+      read_init_text(project / "envkit.yaml"),
       Catch::Contains("#   NVIDIA driver 535.129.03 (nvidia-smi)\n"
                       "#   GPU 0: NVIDIA A100-SXM4-40GB, compute capability 8.0 (nvidia-smi)\n"
                       "#   GPU 1: NVIDIA RTX A6000, compute capability 8.6 (nvidia-smi)\n"));
@@ -240,7 +240,7 @@ TEST_CASE("without driver file or nvidia-smi, init says where it looked", "[init
                        {"ENVKIT_PROC_DRIVER_VERSION", missing.string()}});
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(
-      read(project / "envkit.yaml"),
+      read_init_text(project / "envkit.yaml"),
       Catch::Contains(fmt::format("#   no NVIDIA driver found (checked {}, {}, nvidia-smi)\n\n",
                                   missing_sys.string(), missing.string())));
 }
@@ -365,7 +365,7 @@ TEST_CASE("init reads a conda export committed as requirements.txt", "[init]") {
         "cuda ==10.1.* from requirements.txt:5 (`cudatoolkit=10.1.243=h6bb024c_0`)\n"
         "wrote envkit.yaml: framework `tensorflow-gpu ==1.15.0`, inferred from "
         "requirements.txt:7 (`tensorflow-gpu=1.15.0=h0d30ee6_0`)\n");
-  const std::string text = read(dir.path() / "envkit.yaml");
+  const std::string text = read_init_text(dir.path() / "envkit.yaml");
   CHECK_THAT(text, Catch::Contains("# requires.cuda: inferred from requirements.txt:5 "
                                    "(`cudatoolkit=10.1.243=h6bb024c_0`)\n"));
   CHECK_THAT(text, Catch::Contains("\nframework: tensorflow-gpu ==1.15.0\n"
@@ -408,7 +408,8 @@ TEST_CASE("init reads any top-level conda environment, e.g. env.yml", "[init]") 
     const auto given = init(dir.path(), {"--force", "--cuda", "11.0"});
     REQUIRE(given.exit_code == 0);
     CHECK_THAT(given.err, Catch::StartsWith("wrote envkit.yaml: "));
-    CHECK_THAT(read(dir.path() / "envkit.yaml"), Catch::Contains("  cuda: \"==11.0.*\"\n"));
+    CHECK_THAT(read_init_text(dir.path() / "envkit.yaml"),
+               Catch::Contains("  cuda: \"==11.0.*\"\n"));
   }
 }
 

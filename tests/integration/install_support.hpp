@@ -3,6 +3,7 @@
 // Shared by the install tests: locks written from fixture artifacts, and
 // checks of a prefix the way a user would look at it.
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -11,6 +12,7 @@
 
 #include "envkit/lock/lockfile.hpp"
 #include "envkit/sys/fs.hpp"
+#include "envkit/sys/process.hpp"
 #include "support/envkit_runner.hpp"
 #include "support/http_server.hpp"
 #include "support/redist_fixture.hpp"
@@ -112,6 +114,36 @@ inline bool host_python_missing() {
     return true;
   }
   return false;
+}
+
+// A 1 MiB tmpfs, where the kernel lets this process mount one (root in a
+// container that allows it); the test skips elsewhere.
+class SmallDisk {
+ public:
+  explicit SmallDisk(std::filesystem::path where) : path_(std::move(where)) {
+    std::filesystem::create_directories(path_);
+    auto mounted =
+        sys::run_process({"mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", path_.string()});
+    mounted_ = mounted && mounted->exit_code == 0;
+  }
+  ~SmallDisk() {
+    if (mounted_) static_cast<void>(sys::run_process({"umount", path_.string()}));
+  }
+  SmallDisk(const SmallDisk&) = delete;
+  SmallDisk& operator=(const SmallDisk&) = delete;
+  [[nodiscard]] bool mounted() const { return mounted_; }
+
+ private:
+  std::filesystem::path path_;
+  bool mounted_ = false;
+};
+
+// A stream of `bytes` that xz cannot shrink away (the same every run).
+inline std::string incompressible(std::size_t bytes, std::uint32_t seed) {
+  std::string noise(bytes, '\0');
+  for (auto& c : noise)
+    c = static_cast<char>((seed = seed * 1664525u + 1013904223u) >> 24);
+  return noise;
 }
 
 }  // namespace envkit::test

@@ -618,28 +618,6 @@ TEST_CASE("cache info, prune and clean", "[cli][install][cache]") {
   CHECK(read_text(project.prefix() / "lib" / "libfoo.so") == "foo library 1.2.3\n");
 }
 
-// A 1 MiB tmpfs, where the kernel lets this process mount one (root in a
-// container that allows it); the test skips elsewhere.
-class SmallDisk {
- public:
-  explicit SmallDisk(fs::path where) : path_(std::move(where)) {
-    fs::create_directories(path_);
-    auto mounted =
-        sys::run_process({"mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", path_.string()});
-    mounted_ = mounted && mounted->exit_code == 0;
-  }
-  ~SmallDisk() {
-    if (mounted_) static_cast<void>(sys::run_process({"umount", path_.string()}));
-  }
-  SmallDisk(const SmallDisk&) = delete;
-  SmallDisk& operator=(const SmallDisk&) = delete;
-  [[nodiscard]] bool mounted() const { return mounted_; }
-
- private:
-  fs::path path_;
-  bool mounted_ = false;
-};
-
 TEST_CASE("a full disk is a clear error and the previous environment stays", "[cli][install]") {
   if (nginx_missing()) return;
   Project project;
@@ -651,10 +629,7 @@ TEST_CASE("a full disk is a clear error and the previous environment stays", "[c
   const RedistMirror mirror(project.dir.path() / "www");
   const auto small = mirror.add_archive(library_component("foo", "1.2.3"));
   auto big = library_component("big", "1.0.0");
-  std::string noise(3 << 20, '\0');  // 3 MiB that xz cannot shrink away
-  std::uint32_t state = 12345;
-  for (auto& c : noise)
-    c = static_cast<char>((state = state * 1664525u + 1013904223u) >> 24);
+  const auto noise = incompressible(3 << 20, 12345);  // 3 MiB that xz cannot shrink away
   big.files.push_back({.path = "lib/libbig-data.so", .content = noise});
   const auto large = mirror.add_archive(big);
   const StaticHttpServer server(mirror.root());

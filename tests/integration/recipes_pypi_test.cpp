@@ -21,7 +21,7 @@ fs::path fixture(const std::string& area, const std::string& name) {
   return envkit::test::test_data_dir() / "recipes" / area / name;
 }
 
-std::string read(const fs::path& path) {
+std::string read_pypi_text(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
@@ -65,7 +65,7 @@ TEST_CASE("pypi-nvidia adds NVIDIA's wheels from the index it is given", "[cli][
   fs::copy_file(fixture("pypi", "nvidia-cudnn-cu12.html"),
                 index / "nvidia-cudnn-cu12" / "index.html");
   StaticHttpServer server(work.path() / "www");
-  const std::string offline_before = read(work.path() / "db" / "cuda" / "12.4.1.yaml");
+  const std::string offline_before = read_pypi_text(work.path() / "db" / "cuda" / "12.4.1.yaml");
 
   const auto r = run_envkit({.args = {"--recipes", db, "recipes", "import", "pypi-nvidia",
                                       "--index", server.url("/simple/")}});
@@ -100,7 +100,7 @@ TEST_CASE("pypi-nvidia adds NVIDIA's wheels from the index it is given", "[cli][
   }
 
   // The wheels live apart: the offline artifact file is byte for byte what it was.
-  CHECK(read(work.path() / "db" / "cuda" / "12.4.1.yaml") == offline_before);
+  CHECK(read_pypi_text(work.path() / "db" / "cuda" / "12.4.1.yaml") == offline_before);
 }
 
 // Opt-in (ENVKIT_LIVE_TESTS=1): the real PyPI, read as `envkit recipes import pypi-jax` reads

@@ -28,6 +28,9 @@ inline constexpr Variable kProcDriverVersion{
 inline constexpr Variable kSysDriverVersion{
     "ENVKIT_SYS_DRIVER_VERSION",
     "path read instead of /sys/module/nvidia/version (tests and containers)"};
+inline constexpr Variable kTestFailWrite{
+    "ENVKIT_TEST_FAIL_WRITE",
+    "tests only: a file envkit writes whose path contains this fails as on a full disk"};
 inline constexpr Variable kLiveTests{"ENVKIT_LIVE_TESTS",
                                      "1 runs the opt-in tests that reach PyPI"};
 inline constexpr Variable kNoColor{"NO_COLOR", "any value turns colour off"};
@@ -120,6 +123,7 @@ inline constexpr Variable kAll[] = {kRecipes,
                                     kProcDriverVersion,
                                     kSysDriverVersion,
                                     kLiveTests,
+                                    kTestFailWrite,
                                     kNoColor,
                                     kXdgCacheHome,
                                     kRetries,

@@ -10,6 +10,7 @@
 #include "envkit/doctor/finding.hpp"
 #include "envkit/elf/dependency_check.hpp"
 #include "envkit/lock/lockfile.hpp"
+#include "envkit/store/cache.hpp"
 #include "envkit/store/records.hpp"
 
 // Checks 3 to 7: the installed prefix, its libraries, the environment around
@@ -48,6 +49,13 @@ using NvccVersion = std::function<std::optional<std::string>(const std::filesyst
 [[nodiscard]] Findings check_prefix(const std::filesystem::path& prefix,
                                     const std::optional<store::PrefixState>& state,
                                     const std::optional<lock::PlatformLock>& locked);
+
+// 6b: the cache entries the prefix was linked from still stand as envkit
+// unpacked them (a stat of each file against its stamp): a file written through
+// the prefix's hard link changed the cache's copy, which new environments would
+// get. An error per package naming the files; nothing when every entry stands.
+[[nodiscard]] Findings check_cache_entries(const store::PrefixState& state,
+                                           const store::Cache& cache);
 
 // 7: one CUDA per environment. The regular files of CUDA, cuDNN and NCCL
 // libraries (by soname stem: libcudart, libcublasLt, libcudnn_ops, libnccl,

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <semaphore>
 #include <string>
@@ -42,10 +43,15 @@ struct FillOutcome {
   std::uint64_t downloaded_bytes = 0;
   // What the user should know about a source build's result (CPython's missing modules).
   std::vector<std::string> warnings;
+  // The entry's use lock (Cache::use_entry), held by whoever keeps this
+  // outcome: `cache clean` leaves the entry alone until it is dropped.
+  std::shared_ptr<sys::FileLock> in_use;
 };
 
 // The cache entry for `target`, downloading and unpacking it unless it is
-// there. Safe to call from several threads and processes for the same target.
+// there, or when its files changed since (a stat against their stamps: written
+// through a prefix's hard link). Safe to call from several threads and
+// processes for the same target; the outcome holds the entry's use lock.
 [[nodiscard]] FillOutcome fill_entry(const Cache& cache, const ArtifactTarget& target,
                                      const FillContext& context);
 

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,6 +34,20 @@ struct PatchRecord {
   std::string url;  // without credentials
 };
 
+// How a cache file stood on disk when its entry was committed. A prefix that
+// hard-links the file can write through the link (root ignores 0444): the
+// size, mtime or inode then differ, which a stat shows without hashing.
+// ctime is kept for the record but not compared: every hard link made or
+// removed (each install, each old generation dropped) moves it.
+struct FileStamp {
+  std::uint64_t size = 0;
+  std::uint64_t inode = 0;
+  std::int64_t mtime_ns = 0;
+  std::int64_t ctime_ns = 0;
+
+  friend bool operator==(const FileStamp&, const FileStamp&) = default;
+};
+
 struct EntryRecord {
   std::string id;      // the entry's folder name (the artifact's sha256 + layout tag)
   std::string sha256;  // of the artifact as downloaded
@@ -42,6 +57,9 @@ struct EntryRecord {
   std::string layout;
   std::vector<PatchRecord> patches;  // in the order applied
   std::vector<FileRecord> files;
+  // The regular files' stamps at commit, by path (empty in records written
+  // before envkit kept them: those entries are checked by `cache verify` only).
+  std::map<std::string, FileStamp> stamps;
 };
 
 // One artifact a package was installed from.

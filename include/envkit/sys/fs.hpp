@@ -19,6 +19,12 @@ inline constexpr std::size_t kMaxInputFileBytes = std::size_t{64} << 20;
 [[nodiscard]] Result<std::string> read_file(const std::filesystem::path& path,
                                             std::size_t max_bytes = kMaxInputFileBytes);
 
+// Creates `path`, which must not exist, holding `content` flushed to disk;
+// nothing is left of it on failure. Tests set ENVKIT_TEST_FAIL_WRITE=<text> to
+// make a write whose path contains <text> fail as on a full disk (ENOSPC).
+[[nodiscard]] Result<void> write_new_file(const std::filesystem::path& path,
+                                          std::string_view content);
+
 // Writes to a temporary file beside `path`, then renames it over `path`, so a
 // reader sees the old content or the new, never half of it.
 [[nodiscard]] Result<void> write_file_atomic(const std::filesystem::path& path,

@@ -1,0 +1,260 @@
+// The cache against an unlucky or careless user: a file written through a
+// prefix's hard link, a disk that fills while a record is written, and
+// `cache clean` while an install links from the cache.
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <fstream>
+#include <future>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "envkit/sys/fs.hpp"
+#include "install_support.hpp"
+#include "support/fault_server.hpp"
+#include "support/http_server.hpp"
+#include "support/temp_dir.hpp"
+
+namespace envkit::test {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// A project with its own cache; installs of the lock as it is, quick retries.
+struct CacheProject {
+  TempDir dir;
+  fs::path root = dir.path() / "project";
+  fs::path cache = dir.path() / "cache";
+
+  CacheProject() { fs::create_directories(root); }
+  [[nodiscard]] fs::path prefix() const { return root / ".envkit" / "env"; }
+  [[nodiscard]] fs::path entries() const { return cache / "store" / "v1" / "entries"; }
+  void lock(const std::vector<LockedSpec>& packages) const {
+    std::ofstream(root / "envkit.lock") << lock_text(packages);
+  }
+  [[nodiscard]] sys::ProcessOutput envkit(
+      std::vector<std::string> args,
+      std::map<std::string, std::optional<std::string>> env = {}) const {
+    std::vector<std::string> all = {"-C", root.string(), "--cache-dir", cache.string()};
+    all.insert(all.end(), args.begin(), args.end());
+    env.emplace("ENVKIT_RETRY_DELAY_MS", "1");
+    env.emplace("ENVKIT_MAX_RETRY_DELAY_MS", "20");
+    env.emplace("ENVKIT_OVERRIDE_DRIVER", "none");
+    return run_envkit({.args = all, .env = env});
+  }
+  [[nodiscard]] sys::ProcessOutput install(
+      std::vector<std::string> extra = {},
+      std::map<std::string, std::optional<std::string>> env = {}) const {
+    std::vector<std::string> args = {"install", "--frozen"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return envkit(args, std::move(env));
+  }
+  // The folders of entries/ (finished entries and record-less ones alike).
+  [[nodiscard]] int entry_folders() const {
+    int count = 0;
+    std::error_code ignored;
+    for (const auto& item : fs::directory_iterator(entries(), ignored))
+      count += item.is_directory() ? 1 : 0;
+    return count;
+  }
+};
+
+// doctor's findings of `id`, their messages.
+std::vector<std::string> doctor_messages(const sys::ProcessOutput& run, const std::string& id) {
+  std::vector<std::string> messages;
+  const auto report = json::parse(run.out);
+  for (const auto& finding : report.at("findings")) {
+    if (finding.at("id").get<std::string>() == id)
+      messages.push_back(finding.at("message").get<std::string>());
+  }
+  return messages;
+}
+
+TEST_CASE(
+    "a file written through a prefix's hard link is found, kept from new prefixes, and "
+    "repaired",
+    "[cli][install][cache]") {
+  if (nginx_missing()) return;
+  CacheProject project;
+  const RedistMirror mirror(project.dir.path() / "www");
+  const auto foo = mirror.add_archive(library_component("foo", "1.2.3"));
+  const StaticHttpServer server(mirror.root());
+  project.lock({{"cuda", "12.4.1", {lock_artifact(foo, server.url(""))}}});
+  const auto first = project.install({"--link-mode", "hardlink"});
+  INFO(first.err);
+  REQUIRE(first.exit_code == 0);
+
+  // 0444 stops no owner who chmods first, and no root: the cache's copy is the same inode.
+  const auto library = project.prefix() / "lib" / "libfoo.so.1.2.3";
+  const std::string original = "foo library 1.2.3\n";
+  REQUIRE(read_text(library) == original);
+  ::chmod(library.c_str(), 0644);
+  std::ofstream(library, std::ios::trunc) << "FOO LIBRARY 1.2.3\n";  // the same length
+
+  // doctor names the package and the file whose cache copy changed.
+  auto doctor = project.envkit({"doctor", "--json"});
+  INFO(doctor.out + doctor.err);
+  auto cache_findings = doctor_messages(doctor, "cache");
+  REQUIRE(cache_findings.size() == 1);
+  CHECK_THAT(cache_findings.front(), Catch::Contains("cuda 12.4.1"));
+  CHECK_THAT(cache_findings.front(), Catch::Contains("lib/libfoo.so.1.2.3 (modified)"));
+  // cache verify hashes it: broken, exit 1.
+  auto verify = project.envkit({"cache", "verify", "--json"});
+  CHECK(verify.exit_code == 1);
+  auto report = json::parse(verify.out);
+  CHECK(report.at("entries") == 1);
+  REQUIRE(report.at("broken").size() == 1);
+  CHECK(report.at("broken")[0].at("package") == "cuda");
+  CHECK(report.at("broken")[0].at("problems") == json{"lib/libfoo.so.1.2.3 (modified)"});
+
+  // A new prefix gets the original bytes: the entry is unpacked again.
+  const auto other = project.dir.path() / "other";
+  const auto second = project.install({"--prefix", other.string(), "--link-mode", "hardlink"});
+  INFO(second.err);
+  REQUIRE(second.exit_code == 0);
+  CHECK_THAT(second.err, Catch::Contains("the cache's copy changed"));
+  CHECK(read_text(other / "lib" / "libfoo.so.1.2.3") == original);
+  CHECK(project.envkit({"cache", "verify"}).exit_code == 0);
+
+  // The first prefix still holds the changed file; --reinstall puts the original back.
+  doctor = project.envkit({"doctor", "--json"});
+  CHECK(doctor_messages(doctor, "cache").empty());
+  auto prefix_findings = doctor_messages(doctor, "prefix");
+  REQUIRE(prefix_findings.size() == 1);
+  CHECK_THAT(prefix_findings.front(), Catch::Contains("lib/libfoo.so.1.2.3 (modified)"));
+  const auto repaired = project.install({"--reinstall", "--link-mode", "hardlink"});
+  INFO(repaired.err);
+  REQUIRE(repaired.exit_code == 0);
+  CHECK(read_text(library) == original);
+  doctor = project.envkit({"doctor", "--json"});
+  CHECK(doctor_messages(doctor, "cache").empty());
+  prefix_findings = doctor_messages(doctor, "prefix");
+  REQUIRE(prefix_findings.size() == 1);
+  CHECK_THAT(prefix_findings.front(), Catch::Contains("match"));
+}
+
+TEST_CASE(
+    "a disk that fills while a record is written leaves no entry, and leftovers are counted "
+    "and cleaned",
+    "[cli][install][cache]") {
+  if (nginx_missing()) return;
+  CacheProject project;
+  const RedistMirror mirror(project.dir.path() / "www");
+  const auto foo = mirror.add_archive(library_component("foo", "1.2.3"));
+  const StaticHttpServer server(mirror.root());
+  project.lock({{"cuda", "12.4.1", {lock_artifact(foo, server.url(""))}}});
+  // The record's write goes to /dev/full (a test-only seam): ENOSPC from the kernel.
+  const auto full = project.install({}, {{"ENVKIT_TEST_FAIL_WRITE", "/store/v1/entries/."}});
+  CHECK(full.exit_code == 1);
+  CHECK_THAT(full.err, Catch::Contains("No space left on device"));
+  CHECK_THAT(full.err, Catch::Contains(project.entries().string()));
+  CHECK_FALSE(fs::exists(project.prefix()));
+  CHECK(project.entry_folders() == 0);
+
+  // What a kill -9 between unpacking and the record leaves: counted, then cleaned by an install.
+  fs::create_directories(project.entries() / "0123abcd-deadbeef" / "lib");
+  std::ofstream(project.entries() / "0123abcd-deadbeef" / "lib" / "libbig.so")
+      << std::string(1 << 16, 'x');
+  auto info = json::parse(project.envkit({"cache", "info", "--json"}).out);
+  CHECK(info.at("entries") == 0);
+  CHECK(info.at("incomplete") == 1);
+  CHECK_THAT(project.envkit({"cache", "info"}).out, Catch::Contains("incomplete: 1"));
+  const auto r = project.install();
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(read_text(project.prefix() / "lib" / "libfoo.so") == "foo library 1.2.3\n");
+  info = json::parse(project.envkit({"cache", "info", "--json"}).out);
+  CHECK(info.at("entries") == 1);
+  CHECK(info.at("incomplete") == 0);
+  CHECK_FALSE(fs::exists(project.entries() / "0123abcd-deadbeef"));
+
+  // And `cache prune` removes one too, saying so.
+  fs::create_directories(project.cache / "store" / "v1" / "tmp" / "0123abcd-deadbeef.build");
+  const auto pruned = project.envkit({"cache", "prune", "--json"});
+  REQUIRE(pruned.exit_code == 0);
+  CHECK(json::parse(pruned.out).at("incomplete") == 1);
+  CHECK(json::parse(pruned.out).at("removed") == 0);
+}
+
+TEST_CASE("a disk that fills while the cache unpacks is an error naming the cache's folder",
+          "[cli][install][cache]") {
+  if (nginx_missing()) return;
+  CacheProject project;
+  const SmallDisk disk(project.dir.path() / "small");
+  if (!disk.mounted()) {
+    WARN("skipped: cannot mount a small tmpfs here (needs root in a container that allows it)");
+    return;
+  }
+  const RedistMirror mirror(project.dir.path() / "www");
+  auto big = library_component("big", "1.0.0");
+  big.files.push_back({.path = "lib/libbig-data.so", .content = incompressible(3 << 20, 7)});
+  const auto large = mirror.add_archive(big);
+  const StaticHttpServer server(mirror.root());
+  project.lock({{"cuda", "12.4.1", {lock_artifact(large, server.url(""))}}});
+  const auto cache = project.dir.path() / "small" / "cache";
+  const auto r = run_envkit({.args = {"-C", project.root.string(), "--cache-dir", cache.string(),
+                                      "install", "--frozen"}});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("No space left on device"));
+  CHECK_THAT(r.err, Catch::Contains((cache / "store" / "v1" / "tmp").string()));
+  CHECK_THAT(r.err, Catch::Contains("free some disk space"));
+  // Nothing of it is left: no entry, no staging.
+  const auto info =
+      run_envkit({.args = {"--cache-dir", cache.string(), "cache", "info", "--json"}});
+  REQUIRE(info.exit_code == 0);
+  CHECK(json::parse(info.out).at("entries") == 0);
+  CHECK(json::parse(info.out).at("incomplete") == 0);
+}
+
+TEST_CASE("cache clean during an install leaves the entries it links alone",
+          "[cli][install][cache]") {
+  if (nginx_missing()) return;
+  CacheProject project;
+  const RedistMirror mirror(project.dir.path() / "www");
+  const auto foo = mirror.add_archive(library_component("foo", "1.2.3"));
+  auto slow_component = library_component("slow", "1.0.0");
+  const auto noise = incompressible(1 << 20, 2024);  // the download takes a while
+  slow_component.files.push_back({.path = "lib/libslow-data.so", .content = noise});
+  const auto slow = mirror.add_archive(slow_component);
+  const StaticHttpServer server(mirror.root());
+  FaultServer slow_server;
+  const auto slow_path = "/" + slow.relative_path;
+  slow_server.serve(slow_path, read_text(mirror.root() / slow.relative_path),
+                    {.chunk_delay = std::chrono::milliseconds(40)});
+
+  // foo is in the cache (another prefix installed it); the install below links it from there.
+  project.lock({{"cuda", "12.4.1", {lock_artifact(foo, server.url(""))}}});
+  REQUIRE(project.install({"--prefix", (project.dir.path() / "first").string()}).exit_code == 0);
+  project.lock({{"cuda", "12.4.1", {lock_artifact(foo, server.url(""))}},
+                {"cudnn", "9.1.0", {lock_artifact(slow, slow_server.url(""))}}});
+  auto installing = std::async(std::launch::async, [&] { return project.install(); });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (slow_server.requests(slow_path) == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE(slow_server.requests(slow_path) > 0);
+  // The install's other worker takes foo's entry (found in the cache) at once.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+
+  const auto cleaned = project.envkit({"cache", "clean", "--json"});
+  INFO(cleaned.err);
+  REQUIRE(cleaned.exit_code == 0);
+  const auto report = json::parse(cleaned.out);
+  // foo is linked from: left alone, and said so (the slow one, being made, is no entry yet).
+  CHECK(report.at("removed") == 0);
+  CHECK(report.at("in_use") == 1);
+  CHECK_THAT(cleaned.err, Catch::Contains("1 in use by a running envkit left alone"));
+  CHECK(report.at("incomplete") == 0);
+
+  const auto installed = installing.get();
+  INFO(installed.err);
+  REQUIRE(installed.exit_code == 0);
+  CHECK(read_text(project.prefix() / "lib" / "libfoo.so") == "foo library 1.2.3\n");
+  CHECK(read_text(project.prefix() / "lib" / "libslow-data.so") == noise);
+  // Once the install is done, clean takes them.
+  CHECK(json::parse(project.envkit({"cache", "clean", "--json"}).out).at("removed") == 2);
+}
+
+}  // namespace
+}  // namespace envkit::test
