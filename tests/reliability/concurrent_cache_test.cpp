@@ -72,6 +72,7 @@ TEST_CASE("reliability: concurrent installs and cleans on one cache corrupt noth
   const auto last = project.install({.prefix = fresh});
   if (last.exit_code != 0) installs.lose("a fresh install after the races failed: " + last.err);
   if (auto wrong = differs_from(fresh, reference)) installs.lose("fresh prefix: " + *wrong);
+  if (auto unsound = project.cache_unsound()) installs.lose(*unsound);
   installs.counts["cleans"] = cleans;
   installs.counts["cleans failed"] = cleans_failed;
   installs.report();

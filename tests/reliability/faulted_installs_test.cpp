@@ -65,7 +65,7 @@ std::map<std::string, std::optional<std::string>> quick_retries() {
 TEST_CASE("reliability: installs through a faulty server never leave wrong files",
           "[reliability][slow]") {
   if (nginx_missing()) return;
-  const int rounds = reliability_rounds("ENVKIT_RELIABILITY_FAULTS", 12);
+  const int rounds = reliability_rounds("ENVKIT_RELIABILITY_FAULTS", 14);
   const TwoReleases project(6, 30, 256 << 10);
   const auto kinds = faults(project.root());
 

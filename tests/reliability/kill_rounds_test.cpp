@@ -97,6 +97,10 @@ TEST_CASE("reliability: kill -9 during cold warm and upgrade installs loses noth
                  fresh_check.problem.value_or(from_cache.err));
       continue;
     }
+    if (auto unsound = project.cache_unsound()) {
+      tally.lose(where + ": " + *unsound);
+      continue;
+    }
     tally.survive();
   }
   tally.report();

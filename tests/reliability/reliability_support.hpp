@@ -136,6 +136,13 @@ class TwoReleases {
   [[nodiscard]] sys::ProcessOutput install(ProjectRun run = {}) const {
     return envkit({"install", "--frozen"}, std::move(run));
   }
+  // Why `envkit cache verify` (every file of every entry hashed against its record)
+  // finds the cache unsound; nullopt when it is sound.
+  [[nodiscard]] std::optional<std::string> cache_unsound() const {
+    const auto verified = envkit({"cache", "verify"}, {});
+    if (verified.exit_code == 0) return std::nullopt;
+    return "cache verify: " + verified.out + verified.err;
+  }
 
  private:
   TempDir work_;
