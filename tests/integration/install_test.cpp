@@ -503,7 +503,7 @@ TEST_CASE("files come from the cache by hard link, and the cache's copies are re
   CHECK(info.st_nlink == 1);
 }
 
-TEST_CASE("restrictive modes survive the cache and the prefix; only write bits go",
+TEST_CASE("restrictive modes survive the cache and the prefix, only write bits go",
           "[cli][install]") {
   if (nginx_missing()) return;
   Project project;
