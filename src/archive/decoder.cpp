@@ -44,6 +44,8 @@ constexpr std::string_view kXzMagic{
 constexpr std::string_view kBzip2Magic = "BZh";
 constexpr std::string_view kZstdMagic = "\x28\xb5\x2f\xfd";
 constexpr std::string_view kLz4Magic = "\x04\x22\x4d\x18";
+// The words cut_short() looks for.
+constexpr std::string_view kCutShort = "data is cut short";
 
 }  // namespace
 
@@ -328,6 +330,13 @@ std::string_view compression_name(Compression compression) {
   return "none";
 }
 
+bool cut_short(const Error& error) {
+  for (const auto& cause : error.causes()) {
+    if (cause.find(kCutShort) != std::string::npos) return true;
+  }
+  return false;
+}
+
 Compression sniff_compression(std::string_view start) {
   if (start.starts_with(kGzipMagic)) return Compression::gzip;
   if (start.starts_with(kXzMagic)) return Compression::xz;
@@ -429,10 +438,10 @@ Result<std::size_t> DecodingSource::read(std::span<std::byte> buffer) {
     if (step->consumed > 0 || step->member_end) continue;
     // No progress: the codec needs more input than there is.
     if (input_done_) {
-      return corrupt(
-          name_, reason(fmt::format("the {} data is cut short (its end and trailer are missing): "
-                                    "the download is truncated",
-                                    name)));
+      return corrupt(name_,
+                     reason(fmt::format("the {} {} (its end and trailer are missing): the download "
+                                        "is truncated",
+                                        name, kCutShort)));
     }
     if (auto n = refill(); !n) return std::move(n).error();
   }

@@ -30,6 +30,10 @@ enum class Compression : std::uint8_t { none, gzip, xz, bzip2, zstd, lz4 };
 // least 6 where the stream has them) begins with; `none` otherwise.
 [[nodiscard]] Compression sniff_compression(std::string_view start);
 
+// Whether `error` is DecodingSource's "the data is cut short" (the input
+// ended inside a member).
+[[nodiscard]] bool cut_short(const Error& error);
+
 // A Source that decompresses another (or passes it through when it starts
 // with no known magic number). Errors name the archive and say what was
 // wrong ("gzip CRC mismatch: the download is corrupt").

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <thread>
 
+#include "decoder.hpp"
 #include "envkit/core/sha256.hpp"
 #include "envkit/sys/unique_fd.hpp"
 #include "file_source.hpp"
@@ -380,8 +381,8 @@ Result<ExtractResult> detail::extract_runfile_after(Source& source, std::string 
     auto unpacked = extract(payload, destination, payload_options);
     if (!unpacked) {
       Error error = std::move(unpacked).error();
-      // The tar ended early inside the stated size: filesizes states too few bytes.
-      if (payload.consumed() == size) {
+      // The compressed data was cut at the stated size: filesizes states too few bytes.
+      if (payload.consumed() == size && detail::cut_short(error)) {
         error.because(
             fmt::format("the header states {} payload bytes from byte {} (filesizes); "
                         "the compressed data goes on past them",
