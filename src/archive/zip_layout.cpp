@@ -171,13 +171,17 @@ Result<void> find_data_ends(int fd, std::vector<Member>& members, std::uint64_t 
       return unreadable(
           name, fmt::format("entry `{}`: no local header at byte {}", member.path, member.offset));
     }
-    member.data_end = member.offset + kLocalHeaderSize + le(*header, 26, 2) + le(*header, 28, 2) +
-                      member.compressed_size;
-    if (member.data_end > directory_offset || member.data_end < member.offset) {
-      return refused(name, fmt::format("entry `{}`: its data (to byte {}) runs into the central "
-                                       "directory (at byte {})",
-                                       member.path, member.data_end, directory_offset));
+    // No sum can wrap: the data's start is within the file, and the size is
+    // compared with what is left before the directory.
+    const auto data_start =
+        member.offset + kLocalHeaderSize + le(*header, 26, 2) + le(*header, 28, 2);
+    if (data_start > directory_offset || member.compressed_size > directory_offset - data_start) {
+      return refused(
+          name, fmt::format("entry `{}`: its data ({} bytes from byte {}) runs into the "
+                            "central directory (at byte {})",
+                            member.path, member.compressed_size, data_start, directory_offset));
     }
+    member.data_end = data_start + member.compressed_size;
   }
   return {};
 }
