@@ -48,7 +48,7 @@ struct Entry {
   }
 };
 
-enum class Format { tar, gnutar, tar_gz, tar_xz, tar_bz2, tar_zst, zip, zip_stored };
+enum class Format { tar, gnutar, tar_gz, tar_xz, tar_bz2, tar_zst, tar_lz4, zip, zip_stored };
 
 inline const char* format_name(Format format) {
   switch (format) {
@@ -64,6 +64,8 @@ inline const char* format_name(Format format) {
       return "tar.bz2";
     case Format::tar_zst:
       return "tar.zst";
+    case Format::tar_lz4:
+      return "tar.lz4";
     case Format::zip:
       return "zip";
     case Format::zip_stored:
@@ -118,6 +120,9 @@ inline void set_format(struct archive* writer, Format format) {
       break;
     case Format::tar_zst:
       check(writer, archive_write_add_filter_zstd(writer), "zstd");
+      break;
+    case Format::tar_lz4:
+      check(writer, archive_write_add_filter_lz4(writer), "lz4");
       break;
     default:
       break;
@@ -193,7 +198,7 @@ inline std::string make_archive(Format format, const std::vector<Entry>& entries
 }
 
 // `bytes` compressed as one stream of `format`'s compression (tar_gz: gzip,
-// tar_xz: xz, tar_bz2: bzip2, tar_zst: zstd), as libarchive writes it.
+// tar_xz: xz, tar_bz2: bzip2, tar_zst: zstd, tar_lz4: lz4), as libarchive writes it.
 inline std::string compress(Format format, const std::string& bytes) {
   std::unique_ptr<struct archive, detail::WriterDeleter> writer(archive_write_new());
   detail::check(writer.get(), archive_write_set_format_raw(writer.get()), "raw");
@@ -209,6 +214,9 @@ inline std::string compress(Format format, const std::string& bytes) {
       break;
     case Format::tar_zst:
       detail::check(writer.get(), archive_write_add_filter_zstd(writer.get()), "zstd");
+      break;
+    case Format::tar_lz4:
+      detail::check(writer.get(), archive_write_add_filter_lz4(writer.get()), "lz4");
       break;
     default:
       throw std::runtime_error("compress: not a compression");

@@ -79,8 +79,9 @@ void check_cuda_like(const fs::path& dest, const ExtractResult& result, const st
 TEST_CASE("every format unpacks the same tree from a file and from a stream", "[archive]") {
   const auto library = pseudo_random(300'000);
   const auto entries = cuda_like(library);
-  for (const auto format : {Format::tar, Format::gnutar, Format::tar_gz, Format::tar_xz,
-                            Format::tar_bz2, Format::tar_zst, Format::zip, Format::zip_stored}) {
+  for (const auto format :
+       {Format::tar, Format::gnutar, Format::tar_gz, Format::tar_xz, Format::tar_bz2,
+        Format::tar_zst, Format::tar_lz4, Format::zip, Format::zip_stored}) {
     DYNAMIC_SECTION(envkit::test::format_name(format)) {
       const auto bytes = make_archive(format, entries);
       const bool zip = format == Format::zip || format == Format::zip_stored;

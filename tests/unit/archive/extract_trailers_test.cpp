@@ -93,6 +93,10 @@ TEST_CASE("a cut compressed stream is refused even when the tar inside is whole"
   const auto zst = make_archive(Format::tar_zst, small_tree());
   CHECK_THAT(trailer_refusal(zst.substr(0, zst.size() - 3), "cudart.tar.zst"),
              Contains("the zstd data is cut short"));
+  const auto lz4 = make_archive(Format::tar_lz4, small_tree());
+  unpacks_whole(lz4);
+  CHECK_THAT(trailer_refusal(lz4.substr(0, lz4.size() - 2), "cudart.tar.lz4"),
+             Contains("the lz4 data is cut short"));
 }
 
 TEST_CASE("bytes after the last compressed member are refused", "[archive][trailer]") {
@@ -103,6 +107,8 @@ TEST_CASE("bytes after the last compressed member are refused", "[archive][trail
              Contains("bytes follow the end of the bzip2 data"));
   CHECK_THAT(trailer_refusal(make_archive(Format::tar_zst, small_tree()) + garbage, "a.tar.zst"),
              Contains("bytes follow the end of the zstd data"));
+  CHECK_THAT(trailer_refusal(make_archive(Format::tar_lz4, small_tree()) + garbage, "a.tar.lz4"),
+             Contains("bytes follow the end of the lz4 data"));
   CHECK_THAT(trailer_refusal(make_archive(Format::tar_xz, small_tree()) + garbage, "a.tar.xz"),
              Contains("bytes after the stream are not another xz stream"));
   // Zeros too: they are not a member either (xz's own 4-byte padding aside).
@@ -125,7 +131,8 @@ TEST_CASE("concatenated members unpack as one stream", "[archive][trailer]") {
   // gzip -c a b, pbzip2 and zstd's multi-frame output: one tar in several members.
   const auto tar = make_archive(Format::tar, small_tree());
   const auto half = tar.size() / 2;
-  for (const auto format : {Format::tar_gz, Format::tar_bz2, Format::tar_zst, Format::tar_xz}) {
+  for (const auto format :
+       {Format::tar_gz, Format::tar_bz2, Format::tar_zst, Format::tar_xz, Format::tar_lz4}) {
     INFO(envkit::test::format_name(format));
     unpacks_whole(envkit::test::compress(format, tar.substr(0, half)) +
                   envkit::test::compress(format, tar.substr(half)));
