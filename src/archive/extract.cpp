@@ -1,9 +1,18 @@
 // The public entry points of the safe extractor (extractor.hpp does the work).
 #include "envkit/archive/extract.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+
+#include "decoder.hpp"
 #include "extractor.hpp"
+#include "file_source.hpp"
+#include "zip_layout.hpp"
 #include "zip_parallel.hpp"
 
 namespace envkit::archive {
@@ -12,9 +21,13 @@ namespace {
 
 namespace fs = std::filesystem;
 using detail::ByteBudget;
+using detail::DecodingSource;
 using detail::Extractor;
+using detail::FileSource;
 using detail::kBufferSize;
+using detail::ReaderFor;
 using detail::TreeWriter;
+using detail::Utf8Names;
 
 // What libarchive's read callback pulls from.
 struct SourceReader {
@@ -45,11 +58,13 @@ la_ssize_t read_source(struct archive* reader, void* data, const void** block) {
 
 Result<ExtractResult> extract(Source& source, const fs::path& destination,
                               const ExtractOptions& options) {
+  const Utf8Names utf8;
   const auto name = source.name();
   auto writer = TreeWriter::open(destination);
   if (!writer) return detail::cannot_start(name, writer.error());
-  auto reader = detail::new_reader(false);
-  SourceReader context{.source = source};
+  DecodingSource decoded(source);
+  auto reader = detail::new_reader(ReaderFor::stream);
+  SourceReader context{.source = decoded};
   ByteBudget budget(options.max_bytes);
   Extractor extractor(reader.get(), name, options, std::move(*writer), budget);
   extractor.nest_into(destination);
@@ -57,7 +72,16 @@ Result<ExtractResult> extract(Source& source, const fs::path& destination,
   if (archive_read_open(reader.get(), &context, nullptr, read_source, nullptr) != ARCHIVE_OK) {
     return extractor.opening_failed();
   }
-  return extractor.run();
+  auto result = extractor.run();
+  if (!result) return result;
+  // libarchive stops at the tar's end blocks: the compressed stream's
+  // trailers come after them, and are what says the data is whole.
+  auto finished = decoded.finish([&](std::uint64_t bytes) -> Result<void> {
+    if (budget.take(bytes)) return {};
+    return extractor.over_byte_limit();
+  });
+  if (!finished) return std::move(finished).error();
+  return result;
 }
 
 Result<ExtractResult> extract_file(const fs::path& archive, const fs::path& destination,
@@ -71,14 +95,42 @@ Result<ExtractResult> extract_file(const fs::path& archive, const fs::path& dest
   if (!fs::is_regular_file(status)) {
     return Error::input(fmt::format("`{}` is not a file", name));
   }
-  if (options.threads > 1) {
-    if (auto plan = detail::plan_zip_threads(archive, options)) {
-      return detail::extract_zip_parallel(archive, destination, options, *plan);
+  sys::UniqueFd fd(::open(archive.c_str(), O_RDONLY | O_CLOEXEC));
+  struct stat file {};
+  if (!fd.valid() || ::fstat(fd.get(), &file) != 0) {
+    return Error::failed(fmt::format("cannot open `{}`", name)).because(std::strerror(errno));
+  }
+  std::string start(8, '\0');
+  const auto n = ::pread(fd.get(), start.data(), start.size(), 0);
+  start.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  // Compressed: streamed through the decoder like a download.
+  if (detail::sniff_compression(start) != detail::Compression::none) {
+    ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+    FileSource source(std::move(fd), name);
+    return extract(source, destination, options);
+  }
+  // A zip (a wheel) starts with a local header, or is just its end record.
+  const bool zip = start.starts_with("PK\x03\x04") || start.starts_with("PK\x05\x06");
+  if (zip) {
+    // The destination exists whatever the zip turns out to be, as it does
+    // for every other archive.
+    if (auto writer = TreeWriter::open(destination); !writer) {
+      return detail::cannot_start(name, writer.error());
+    }
+    auto layout = detail::check_zip_layout(fd.get(), static_cast<std::uint64_t>(file.st_size), name,
+                                           options.max_entries);
+    if (!layout) return std::move(layout).error();
+    if (layout->entries == 0) return ExtractResult{};
+    if (options.threads > 1) {
+      if (auto plan = detail::plan_zip_threads(archive, options)) {
+        return detail::extract_zip_parallel(archive, destination, options, *plan);
+      }
     }
   }
+  const Utf8Names utf8;
   auto writer = TreeWriter::open(destination);
   if (!writer) return detail::cannot_start(name, writer.error());
-  auto reader = detail::new_reader(true);
+  auto reader = detail::new_reader(zip ? ReaderFor::zip_file : ReaderFor::tar_file);
   ByteBudget budget(options.max_bytes);
   Extractor extractor(reader.get(), name, options, std::move(*writer), budget);
   extractor.nest_into(destination);

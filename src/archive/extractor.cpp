@@ -19,29 +19,63 @@
 
 namespace envkit::archive::detail {
 
-Reader new_reader(bool from_file) {
+Reader new_reader(ReaderFor what) {
   Reader reader(archive_read_new());
   if (!reader) throw std::bad_alloc();
-  // The compressions artifacts use, each built into libarchive. Not
-  // support_filter_all: it would also start external programs (lrzip, lzop,
-  // grzip) for whatever an archive claims to be.
-  archive_read_support_filter_gzip(reader.get());
-  archive_read_support_filter_bzip2(reader.get());
-  archive_read_support_filter_xz(reader.get());
-  archive_read_support_filter_lzma(reader.get());
-  archive_read_support_filter_zstd(reader.get());
-  archive_read_support_filter_lz4(reader.get());
-  // tar covers ustar, GNU tar and pax. A zip on disk is read through its
-  // central directory only: that is where the modes and symlinks are, and a
-  // zip without one is truncated (the streaming reader would take every entry
-  // before the cut as the whole archive).
+  // No compression filter: decoder.hpp decompresses and checks every
+  // stream to its end, which libarchive's filters do not (its gzip filter
+  // never checks the CRC). tar covers ustar, GNU tar and pax. A zip on disk
+  // is read through its central directory only: that is where the modes and
+  // symlinks are, and a zip without one is truncated (the streaming reader
+  // would take every entry before the cut as the whole archive).
   archive_read_support_format_tar(reader.get());
-  if (from_file) {
-    archive_read_support_format_zip_seekable(reader.get());
-  } else {
-    archive_read_support_format_zip_streamable(reader.get());
-  }
+  if (what == ReaderFor::zip_file) archive_read_support_format_zip_seekable(reader.get());
+  if (what == ReaderFor::stream) archive_read_support_format_zip_streamable(reader.get());
   return reader;
+}
+
+namespace {
+
+locale_t utf8_locale() {
+  // C.UTF-8 is built into glibc since 2.35.
+  static const locale_t utf8 = [] {
+    locale_t made = ::newlocale(LC_CTYPE_MASK, "C.UTF-8", static_cast<locale_t>(nullptr));
+    if (made == static_cast<locale_t>(nullptr)) {
+      made = ::newlocale(LC_CTYPE_MASK, "en_US.UTF-8", static_cast<locale_t>(nullptr));
+    }
+    return made;
+  }();
+  return utf8;
+}
+
+}  // namespace
+
+Utf8Names::Utf8Names() {
+  if (const auto utf8 = utf8_locale(); utf8 != static_cast<locale_t>(nullptr)) {
+    previous_ = ::uselocale(utf8);
+  }
+}
+
+Utf8Names::~Utf8Names() {
+  if (previous_ != static_cast<locale_t>(nullptr)) ::uselocale(previous_);
+}
+
+mode_t file_mode(mode_t stored) {
+  return (stored & 0755) | 0600;
+}
+
+mode_t directory_mode(mode_t stored) {
+  return (stored & 0755) | 0700;
+}
+
+Result<void> apply_directory_modes(TreeWriter& writer,
+                                   const std::vector<std::pair<Components, mode_t>>& modes,
+                                   std::string_view name) {
+  for (const auto& [path, mode] : modes) {
+    if (auto set = writer.set_directory_mode(path, mode); !set)
+      return cannot_start(name, set.error());
+  }
+  return {};
 }
 
 std::string entry_name(struct archive_entry* entry) {
@@ -132,6 +166,11 @@ Result<ExtractResult> Extractor::run() {
     if (auto unpacked = unpack(entry); !unpacked) return std::move(unpacked).error();
   }
   drop_stale_records();
+  if (!defer_directory_modes_) {
+    if (auto set = apply_directory_modes(writer_, directory_modes_, name_); !set) {
+      return std::move(set).error();
+    }
+  }
   return std::move(result_);
 }
 
@@ -151,7 +190,9 @@ Result<void> Extractor::unpack(struct archive_entry* entry) {
   if (!*where) return {};  // stripped or left out by the map
   const Components& path = **where;
   if (hardlink != nullptr) return unpack_hardlink(path, hardlink);
-  if (type == AE_IFDIR) return unpack_directory(path);
+  if (type == AE_IFDIR) {
+    return unpack_directory(path, directory_mode(static_cast<mode_t>(archive_entry_perm(entry))));
+  }
   if (type == AE_IFLNK) return unpack_symlink(path, link_target(entry));
   return unpack_file(path, entry);
 }
@@ -239,9 +280,16 @@ Result<void> Extractor::unpack_maybe_runfile(struct archive_entry* entry) {
   return {};
 }
 
-Result<void> Extractor::unpack_directory(const Components& path) {
+Result<void> Extractor::unpack_directory(const Components& path, mode_t mode) {
   if (auto parents = record_parents(path); !parents) return parents;
   if (auto made = writer_.make_directory(path); !made) return from_writer(made.error());
+  // Set at the end: a folder the archive lists before its files stays
+  // writable for them until then.
+  // A later entry for the same folder decides its mode.
+  if (mode != 0755 || moded_directories_.contains(join_path(path))) {
+    moded_directories_.insert(join_path(path));
+    directory_modes_.emplace_back(path, mode);
+  }
   if (!recorded_.contains(join_path(path))) {
     record({.path = join_path(path), .type = EntryType::directory});
   }
@@ -317,9 +365,9 @@ Result<void> Extractor::unpack_file(const Components& path, struct archive_entry
     if (hash) hash->update(chunk);
     written.size += chunk.size();
   }
-  // Only the executable bit survives: no setuid, setgid, sticky or odd modes.
-  written.executable = (archive_entry_perm(entry) & 0111) != 0;
-  if (::fchmod(file->get(), written.executable ? 0755 : 0644) != 0) {
+  const auto mode = file_mode(static_cast<mode_t>(archive_entry_perm(entry)));
+  written.executable = (mode & 0111) != 0;
+  if (::fchmod(file->get(), mode) != 0) {
     return from_writer(Error::failed(fmt::format("cannot set the mode of `{}`", written.path))
                            .because(std::strerror(errno)));
   }
@@ -400,16 +448,23 @@ Error Extractor::from_writer(const Error& error) const {
 // failed. `between_entries`: the failure came reading a header, so the last
 // entry named was complete.
 Error Extractor::damaged(bool between_entries) const {
+  const auto where =
+      current_.empty()
+          ? std::string()
+          : fmt::format("{} `{}`", between_entries ? "after entry" : "entry", current_);
+  if (source_error_ != nullptr && source_error_->has_value()) {
+    // libarchive's message is the source's own, already said; the decoder's
+    // errors name the archive already.
+    Error error = **source_error_;
+    const bool named = error.to_string().find("`" + name_ + "`") != std::string::npos;
+    std::string context = named ? "" : fmt::format("while unpacking `{}`", name_);
+    if (!where.empty()) context = context.empty() ? where : fmt::format("{} ({})", context, where);
+    if (!context.empty()) error.because(context);
+    return error;
+  }
   const char* message = archive_error_string(reader_);
   std::string reason = message != nullptr ? message : "unreadable archive";
-  if (!current_.empty()) {
-    reason =
-        fmt::format("{} `{}`: {}", between_entries ? "after entry" : "entry", current_, reason);
-  }
-  if (source_error_ != nullptr && source_error_->has_value()) {
-    Error error = **source_error_;
-    return error.because(fmt::format("while unpacking `{}` ({})", name_, reason));
-  }
+  if (!where.empty()) reason = fmt::format("{}: {}", where, reason);
   return Error::failed(fmt::format("cannot unpack `{}`", name_))
       .because(reason)
       .hint("the archive is truncated, damaged, or not a tar or zip archive");

@@ -5,6 +5,7 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <locale.h>
 #include <sys/types.h>
 
 #include <atomic>
@@ -15,6 +16,8 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "entry_path.hpp"
@@ -32,9 +35,33 @@ struct ReaderDeleter {
 };
 using Reader = std::unique_ptr<struct archive, ReaderDeleter>;
 
-// A libarchive reader for the formats and compressions artifacts use.
-// `from_file`: the archive is a file libarchive can seek in.
-[[nodiscard]] Reader new_reader(bool from_file);
+// What a libarchive reader reads: no compression ever (decoder.hpp
+// decompresses), tar always, and zip from a stream (its local headers) or
+// from a file (its central directory, checked by check_zip_layout first).
+enum class ReaderFor : std::uint8_t { stream, tar_file, zip_file };
+
+[[nodiscard]] Reader new_reader(ReaderFor what);
+
+// While alive, libarchive on this thread takes names as UTF-8 whatever the
+// process's locale: libarchive converts a zip's UTF-8 names (general purpose
+// bit 11) and a pax header's to the locale's charset, and in the C locale
+// that fails for any non-ASCII name, leaving the entry without one.
+class Utf8Names {
+ public:
+  Utf8Names();
+  ~Utf8Names();
+  Utf8Names(const Utf8Names&) = delete;
+  Utf8Names& operator=(const Utf8Names&) = delete;
+
+ private:
+  locale_t previous_ = nullptr;
+};
+
+// The permission bits an unpacked file or folder gets: the archive's, less
+// setuid, setgid, sticky and group/other write; the owner may always read
+// and write a file, and enter a folder (later entries are written into it).
+[[nodiscard]] mode_t file_mode(mode_t stored);
+[[nodiscard]] mode_t directory_mode(mode_t stored);
 
 // The entry's name and symlink target as stored ("" when none).
 [[nodiscard]] std::string entry_name(struct archive_entry* entry);
@@ -82,6 +109,14 @@ class Extractor {
   void only(const std::vector<bool>* wanted) { wanted_ = wanted; }
   // Stop early (with no error of its own) once this becomes true.
   void stop_when(const std::atomic<bool>* stop) { stop_ = stop; }
+  // Leave the listed folders' modes to the caller (apply_directory_modes),
+  // for when every thread is done: another thread making the same folder on
+  // its way to a file could reset a mode set early.
+  void defer_directory_modes() { defer_directory_modes_ = true; }
+  // The modes of the folders the archive lists, in archive order.
+  [[nodiscard]] const std::vector<std::pair<Components, mode_t>>& directory_modes() const {
+    return directory_modes_;
+  }
   // Where `destination` is: nested runfiles (ExtractOptions::nested_runfile)
   // are unpacked into it. Without it they are written as files.
   void nest_into(std::filesystem::path destination) { destination_ = std::move(destination); }
@@ -93,10 +128,11 @@ class Extractor {
 
   // An error that happens before any entry (opening the archive).
   Error opening_failed() { return damaged(false); }
+  Error over_byte_limit() const;
 
  private:
   Result<void> unpack(struct archive_entry* entry);
-  Result<void> unpack_directory(const Components& path);
+  Result<void> unpack_directory(const Components& path, mode_t mode);
   Result<void> unpack_symlink(const Components& path, const std::string& target);
   Result<void> unpack_hardlink(const Components& path, const std::string& stored_target);
   Result<void> unpack_file(const Components& path, struct archive_entry* entry,
@@ -110,7 +146,6 @@ class Extractor {
 
   Error refused(std::string_view reason) const;
   Error over_entry_limit() const;
-  Error over_byte_limit() const;
   Error from_writer(const Error& error) const;
   Error damaged(bool between_entries) const;
   std::string_view shown_entry() const;
@@ -133,6 +168,14 @@ class Extractor {
   std::uint64_t index_ = 0;  // of the archive entry being unpacked
   std::string current_;      // the entry being unpacked, as stored
   std::filesystem::path destination_;
+  std::vector<std::pair<Components, mode_t>> directory_modes_;
+  std::unordered_set<std::string> moded_directories_;  // paths in directory_modes_
+  bool defer_directory_modes_ = false;
 };
+
+// Gives the folders `modes` names their modes (Extractor::directory_modes).
+[[nodiscard]] Result<void> apply_directory_modes(
+    TreeWriter& writer, const std::vector<std::pair<Components, mode_t>>& modes,
+    std::string_view name);
 
 }  // namespace envkit::archive::detail

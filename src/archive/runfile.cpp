@@ -17,8 +17,10 @@
 #include <mutex>
 #include <thread>
 
+#include "decoder.hpp"
 #include "envkit/core/sha256.hpp"
 #include "envkit/sys/unique_fd.hpp"
+#include "file_source.hpp"
 #include "runfile_stream.hpp"
 
 namespace envkit::archive {
@@ -339,24 +341,6 @@ void append(ExtractResult& into, ExtractResult&& from) {
     into.entries.push_back(std::move(entry));
 }
 
-class FileSource final : public Source {
- public:
-  FileSource(sys::UniqueFd fd, std::string name) : fd_(std::move(fd)), name_(std::move(name)) {}
-  Result<std::size_t> read(std::span<std::byte> buffer) override {
-    while (true) {
-      const auto n = ::read(fd_.get(), buffer.data(), buffer.size());
-      if (n >= 0) return static_cast<std::size_t>(n);
-      if (errno == EINTR) continue;
-      return Error::failed(fmt::format("cannot read `{}`", name_)).because(std::strerror(errno));
-    }
-  }
-  [[nodiscard]] std::string name() const override { return name_; }
-
- private:
-  sys::UniqueFd fd_;
-  std::string name_;
-};
-
 }  // namespace
 
 Result<ExtractResult> extract_runfile(Source& source, const fs::path& destination,
@@ -397,8 +381,8 @@ Result<ExtractResult> detail::extract_runfile_after(Source& source, std::string 
     auto unpacked = extract(payload, destination, payload_options);
     if (!unpacked) {
       Error error = std::move(unpacked).error();
-      // The tar ended early inside the stated size: filesizes states too few bytes.
-      if (payload.consumed() == size) {
+      // The compressed data was cut at the stated size: filesizes states too few bytes.
+      if (payload.consumed() == size && detail::cut_short(error)) {
         error.because(
             fmt::format("the header states {} payload bytes from byte {} (filesizes); "
                         "the compressed data goes on past them",
@@ -443,7 +427,7 @@ Result<ExtractResult> extract_runfile_file(const fs::path& runfile, const fs::pa
     return Error::failed(fmt::format("cannot open `{}`", name)).because(std::strerror(errno));
   }
   ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
-  FileSource source(std::move(fd), name);
+  detail::FileSource source(std::move(fd), name);
   return extract_runfile(source, destination, options);
 }
 

@@ -160,6 +160,13 @@ Result<void> TreeWriter::make_directory(std::span<const std::string> path) {
   return {};
 }
 
+Result<void> TreeWriter::set_directory_mode(std::span<const std::string> path, mode_t mode) {
+  auto fd = open_dirs(path);
+  if (!fd) return std::move(fd).error();
+  if (::fchmod(fd->get(), mode) != 0) return os_error("set the mode of", join_path(path));
+  return {};
+}
+
 Result<void> TreeWriter::make_symlink(std::span<const std::string> path,
                                       const std::string& target) {
   auto dir = parent_of(path);

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <span>
@@ -33,6 +35,9 @@ class TreeWriter {
   [[nodiscard]] Result<UniqueFd> create_file(std::span<const std::string> path);
   // A folder, mode 0755; an existing folder is fine.
   [[nodiscard]] Result<void> make_directory(std::span<const std::string> path);
+  // Sets an existing folder's permission bits (as given: the caller has
+  // checked them).
+  [[nodiscard]] Result<void> set_directory_mode(std::span<const std::string> path, mode_t mode);
   // A symlink; the same link again is fine, anything else at the path is not.
   [[nodiscard]] Result<void> make_symlink(std::span<const std::string> path,
                                           const std::string& target);

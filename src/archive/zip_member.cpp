@@ -7,26 +7,13 @@
 #include <memory>
 
 #include "envkit/core/text.hpp"
+#include "zip_format.hpp"
 
 namespace envkit::archive {
 
 namespace {
 
-constexpr std::uint32_t kEndSignature = 0x06054b50U;
-constexpr std::uint32_t kDirectorySignature = 0x02014b50U;
-constexpr std::uint32_t kLocalSignature = 0x04034b50U;
-constexpr std::size_t kEndSize = 22;
-constexpr std::size_t kDirectoryHeaderSize = 46;
-constexpr std::size_t kLocalHeaderSize = 30;
-// Zip64 marks its sizes and offsets with all ones.
-constexpr std::uint32_t kZip64 = 0xffffffffU;
-
-std::uint32_t le(std::string_view bytes, std::size_t at, std::size_t width) {
-  std::uint32_t value = 0;
-  for (std::size_t i = 0; i < width; ++i)
-    value |= static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[at + i])) << (8 * i);
-  return value;
-}
+using namespace detail::zip;
 
 Error damaged(std::string_view name, std::string what) {
   return Error::failed(fmt::format("cannot read the zip {}", text::quoted(name)))
@@ -42,13 +29,12 @@ std::string reader_error(struct archive* reader) {
 
 Result<ZipDirectory> zip_directory_location(std::string_view tail, std::string_view name) {
   // The end record is the last thing in the file, followed only by its comment.
-  for (std::size_t at = tail.size() >= kEndSize ? tail.size() - kEndSize + 1 : 0; at-- > 0;) {
-    if (le(tail, at, 4) != kEndSignature) continue;
-    const std::uint32_t size = le(tail, at + 12, 4);
-    const std::uint32_t offset = le(tail, at + 16, 4);
+  if (const auto at = find_end_record(tail); at != std::string_view::npos) {
+    const auto size = le(tail, at + 12, 4);
+    const auto offset = le(tail, at + 16, 4);
     if (size == kZip64 || offset == kZip64) return damaged(name, "it is a zip64 archive");
     // The directory ends where the end record starts.
-    const std::uint64_t end_record = std::uint64_t{offset} + size;
+    const std::uint64_t end_record = offset + size;
     if (end_record < at) return damaged(name, "its end record points before the data read");
     return ZipDirectory{.offset = offset, .size = size, .tail_offset = end_record - at};
   }

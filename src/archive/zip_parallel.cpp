@@ -33,7 +33,8 @@ struct Survey {
 // Reads every header (the zip's central directory; no data is inflated).
 // nullopt: leave the archive to the one-thread path.
 std::optional<Survey> survey_zip(const fs::path& archive, const ExtractOptions& options) {
-  auto reader = new_reader(true);
+  const Utf8Names utf8;
+  auto reader = new_reader(ReaderFor::zip_file);
   if (archive_read_open_filename(reader.get(), archive.c_str(), kBufferSize) != ARCHIVE_OK) {
     return std::nullopt;
   }
@@ -89,25 +90,29 @@ ZipThreadPlan balance(const Survey& survey, std::size_t threads) {
 struct WorkerOutcome {
   std::optional<Result<ExtractResult>> result;
   std::vector<std::uint64_t> origins;
+  std::vector<std::pair<Components, mode_t>> directory_modes;
 };
 
 void run_worker(const fs::path& archive, const fs::path& destination, const ExtractOptions& options,
                 const std::vector<bool>& wanted, ByteBudget& budget, std::atomic<bool>& stop,
                 WorkerOutcome& outcome) {
   try {
+    const Utf8Names utf8;
     auto writer = TreeWriter::open(destination);
     if (!writer) {
       outcome.result = cannot_start(archive.string(), writer.error());
     } else {
-      auto reader = new_reader(true);
+      auto reader = new_reader(ReaderFor::zip_file);
       Extractor extractor(reader.get(), archive.string(), options, std::move(*writer), budget);
       extractor.only(&wanted);
+      extractor.defer_directory_modes();
       extractor.stop_when(&stop);
       if (archive_read_open_filename(reader.get(), archive.c_str(), kBufferSize) != ARCHIVE_OK) {
         outcome.result = extractor.opening_failed();
       } else {
         outcome.result = extractor.run();
         outcome.origins = extractor.origins();
+        outcome.directory_modes = extractor.directory_modes();
       }
     }
   } catch (const std::exception& e) {
@@ -174,6 +179,13 @@ Result<ExtractResult> extract_zip_parallel(const fs::path& archive, const fs::pa
   }
   for (auto& outcome : outcomes) {
     if (!*outcome.result) return std::move(*outcome.result).error();
+  }
+  // Folders last, once no thread writes into them: the first thread has them all.
+  auto writer = TreeWriter::open(destination);
+  if (!writer) return cannot_start(archive.string(), writer.error());
+  if (auto set = apply_directory_modes(*writer, outcomes[0].directory_modes, archive.string());
+      !set) {
+    return std::move(set).error();
   }
   return merge(outcomes);
 }

@@ -133,11 +133,15 @@ Error located(Error error, const fs::path& staging) {
 }
 
 // Read-only from now on: prefixes hard-link these files, and a prefix must
-// not be able to change the cache's copy by writing to its own.
+// not be able to change the cache's copy by writing to its own. Only write
+// bits go: a file the archive keeps from others (0600, 0750) stays so.
 void make_read_only(const fs::path& root, const std::vector<FileRecord>& files) {
   for (const auto& file : files) {
     if (file.type != archive::EntryType::file) continue;
-    ::chmod((root / file.path).c_str(), file.executable ? 0555 : 0444);
+    const auto path = root / file.path;
+    struct stat info {};
+    if (::lstat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) continue;
+    ::chmod(path.c_str(), info.st_mode & 0555);
   }
 }
 

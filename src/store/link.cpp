@@ -58,8 +58,9 @@ int clone_or_copy(const fs::path& from, const fs::path& to, bool clone_only) {
   if (!in.valid()) return errno;
   struct stat info {};
   if (::fstat(in.get(), &info) != 0) return errno;
-  // Clones and copies belong to the prefix: writable by their owner.
-  const mode_t mode = (info.st_mode & 0111) != 0 ? 0755 : 0644;
+  // Clones and copies belong to the prefix: writable by their owner, and no
+  // more readable than the cache's file (a 0400 key stays its owner's).
+  const mode_t mode = (info.st_mode & 0555) | 0200;
   const sys::UniqueFd out(::open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
   if (!out.valid()) return errno;
   int failure = 0;

@@ -538,6 +538,41 @@ TEST_CASE("files come from the cache by hard link, and the cache's copies are re
   CHECK(info.st_nlink == 1);
 }
 
+TEST_CASE("restrictive modes survive the cache and the prefix, only write bits go",
+          "[cli][install]") {
+  if (nginx_missing()) return;
+  Project project;
+  const RedistMirror mirror(project.dir.path() / "www");
+  auto component = library_component("foo", "1.2.3");
+  component.files.push_back({.path = "include/private.h", .content = "secret\n", .mode = 0600});
+  component.files.push_back(
+      {.path = "bin/group-tool", .content = "#!/bin/sh\n", .executable = true, .mode = 0750});
+  const auto built = mirror.add_archive(component);
+  const StaticHttpServer server(mirror.root());
+  project.lock({{"cuda", "12.4.1", {lock_artifact(built, server.url(""))}}});
+  const auto mode_of = [](const fs::path& path) {
+    struct stat info {};
+    REQUIRE(::stat(path.c_str(), &info) == 0);
+    return static_cast<unsigned>(info.st_mode & 07777);
+  };
+  REQUIRE(project.install({"--link-mode", "hardlink"}).exit_code == 0);
+  // Hard links share the cache's file: read-only, and no more readable than the archive said.
+  CHECK(mode_of(project.prefix() / "include/private.h") == 0400);
+  CHECK(mode_of(project.prefix() / "bin/group-tool") == 0550);
+  CHECK(mode_of(project.prefix() / "include/foo.h") == 0444);
+  CHECK(mode_of(project.prefix() / "bin/foo-tool") == 0555);
+  const auto copied = project.dir.path() / "copied";
+  const auto saved = ::umask(022);
+  const auto c = project.install({"--prefix", copied.string(), "--link-mode", "copy"});
+  ::umask(saved);
+  REQUIRE(c.exit_code == 0);
+  // A copy is the prefix's own: its owner may write it, others get nothing more.
+  CHECK(mode_of(copied / "include/private.h") == 0600);
+  CHECK(mode_of(copied / "bin/group-tool") == 0750);
+  CHECK(mode_of(copied / "include/foo.h") == 0644);
+  CHECK(mode_of(copied / "bin/foo-tool") == 0755);
+}
+
 TEST_CASE("two packages writing one path with different content is an error naming both",
           "[cli][install]") {
   if (nginx_missing()) return;

@@ -41,7 +41,8 @@ void stage(const FixtureComponent& component, const fs::path& dir, bool symlinks
     } else {
       std::ofstream(to, std::ios::binary) << file.content;
     }
-    fs::permissions(to, file.executable ? fs::perms(0755) : fs::perms(0644));
+    fs::permissions(to, file.mode ? fs::perms(*file.mode)
+                                  : (file.executable ? fs::perms(0755) : fs::perms(0644)));
   }
 }
 

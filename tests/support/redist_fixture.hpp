@@ -19,6 +19,7 @@ struct FixtureFile {
   std::string content;
   std::string symlink_target;  // non-empty: a symlink (archives only)
   bool executable = false;
+  std::optional<unsigned> mode;  // permission bits; else 0755 or 0644 by `executable`
 };
 
 struct FixtureComponent {

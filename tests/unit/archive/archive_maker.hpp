@@ -48,7 +48,7 @@ struct Entry {
   }
 };
 
-enum class Format { tar, gnutar, tar_gz, tar_xz, tar_bz2, tar_zst, zip, zip_stored };
+enum class Format { tar, gnutar, tar_gz, tar_xz, tar_bz2, tar_zst, tar_lz4, zip, zip_stored };
 
 inline const char* format_name(Format format) {
   switch (format) {
@@ -64,6 +64,8 @@ inline const char* format_name(Format format) {
       return "tar.bz2";
     case Format::tar_zst:
       return "tar.zst";
+    case Format::tar_lz4:
+      return "tar.lz4";
     case Format::zip:
       return "zip";
     case Format::zip_stored:
@@ -118,6 +120,9 @@ inline void set_format(struct archive* writer, Format format) {
       break;
     case Format::tar_zst:
       check(writer, archive_write_add_filter_zstd(writer), "zstd");
+      break;
+    case Format::tar_lz4:
+      check(writer, archive_write_add_filter_lz4(writer), "lz4");
       break;
     default:
       break;
@@ -191,6 +196,142 @@ inline std::string make_archive(Format format, const std::vector<Entry>& entries
   detail::check(writer.get(), archive_write_close(writer.get()), "close");
   return out;
 }
+
+// `bytes` compressed as one stream of `format`'s compression (tar_gz: gzip,
+// tar_xz: xz, tar_bz2: bzip2, tar_zst: zstd, tar_lz4: lz4), as libarchive writes it.
+inline std::string compress(Format format, const std::string& bytes) {
+  std::unique_ptr<struct archive, detail::WriterDeleter> writer(archive_write_new());
+  detail::check(writer.get(), archive_write_set_format_raw(writer.get()), "raw");
+  switch (format) {
+    case Format::tar_gz:
+      detail::check(writer.get(), archive_write_add_filter_gzip(writer.get()), "gzip");
+      break;
+    case Format::tar_xz:
+      detail::check(writer.get(), archive_write_add_filter_xz(writer.get()), "xz");
+      break;
+    case Format::tar_bz2:
+      detail::check(writer.get(), archive_write_add_filter_bzip2(writer.get()), "bzip2");
+      break;
+    case Format::tar_zst:
+      detail::check(writer.get(), archive_write_add_filter_zstd(writer.get()), "zstd");
+      break;
+    case Format::tar_lz4:
+      detail::check(writer.get(), archive_write_add_filter_lz4(writer.get()), "lz4");
+      break;
+    default:
+      throw std::runtime_error("compress: not a compression");
+  }
+  archive_write_set_bytes_in_last_block(writer.get(), 1);
+  std::string out;
+  detail::check(writer.get(),
+                archive_write_open(writer.get(), &out, nullptr, detail::append, nullptr), "open");
+  std::unique_ptr<struct archive_entry, detail::EntryDeleter> header(archive_entry_new());
+  archive_entry_set_pathname(header.get(), "raw");
+  archive_entry_set_filetype(header.get(), AE_IFREG);
+  archive_entry_set_size(header.get(), static_cast<la_int64_t>(bytes.size()));
+  detail::check(writer.get(), archive_write_header(writer.get(), header.get()), "header");
+  archive_write_data(writer.get(), bytes.data(), bytes.size());
+  detail::check(writer.get(), archive_write_close(writer.get()), "close");
+  return out;
+}
+
+// A zip written byte by byte (stored entries), so a test can give it what no
+// zip tool writes: raw UTF-8 names with or without general purpose bit 11,
+// directory records pointing into one another's data.
+class ZipBuilder {
+ public:
+  struct Record {
+    std::string name;
+    std::uint32_t offset = 0;  // of the local header
+    std::uint32_t crc = 0;
+    std::uint32_t size = 0;
+    std::uint16_t flags = 0;
+    unsigned mode = 0100644;
+  };
+
+  // Appends a local header and the data; returns its directory record.
+  Record add(const std::string& name, const std::string& data, unsigned mode = 0100644,
+             bool utf8_flag = true) {
+    Record record{.name = name,
+                  .offset = static_cast<std::uint32_t>(bytes_.size()),
+                  .crc = crc32(data),
+                  .size = static_cast<std::uint32_t>(data.size()),
+                  .flags = static_cast<std::uint16_t>(utf8_flag ? 0x0800 : 0),
+                  .mode = mode};
+    put(4, 0x04034b50U);
+    put(2, 20);
+    put(2, record.flags);
+    put(2, 0);  // stored
+    put(4, 0);  // time, date
+    put(4, record.crc);
+    put(4, record.size);
+    put(4, record.size);
+    put(2, name.size());
+    put(2, 0);
+    bytes_ += name;
+    bytes_ += data;
+    records_.push_back(record);
+    return record;
+  }
+  // Bytes written as they are (a local header inside another's data, say).
+  void raw(const std::string& bytes) { bytes_ += bytes; }
+  [[nodiscard]] std::size_t size() const { return bytes_.size(); }
+  // The records the directory lists; add() lists each entry once.
+  std::vector<Record>& records() { return records_; }
+
+  // The whole zip: the data, the central directory, the end record.
+  std::string finish() const {
+    ZipBuilder out = *this;
+    const auto directory_at = out.bytes_.size();
+    for (const auto& record : records_) {
+      out.put(4, 0x02014b50U);
+      out.put(2, 0x0314);  // made by: Unix, 2.0
+      out.put(2, 20);
+      out.put(2, record.flags);
+      out.put(2, 0);
+      out.put(4, 0);
+      out.put(4, record.crc);
+      out.put(4, record.size);
+      out.put(4, record.size);
+      out.put(2, record.name.size());
+      out.put(2, 0);  // extra
+      out.put(2, 0);  // comment
+      out.put(2, 0);  // disk
+      out.put(2, 0);  // internal attributes
+      out.put(4, static_cast<std::uint64_t>(record.mode) << 16);
+      out.put(4, record.offset);
+      out.bytes_ += record.name;
+    }
+    const auto directory_size = out.bytes_.size() - directory_at;
+    out.put(4, 0x06054b50U);
+    out.put(4, 0);
+    out.put(2, records_.size());
+    out.put(2, records_.size());
+    out.put(4, directory_size);
+    out.put(4, directory_at);
+    out.put(2, 0);
+    return out.bytes_;
+  }
+
+  static std::uint32_t crc32(const std::string& data) {
+    std::uint32_t crc = 0xffffffffU;
+    for (const unsigned char c : data) {
+      crc ^= c;
+      for (int bit = 0; bit < 8; ++bit)
+        crc = (crc & 1U) != 0 ? (crc >> 1) ^ 0xedb88320U : crc >> 1;
+    }
+    return ~crc;
+  }
+
+ private:
+  void put(int width, std::uint64_t value) {
+    for (int i = 0; i < width; ++i)
+      bytes_ += static_cast<char>((value >> (8 * i)) & 0xff);
+  }
+
+  std::string bytes_;
+  std::vector<Record> records_;
+};
 
 // A Source over bytes in memory, handing them out in small, odd chunks to
 // exercise the streaming reader's refills.

@@ -214,9 +214,8 @@ TEST_CASE("truncated and corrupt archives fail, never half succeed", "[archive][
     CHECK_THAT(text(refused(bytes)), Contains("entry `big`"));
   }
   SECTION("a gzip with flipped bytes") {
-    // Compressible text, so the flipped bytes break Huffman codes. (libarchive
-    // does not check gzip's CRC, so a flip inside a stored block would pass:
-    // the store's sha256 check before unpacking is what catches that.)
+    // Compressible text, so the flipped bytes break Huffman codes, or
+    // decode to other bytes that the gzip CRC then refuses.
     std::string words;
     for (int i = 0; words.size() < 200'000; ++i)
       words += "cudaMalloc" + std::to_string(i * 7919 % 1000) + " ";
@@ -224,9 +223,9 @@ TEST_CASE("truncated and corrupt archives fail, never half succeed", "[archive][
         make_archive(Format::tar_gz, {Entry::file("first", "1"), Entry::file("big", words)});
     for (std::size_t i = bytes.size() / 2; i < bytes.size() / 2 + 16; ++i)
       bytes[i] = static_cast<char>(~bytes[i]);
-    const auto error = refused(bytes);
+    const auto error = refused(bytes, {}, false);
     CHECK_THAT(error.headline(), Contains("cannot unpack"));
-    CHECK_THAT(text(error), Contains("entry `big`"));
+    CHECK_THAT(text(error), Contains("corrupt gzip data") || Contains("gzip CRC mismatch"));
   }
   SECTION("a zip cut in its data") {
     auto bytes = make_archive(Format::zip, entries);

@@ -70,7 +70,7 @@ void check_cuda_like(const fs::path& dest, const ExtractResult& result, const st
   CHECK(mode_of(dest / "pkg/lib/libcudart.so.12.4.127") == 0755);
   CHECK(mode_of(dest / "pkg/bin/nvcc") == 0755);
   CHECK(mode_of(dest / "pkg/include/cuda_runtime_api.h") == 0644);
-  CHECK(mode_of(dest / "pkg/LICENSE") == 0644);
+  CHECK(mode_of(dest / "pkg/LICENSE") == 0600);
   CHECK(mode_of(dest / "pkg/include") == 0755);
 }
 
@@ -79,8 +79,9 @@ void check_cuda_like(const fs::path& dest, const ExtractResult& result, const st
 TEST_CASE("every format unpacks the same tree from a file and from a stream", "[archive]") {
   const auto library = pseudo_random(300'000);
   const auto entries = cuda_like(library);
-  for (const auto format : {Format::tar, Format::gnutar, Format::tar_gz, Format::tar_xz,
-                            Format::tar_bz2, Format::tar_zst, Format::zip, Format::zip_stored}) {
+  for (const auto format :
+       {Format::tar, Format::gnutar, Format::tar_gz, Format::tar_xz, Format::tar_bz2,
+        Format::tar_zst, Format::tar_lz4, Format::zip, Format::zip_stored}) {
     DYNAMIC_SECTION(envkit::test::format_name(format)) {
       const auto bytes = make_archive(format, entries);
       const bool zip = format == Format::zip || format == Format::zip_stored;
@@ -154,19 +155,59 @@ TEST_CASE("hash_files gives each file's sha256", "[archive]") {
   CHECK(result->bytes_written == big.size());
 }
 
-TEST_CASE("setuid, setgid and sticky bits are dropped", "[archive]") {
+TEST_CASE("setuid, setgid, sticky and group/other write bits are dropped", "[archive]") {
   TempDir tmp;
   MemorySource source(make_archive(
       Format::tar, {Entry::file("suid", "x", 04755),
                     Entry::file("sgid", "x", 02640),
                     Entry::file("odd", "x", 0401),
+                    Entry::file("open", "x", 0666),
                     {.path = "sticky/", .kind = envkit::test::Kind::directory, .mode = 01777}}));
   auto result = envkit::archive::extract(source, tmp.path() / "dest");
   REQUIRE(result.ok());
   CHECK(mode_of(tmp.path() / "dest/suid") == 0755);
-  CHECK(mode_of(tmp.path() / "dest/sgid") == 0644);
-  CHECK(mode_of(tmp.path() / "dest/odd") == 0755);
+  CHECK(mode_of(tmp.path() / "dest/sgid") == 0640);
+  // The owner may always read and write what envkit unpacked.
+  CHECK(mode_of(tmp.path() / "dest/odd") == 0601);
+  CHECK(mode_of(tmp.path() / "dest/open") == 0644);
   CHECK(mode_of(tmp.path() / "dest/sticky") == 0755);
+}
+
+TEST_CASE("restrictive modes are kept, files and folders, in every format", "[archive]") {
+  const std::vector<Entry> entries = {
+      {.path = "private/", .kind = envkit::test::Kind::directory, .mode = 0700},
+      Entry::file("private/id_rsa", "key", 0600),
+      {.path = "group/", .kind = envkit::test::Kind::directory, .mode = 0750},
+      Entry::file("group/tool", "#!/bin/sh\n", 0750),
+      Entry::file("group/run", "#!/bin/sh\n", 0700),
+      Entry::file("group/data", "d", 0640),
+      Entry::file("public/lib.so", "elf", 0755),
+      Entry::file("public/header.h", "h", 0644),
+  };
+  for (const auto format : {Format::tar, Format::tar_gz, Format::zip}) {
+    for (const unsigned threads : {1U, 4U}) {
+      INFO(envkit::test::format_name(format) << " threads: " << threads);
+      TempDir tmp;
+      const auto file = tmp.path() / "modes";
+      envkit::test::write_bytes(file, make_archive(format, entries));
+      ExtractOptions options;
+      options.threads = threads;
+      auto result = envkit::archive::extract_file(file, tmp.path() / "dest", options);
+      REQUIRE(result.ok());
+      const auto dest = tmp.path() / "dest";
+      CHECK(mode_of(dest / "private") == 0700);
+      CHECK(mode_of(dest / "private/id_rsa") == 0600);
+      CHECK(mode_of(dest / "group") == 0750);
+      CHECK(mode_of(dest / "group/tool") == 0750);
+      CHECK(mode_of(dest / "group/run") == 0700);
+      CHECK(mode_of(dest / "group/data") == 0640);
+      CHECK(mode_of(dest / "public") == 0755);
+      CHECK(mode_of(dest / "public/lib.so") == 0755);
+      CHECK(mode_of(dest / "public/header.h") == 0644);
+      CHECK(find(*result, "group/run")->executable);
+      CHECK_FALSE(find(*result, "private/id_rsa")->executable);
+    }
+  }
 }
 
 TEST_CASE("a later file replaces an earlier one at the same path", "[archive]") {

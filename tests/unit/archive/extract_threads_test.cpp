@@ -81,6 +81,27 @@ TEST_CASE("a large zip unpacks on several threads to the same tree and records",
   CHECK(envkit::test::mode_of(tmp.path() / "many/nvidia/cudnn/lib/libpart0.so.9") == 0755);
 }
 
+TEST_CASE("folders' and files' modes come out the same on several threads", "[archive]") {
+  // The folder's mode is set once every thread is done: a thread making
+  // `private/` on its way to a file would otherwise reset it.
+  auto entries = wheel_like();
+  entries.insert(
+      entries.begin(),
+      {.path = "nvidia/cudnn/lib/", .kind = envkit::test::Kind::directory, .mode = 0750});
+  entries.push_back({.path = "private/", .kind = envkit::test::Kind::directory, .mode = 0700});
+  entries.push_back(Entry::file("private/key", "secret", 0600));
+  TempDir tmp;
+  const auto zip = write_zip(tmp, entries);
+  for (const unsigned threads : {1U, 4U}) {
+    const auto dest = tmp.path() / std::to_string(threads);
+    REQUIRE(envkit::archive::extract_file(zip, dest, with_threads(threads)).ok());
+    CHECK(envkit::test::mode_of(dest / "nvidia/cudnn/lib") == 0750);
+    CHECK(envkit::test::mode_of(dest / "nvidia/cudnn/lib/libpart4.so.9") == 0755);
+    CHECK(envkit::test::mode_of(dest / "private") == 0700);
+    CHECK(envkit::test::mode_of(dest / "private/key") == 0600);
+  }
+}
+
 TEST_CASE("the byte limit holds across threads", "[archive]") {
   TempDir tmp;
   const auto zip = write_zip(tmp, wheel_like());

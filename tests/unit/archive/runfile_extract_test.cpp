@@ -191,6 +191,14 @@ TEST_CASE("hostile runfiles are refused with the runfile and what was expected",
     CHECK_THAT(refusal(fixture.lying_filesizes(good, "smaller.run", -100)),
                Contains("goes on past them"));
   }
+  SECTION("bytes after the gzip data, inside the stated size") {
+    const auto padded = fixture.lying_filesizes(good, "padded.run", 7);
+    std::ofstream(padded.path, std::ios::binary | std::ios::app) << "garbage";
+    const auto text = refusal(padded);
+    CHECK_THAT(text,
+               Contains("bytes follow the end of the gzip data") && Contains("trailing garbage"));
+    CHECK_THAT(text, !Contains("goes on past them"));
+  }
   SECTION("a truncated payload") {
     CHECK_THAT(refusal(fixture.truncated(good, "cut.run", 5000)),
                Contains("ends early") && Contains("its payload ends at byte"));

@@ -1,0 +1,45 @@
+#pragma once
+
+// Internal to archive: the zip records envkit reads itself (APPNOTE.TXT).
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace envkit::archive::detail::zip {
+
+inline constexpr std::uint32_t kEndSignature = 0x06054b50U;
+inline constexpr std::uint32_t kZip64EndSignature = 0x06064b50U;
+inline constexpr std::uint32_t kZip64LocatorSignature = 0x07064b50U;
+inline constexpr std::uint32_t kDirectorySignature = 0x02014b50U;
+inline constexpr std::uint32_t kLocalSignature = 0x04034b50U;
+inline constexpr std::size_t kEndSize = 22;
+inline constexpr std::size_t kZip64EndSize = 56;
+inline constexpr std::size_t kZip64LocatorSize = 20;
+inline constexpr std::size_t kDirectoryHeaderSize = 46;
+inline constexpr std::size_t kLocalHeaderSize = 30;
+// The end record's comment is at most this long, so the record lies within
+// the file's last kEndSize + kMaxComment bytes.
+inline constexpr std::size_t kMaxComment = 0xffff;
+// Zip64 marks its sizes and offsets with all ones.
+inline constexpr std::uint32_t kZip64 = 0xffffffffU;
+inline constexpr std::uint16_t kZip64ExtraId = 0x0001;
+
+// The little-endian number of `width` bytes at `at`.
+inline std::uint64_t le(std::string_view bytes, std::size_t at, std::size_t width) {
+  std::uint64_t value = 0;
+  for (std::size_t i = 0; i < width; ++i)
+    value |= std::uint64_t{static_cast<unsigned char>(bytes[at + i])} << (8 * i);
+  return value;
+}
+
+// Where the end-of-central-directory record starts in `tail` (searched from
+// the end), or npos.
+inline std::size_t find_end_record(std::string_view tail) {
+  for (std::size_t at = tail.size() >= kEndSize ? tail.size() - kEndSize + 1 : 0; at-- > 0;) {
+    if (le(tail, at, 4) == kEndSignature) return at;
+  }
+  return std::string_view::npos;
+}
+
+}  // namespace envkit::archive::detail::zip

@@ -1,0 +1,228 @@
+#include "zip_layout.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "zip_format.hpp"
+
+namespace envkit::archive::detail {
+
+namespace {
+
+// A larger directory (a million short names) is refused rather than read.
+constexpr std::uint64_t kMaxDirectoryBytes = std::uint64_t{64} << 20;
+
+Error unreadable(std::string_view name, std::string what) {
+  return Error::failed(fmt::format("cannot unpack `{}`", name))
+      .because(std::move(what))
+      .hint("the archive is truncated, damaged, or not a zip archive");
+}
+
+Error refused(std::string_view name, std::string what) {
+  return Error::failed(fmt::format("refused to unpack `{}`", name)).because(std::move(what));
+}
+
+// Exactly `size` bytes at `offset`.
+Result<std::string> read_at(int fd, std::uint64_t offset, std::size_t size, std::string_view name) {
+  std::string bytes(size, '\0');
+  std::size_t done = 0;
+  while (done < size) {
+    const auto n = ::pread(fd, bytes.data() + done, size - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      return Error::failed(fmt::format("cannot read `{}`", name)).because(std::strerror(errno));
+    }
+    if (n == 0) return unreadable(name, fmt::format("it ends before byte {}", offset + size));
+    done += static_cast<std::size_t>(n);
+  }
+  return bytes;
+}
+
+struct Directory {
+  std::uint64_t offset = 0;
+  std::uint64_t size = 0;
+  std::uint64_t entries = 0;
+};
+
+// The central directory's place, from the end record or, where it says
+// "zip64", from the zip64 end record its locator points to.
+Result<Directory> locate_directory(int fd, std::uint64_t file_size, std::string_view name) {
+  using namespace zip;
+  const auto tail_size = std::min<std::uint64_t>(file_size, kEndSize + kMaxComment);
+  auto tail = read_at(fd, file_size - tail_size, static_cast<std::size_t>(tail_size), name);
+  if (!tail) return std::move(tail).error();
+  const auto at = find_end_record(*tail);
+  if (at == std::string_view::npos) {
+    return unreadable(name, "no end-of-central-directory record in its last bytes");
+  }
+  const std::uint64_t end_record = file_size - tail_size + at;
+  Directory directory{.offset = le(*tail, at + 16, 4),
+                      .size = le(*tail, at + 12, 4),
+                      .entries = le(*tail, at + 10, 2)};
+  if (directory.offset == kZip64 || directory.size == kZip64 || directory.entries == 0xffff) {
+    if (end_record < kZip64LocatorSize) return unreadable(name, "its zip64 locator is missing");
+    auto locator = read_at(fd, end_record - kZip64LocatorSize, kZip64LocatorSize, name);
+    if (!locator) return std::move(locator).error();
+    if (le(*locator, 0, 4) != kZip64LocatorSignature) {
+      return unreadable(name, "its end record says zip64, but no zip64 locator precedes it");
+    }
+    const auto zip64_end = le(*locator, 8, 8);
+    if (zip64_end > end_record || end_record - zip64_end < kZip64EndSize) {
+      return unreadable(name, "its zip64 end record lies outside the file");
+    }
+    auto record = read_at(fd, zip64_end, kZip64EndSize, name);
+    if (!record) return std::move(record).error();
+    if (le(*record, 0, 4) != kZip64EndSignature) {
+      return unreadable(name, "no zip64 end record where its locator points");
+    }
+    directory = {
+        .offset = le(*record, 48, 8), .size = le(*record, 40, 8), .entries = le(*record, 32, 8)};
+  }
+  if (directory.offset > file_size || directory.size > file_size - directory.offset) {
+    return unreadable(name, fmt::format("its central directory ({} bytes at byte {}) lies outside "
+                                        "the file ({} bytes)",
+                                        directory.size, directory.offset, file_size));
+  }
+  return directory;
+}
+
+struct Member {
+  std::string path;
+  std::uint64_t offset = 0;  // of its local header
+  std::uint64_t compressed_size = 0;
+  std::uint64_t data_end = 0;  // filled from the local header
+};
+
+// The 64-bit values a zip64 extra field holds for the record's fields that
+// are all ones, in APPNOTE's order: size, compressed size, offset.
+void read_zip64_extra(std::string_view extra, std::uint64_t& size, std::uint64_t& compressed,
+                      std::uint64_t& offset) {
+  using namespace zip;
+  for (std::size_t at = 0; at + 4 <= extra.size();) {
+    const auto id = le(extra, at, 2);
+    const auto length = static_cast<std::size_t>(le(extra, at + 2, 2));
+    if (at + 4 + length > extra.size()) return;
+    if (id == kZip64ExtraId) {
+      std::size_t field = at + 4;
+      for (auto* value : {&size, &compressed, &offset}) {
+        if (*value != kZip64) continue;
+        if (field + 8 > at + 4 + length) return;
+        *value = le(extra, field, 8);
+        field += 8;
+      }
+      return;
+    }
+    at += 4 + length;
+  }
+}
+
+Result<std::vector<Member>> directory_members(std::string_view directory, std::string_view name,
+                                              std::uint64_t max_entries) {
+  using namespace zip;
+  std::vector<Member> members;
+  std::size_t at = 0;
+  while (at < directory.size()) {
+    if (at + kDirectoryHeaderSize > directory.size() ||
+        le(directory, at, 4) != kDirectorySignature) {
+      return unreadable(name, fmt::format("no central directory record at byte {} of its "
+                                          "directory",
+                                          at));
+    }
+    const auto name_length = static_cast<std::size_t>(le(directory, at + 28, 2));
+    const auto extra_length = static_cast<std::size_t>(le(directory, at + 30, 2));
+    const auto comment_length = static_cast<std::size_t>(le(directory, at + 32, 2));
+    const auto end = at + kDirectoryHeaderSize + name_length + extra_length + comment_length;
+    if (end > directory.size()) return unreadable(name, "its central directory is cut short");
+    if (members.size() >= max_entries) {
+      return refused(name,
+                     fmt::format("the archive has more than {} entries, the limit", max_entries));
+    }
+    Member member{.path = std::string(directory.substr(at + kDirectoryHeaderSize, name_length)),
+                  .offset = le(directory, at + 42, 4),
+                  .compressed_size = le(directory, at + 20, 4)};
+    std::uint64_t size = le(directory, at + 24, 4);
+    read_zip64_extra(directory.substr(at + kDirectoryHeaderSize + name_length, extra_length), size,
+                     member.compressed_size, member.offset);
+    members.push_back(std::move(member));
+    at = end;
+  }
+  return members;
+}
+
+// Where each member's data ends, from its local header.
+Result<void> find_data_ends(int fd, std::vector<Member>& members, std::uint64_t directory_offset,
+                            std::string_view name) {
+  using namespace zip;
+  for (auto& member : members) {
+    if (member.offset > directory_offset || directory_offset - member.offset < kLocalHeaderSize) {
+      return unreadable(name, fmt::format("entry `{}`: its local header (at byte {}) is not "
+                                          "before the central directory",
+                                          member.path, member.offset));
+    }
+    auto header = read_at(fd, member.offset, kLocalHeaderSize, name);
+    if (!header) return std::move(header).error();
+    if (le(*header, 0, 4) != kLocalSignature) {
+      return unreadable(
+          name, fmt::format("entry `{}`: no local header at byte {}", member.path, member.offset));
+    }
+    // No sum can wrap: the data's start is within the file, and the size is
+    // compared with what is left before the directory.
+    const auto data_start =
+        member.offset + kLocalHeaderSize + le(*header, 26, 2) + le(*header, 28, 2);
+    if (data_start > directory_offset || member.compressed_size > directory_offset - data_start) {
+      return refused(
+          name, fmt::format("entry `{}`: its data ({} bytes from byte {}) runs into the "
+                            "central directory (at byte {})",
+                            member.path, member.compressed_size, data_start, directory_offset));
+    }
+    member.data_end = data_start + member.compressed_size;
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<ZipLayout> check_zip_layout(int fd, std::uint64_t file_size, std::string_view name,
+                                   std::uint64_t max_entries) {
+  auto directory = locate_directory(fd, file_size, name);
+  if (!directory) return std::move(directory).error();
+  if (directory->size > kMaxDirectoryBytes) {
+    return refused(name, fmt::format("its central directory is {} bytes, more than the {} MiB "
+                                     "envkit reads",
+                                     directory->size, kMaxDirectoryBytes >> 20));
+  }
+  auto bytes = read_at(fd, directory->offset, static_cast<std::size_t>(directory->size), name);
+  if (!bytes) return std::move(bytes).error();
+  auto members = directory_members(*bytes, name, max_entries);
+  if (!members) return std::move(members).error();
+  if (auto ends = find_data_ends(fd, *members, directory->offset, name); !ends) {
+    return std::move(ends).error();
+  }
+  // In file order, each member's data must end before the next one starts.
+  std::vector<const Member*> order;
+  order.reserve(members->size());
+  for (const auto& member : *members)
+    order.push_back(&member);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const Member* a, const Member* b) { return a->offset < b->offset; });
+  for (std::size_t i = 1; i < order.size(); ++i) {
+    const auto& before = *order[i - 1];
+    const auto& after = *order[i];
+    if (after.offset >= before.data_end) continue;
+    return refused(name, fmt::format(
+                             "entries `{}` and `{}` overlap in the file (bytes {} to {} and {} "
+                             "on): several entries reading the same bytes is a zip bomb's "
+                             "technique",
+                             before.path, after.path, before.offset, before.data_end, after.offset))
+        .hint("a zip made by a zip tool never does this; do not use this archive");
+  }
+  return ZipLayout{.entries = members->size()};
+}
+
+}  // namespace envkit::archive::detail
