@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "envkit/core/error.hpp"
 
@@ -32,6 +33,22 @@ inline std::string_view text_of(const std::uint8_t* data, std::size_t size) {
 inline void check_refusal(const Error& error) {
   const std::string text = error.to_string();
   if (error.code() == ErrorCode::internal) finding("a reader gave an internal error", text);
+}
+
+// Where two texts that should be one first differ: "line N: `A` then `B`".
+inline std::string first_difference(std::string_view a, std::string_view b) {
+  std::size_t line = 1;
+  while (true) {
+    const auto a_end = a.find('\n'), b_end = b.find('\n');
+    const auto a_line = a.substr(0, a_end), b_line = b.substr(0, b_end);
+    if (a_line != b_line || a_end == std::string_view::npos || b_end == std::string_view::npos) {
+      return "line " + std::to_string(line) + ": `" + std::string(a_line) + "` then `" +
+             std::string(b_line) + "`";
+    }
+    a.remove_prefix(a_end + 1);
+    b.remove_prefix(b_end + 1);
+    ++line;
+  }
 }
 
 // The input up to the first NUL, and what follows it (empty when there is

@@ -14,6 +14,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string written = lock::write(*lockfile);
   auto again = lock::parse(written, "envkit.lock (written)");
   if (!again) fuzz::finding("a lock that was read writes a lock that is refused", written);
-  if (lock::write(*again) != written) fuzz::finding("writing a lock is not a fixpoint", written);
+  if (const std::string rewritten = lock::write(*again); rewritten != written) {
+    fuzz::finding("writing a lock is not a fixpoint", fuzz::first_difference(written, rewritten));
+  }
   return 0;
 }

@@ -20,8 +20,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     fuzz::finding("recipe facts that were read write facts that are refused",
                   again.error().to_string() + "\n" + written);
   }
-  if (recipes::write_facts(*again) != written) {
-    fuzz::finding("writing recipe facts is not a fixpoint", written);
+  if (const std::string rewritten = recipes::write_facts(*again); rewritten != written) {
+    fuzz::finding("writing recipe facts is not a fixpoint",
+                  fuzz::first_difference(written, rewritten));
   }
   if (artifacts_text.empty()) return 0;
   if (auto read = recipes::read_artifacts(artifacts_text, "fuzz/1.0.yaml", *recipe); !read) {
