@@ -68,7 +68,8 @@ Error malformed(const fs::path& path, std::string detail) {
       .because(std::move(detail));
 }
 
-// A file opened for pread, with reads checked against its size.
+// A file opened for pread, or a file's bytes in memory, with reads checked
+// against its size.
 class FileReader {
  public:
   static Result<FileReader> open(const fs::path& path) {
@@ -86,7 +87,11 @@ class FileReader {
       return Error::input(fmt::format("{} is not an ELF file", path.string()))
           .because("it is not a regular file");
     }
-    return FileReader(path, std::move(fd), static_cast<std::uint64_t>(info.st_size));
+    return FileReader(path, std::move(fd), {}, static_cast<std::uint64_t>(info.st_size));
+  }
+
+  static FileReader of_bytes(std::string_view bytes, const fs::path& name) {
+    return FileReader(name, sys::UniqueFd(), bytes, bytes.size());
   }
 
   [[nodiscard]] const fs::path& path() const { return path_; }
@@ -95,7 +100,9 @@ class FileReader {
   // Up to `length` bytes at `offset`: fewer only at the end of the file.
   [[nodiscard]] Result<std::string> read_some(std::uint64_t offset, std::uint64_t length) const {
     if (offset >= size_) return std::string();
-    std::string buffer(static_cast<std::size_t>(std::min(length, size_ - offset)), '\0');
+    const auto count = static_cast<std::size_t>(std::min(length, size_ - offset));
+    if (!fd_.valid()) return std::string(bytes_.substr(static_cast<std::size_t>(offset), count));
+    std::string buffer(count, '\0');
     std::size_t done = 0;
     while (done < buffer.size()) {
       const auto got = ::pread(fd_.get(), buffer.data() + done, buffer.size() - done,
@@ -130,11 +137,12 @@ class FileReader {
   }
 
  private:
-  FileReader(fs::path path, sys::UniqueFd fd, std::uint64_t size)
-      : path_(std::move(path)), fd_(std::move(fd)), size_(size) {}
+  FileReader(fs::path path, sys::UniqueFd fd, std::string_view bytes, std::uint64_t size)
+      : path_(std::move(path)), fd_(std::move(fd)), bytes_(bytes), size_(size) {}
 
   fs::path path_;
-  sys::UniqueFd fd_;
+  sys::UniqueFd fd_;        // invalid: the bytes are in memory
+  std::string_view bytes_;  // the whole file, when fd_ is invalid
   std::uint64_t size_;
 };
 
@@ -434,17 +442,29 @@ Result<ElfIdentity> read_elf_identity(const fs::path& path) {
   return header->identity;
 }
 
-Result<ElfFile> read_elf(const fs::path& path) {
-  auto file = FileReader::open(path);
-  if (!file) return std::move(file).error();
-  auto header = read_header(*file);
+namespace {
+
+Result<ElfFile> read_elf_from(const FileReader& file) {
+  auto header = read_header(file);
   if (!header) return std::move(header).error();
   ElfFile elf;
-  elf.path = path;
+  elf.path = file.path();
   elf.identity = header->identity;
   elf.type = header->type;
   if (header->phnum == 0) return elf;  // no program headers: nothing to load dynamically
-  return read_dynamic(*file, *header, std::move(elf));
+  return read_dynamic(file, *header, std::move(elf));
+}
+
+}  // namespace
+
+Result<ElfFile> read_elf(const fs::path& path) {
+  auto file = FileReader::open(path);
+  if (!file) return std::move(file).error();
+  return read_elf_from(*file);
+}
+
+Result<ElfFile> read_elf_bytes(std::string_view bytes, const fs::path& name) {
+  return read_elf_from(FileReader::of_bytes(bytes, name));
 }
 
 }  // namespace envkit::elf

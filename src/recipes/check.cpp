@@ -116,7 +116,9 @@ std::vector<std::string> unmet_requirements(const Build& build, const VersionInd
     if (package == "python") continue;
     const auto it = index.find(package);
     const bool met =
-        it != index.end() && std::any_of(it->second.begin(), it->second.end(), [&](const auto& v) {
+        it != index.end() &&
+        // An init-capture: clang 14 (the fuzz build) cannot capture a structured binding.
+        std::any_of(it->second.begin(), it->second.end(), [&spec = spec](const auto& v) {
           return spec.contains(v, specs::Prereleases::allow);
         });
     if (met) continue;

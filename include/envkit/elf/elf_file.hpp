@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "envkit/core/result.hpp"
@@ -51,5 +52,10 @@ struct ElfFile {
 // Supports 32- and 64-bit, little- and big-endian files. Errors name the file;
 // for a truncated or malformed file, also what is wrong and at which offset.
 [[nodiscard]] Result<ElfFile> read_elf(const std::filesystem::path& path);
+
+// The same from the whole file's bytes in memory (the fuzz target's entry
+// point); `name` is the path the result and errors give.
+[[nodiscard]] Result<ElfFile> read_elf_bytes(std::string_view bytes,
+                                             const std::filesystem::path& name);
 
 }  // namespace envkit::elf

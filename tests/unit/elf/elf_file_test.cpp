@@ -200,3 +200,35 @@ TEST_CASE("a malformed ELF file names what is wrong and where", "[elf]") {
   CHECK(unsupported.error().causes().at(0) ==
         "the class byte at offset 0x4 is 3, neither 1 (32-bit) nor 2 (64-bit)");
 }
+
+TEST_CASE("read_elf_bytes reads a file's bytes as read_elf reads the file", "[elf]") {
+  test::MiniElf spec;
+  spec.elf_class = GENERATE(ElfClass::elf32, ElfClass::elf64);
+  spec.byte_order = ByteOrder::big;
+  spec.needed = {"libone.so.1"};
+  spec.soname = "libmini.so.2";
+  spec.runpath = "$ORIGIN";
+  const std::string bytes = test::mini_elf(spec);
+  TempDir dir;
+  const auto path = dir.write("libmini.so.2", bytes);
+  auto from_file = read_elf(path);
+  auto from_bytes = envkit::elf::read_elf_bytes(bytes, path);
+  REQUIRE(from_file);
+  REQUIRE(from_bytes);
+  CHECK(from_bytes->path == path);
+  CHECK(from_bytes->identity == from_file->identity);
+  CHECK(from_bytes->needed == spec.needed);
+  CHECK(from_bytes->soname == spec.soname);
+  CHECK(from_bytes->runpath == spec.runpath);
+
+  // Cut anywhere, both refuse it with the same words.
+  for (const std::size_t size :
+       {std::size_t{0}, std::size_t{3}, std::size_t{40}, bytes.size() - 1}) {
+    const auto cut_path = dir.write(fmt::format("cut-{}.so", size), bytes.substr(0, size));
+    auto cut_file = read_elf(cut_path);
+    auto cut_bytes = envkit::elf::read_elf_bytes(std::string_view(bytes).substr(0, size), cut_path);
+    REQUIRE_FALSE(cut_file);
+    REQUIRE_FALSE(cut_bytes);
+    CHECK(cut_bytes.error().to_string() == cut_file.error().to_string());
+  }
+}
