@@ -82,6 +82,15 @@ TEST_CASE("the one-byte file `,` is a located error in every reader", "[yaml][ho
   }
 }
 
+TEST_CASE("a flow mapping followed by `,` is a located error in every reader", "[yaml][hostile]") {
+  // Found by the `config` fuzz target in 5 s: yaml-cpp 0.7 looped allocating on it.
+  for (const Reader& reader : kReaders) {
+    CAPTURE(reader.file);
+    CHECK_THAT(refusal(reader, "{!=.!tj!ss.r},").headline(),
+               StartsWith(fmt::format("{}:1:", reader.file)));
+  }
+}
+
 TEST_CASE("hostile YAML is a located error in every reader", "[yaml][hostile]") {
   struct Case {
     std::string text;
