@@ -44,9 +44,9 @@ void stage_files(const std::vector<FixtureFile>& files, const fs::path& dir) {
 }
 
 BuiltRunfile describe_runfile(const fs::path& file) {
-  auto bytes = sys::read_file(file);
-  if (!bytes) throw std::runtime_error(bytes.error().to_string());
-  return {.path = file, .sha256 = core::sha256_hex(*bytes), .size = bytes->size()};
+  auto sha256 = core::sha256_file(file);
+  if (!sha256) throw std::runtime_error("cannot read " + file.string());
+  return {.path = file, .sha256 = *sha256, .size = fs::file_size(file)};
 }
 
 std::string read_all(const fs::path& file) {
