@@ -482,10 +482,23 @@ std::string scalar(std::string_view text) {
         return std::isprint(static_cast<unsigned char>(c)) != 0 && c != '"' && c != '\\';
       });
   if (plain) return std::string(text);
+  // Control characters are escaped: raw between double quotes, a newline would be
+  // folded into a space and a tab kept or not by the reader's rules (found by fuzzing).
   std::string quoted = "\"";
   for (char c : text) {
-    if (c == '"' || c == '\\') quoted += '\\';
-    quoted += c;
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      quoted += '\\';
+      quoted += c;
+    } else if (c == '\n') {
+      quoted += "\\n";
+    } else if (c == '\t') {
+      quoted += "\\t";
+    } else if (byte < 0x20 || byte == 0x7f) {
+      quoted += fmt::format("\\x{:02x}", byte);
+    } else {
+      quoted += c;
+    }
   }
   return quoted + '"';
 }

@@ -51,6 +51,28 @@ TEST_CASE("a document reads as nulls, scalars, sequences and mappings with 1-bas
   CHECK(describe(*root.find("g")) == "nothing");
 }
 
+TEST_CASE("a scalar envkit writes reads back as the same text", "[yaml]") {
+  // A name folded over blank lines holds newlines; written raw between double quotes
+  // they read back as other text (the `recipe` fuzz target's fixpoint finding).
+  const std::string texts[] = {"aaaa[\n\n%2s $ss9\"$",
+                               "tab\there",
+                               std::string("bell\x07", 5),
+                               "del\x7f",
+                               "quote\" back\\slash",
+                               "12.4",
+                               "yes",
+                               "über",
+                               "torch <2.2,>=2.1",
+                               ">=3.8",
+                               "a: b",
+                               "trailing "};
+  for (const auto& text : texts) {
+    CAPTURE(text, scalar(text));
+    const Node root = tree_of("v: " + scalar(text) + "\n");
+    CHECK(root.value(0).text() == text);
+  }
+}
+
 TEST_CASE("an empty file, only comments or `---` alone is a null document", "[yaml]") {
   const auto text = GENERATE(as<std::string>{}, "", "# comment\n", "---\n", "~\n", "---\n...\n");
   CAPTURE(text);
