@@ -47,7 +47,7 @@ Result<void> add_requirement_files(const LockInputs& inputs, python::ResolveRequ
   const auto directory = fs::absolute(inputs.manifest_path).parent_path();
   for (const auto& name : inputs.manifest.python_requirements) {
     const fs::path file = directory / name;
-    auto text = sys::read_file(file);
+    auto text = sys::read_file(file, project::kMaxProjectFileBytes);
     if (!text) {
       return Error::input(fmt::format("`python-requirements`: cannot read {}", file.string()))
           .because(text.error().message());

@@ -99,7 +99,7 @@ class FileReader {
             .at(include.where)
             .because(fmt::format("looked for {}", (directory_ / included).string()));
       }
-      auto included_text = sys::read_file(directory_ / included);
+      auto included_text = sys::read_file(directory_ / included, kMaxProjectFileBytes);
       if (!included_text) return std::move(included_text).error().at(include.where);
       if (auto read_included = read(included, *included_text, parse_requirements_txt, out);
           !read_included) {
@@ -149,7 +149,7 @@ Result<ProjectScan> scan(const fs::path& directory, ScanOptions options) {
     return {};
   };
   for (const auto& name : *names) {
-    auto text = sys::read_file(directory / name);
+    auto text = sys::read_file(directory / name, kMaxProjectFileBytes);
     if (!text) {
       // A YAML file envkit cannot open may not be a conda environment at all.
       if (!is_named_project_file(name)) continue;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -9,6 +10,11 @@
 #include "envkit/project/requirement.hpp"
 
 namespace envkit::project {
+
+// The most envkit reads of one project file (requirements.txt, pyproject.toml, setup.py, ...):
+// a real one is a few KB; each parsed requirement costs a few hundred bytes, so 2 MiB keeps
+// the largest well under 256 MiB of memory.
+inline constexpr std::size_t kMaxProjectFileBytes = std::size_t{2} << 20;
 
 // `-r other.txt` in a requirements file or a conda environment's `pip:` list.
 struct Include {

@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "envkit/project/project_files.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {
@@ -89,6 +90,20 @@ TEST_CASE("a malformed file stops the scan with its location", "[project]") {
   const auto scan = project::scan(dir.path());
   REQUIRE_FALSE(scan.ok());
   CHECK(scan.error().headline().starts_with("environment.yml:3:2: invalid YAML: "));
+}
+
+TEST_CASE("a project file over the size cap is refused before it is parsed", "[project]") {
+  // 60 MiB of requirement lines once took `envkit init` to 2 GiB of memory.
+  TempDir dir;
+  std::string huge = "torch==2.1.2\n";
+  while (huge.size() <= project::kMaxProjectFileBytes)
+    huge += "package-number-" + std::to_string(huge.size()) + ">=1.0\n";
+  dir.write("requirements.txt", huge);
+  const auto scan = project::scan(dir.path());
+  REQUIRE_FALSE(scan.ok());
+  CHECK_THAT(scan.error().to_string(),
+             Catch::Contains("requirements.txt is larger than 2 MiB, the most envkit reads"));
+  CHECK(scan.error().exit_code() == 2);
 }
 
 TEST_CASE("an empty project scans to nothing, a missing directory is an error", "[project]") {
