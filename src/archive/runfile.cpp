@@ -270,26 +270,13 @@ class PayloadSource final : public Source {
   std::uint64_t read_ = 0;
 };
 
-// The first bytes each compression starts with.
+// Whether `bytes` start as the header's compression does: the decoder's magic
+// numbers (both enums name the compressions alike), or a tar's `ustar` for none.
 bool starts_like(MakeselfCompression compression, std::string_view bytes) {
-  switch (compression) {
-    case MakeselfCompression::gzip:
-      return bytes.starts_with("\x1f\x8b");
-    case MakeselfCompression::xz:
-      return bytes.starts_with(
-          std::string_view("\xfd"
-                           "7zXZ\0",
-                           6));
-    case MakeselfCompression::bzip2:
-      return bytes.starts_with("BZh");
-    case MakeselfCompression::zstd:
-      return bytes.starts_with("\x28\xb5\x2f\xfd");
-    case MakeselfCompression::lz4:
-      return bytes.starts_with("\x04\x22\x4d\x18");
-    case MakeselfCompression::none:
-      return bytes.size() < 262 || bytes.substr(257, 5) == "ustar";
+  if (compression == MakeselfCompression::none) {
+    return bytes.size() < 262 || bytes.substr(257, 5) == "ustar";
   }
-  return false;
+  return detail::compression_name(detail::sniff_compression(bytes)) == to_string(compression);
 }
 
 // Reads the header: first enough text to find the line count, then that many

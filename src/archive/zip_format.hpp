@@ -42,4 +42,26 @@ inline std::size_t find_end_record(std::string_view tail) {
   return std::string_view::npos;
 }
 
+// The 64-bit values a zip64 extra field holds for a directory record's fields that
+// are all ones, in APPNOTE's order: size, compressed size, offset.
+inline void read_zip64_extra(std::string_view extra, std::uint64_t& size, std::uint64_t& compressed,
+                             std::uint64_t& offset) {
+  for (std::size_t at = 0; at + 4 <= extra.size();) {
+    const auto id = le(extra, at, 2);
+    const auto length = static_cast<std::size_t>(le(extra, at + 2, 2));
+    if (at + 4 + length > extra.size()) return;
+    if (id == kZip64ExtraId) {
+      std::size_t field = at + 4;
+      for (auto* value : {&size, &compressed, &offset}) {
+        if (*value != kZip64) continue;
+        if (field + 8 > at + 4 + length) return;
+        *value = le(extra, field, 8);
+        field += 8;
+      }
+      return;
+    }
+    at += 4 + length;
+  }
+}
+
 }  // namespace envkit::archive::detail::zip

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "envkit/archive/zip_member.hpp"
 #include "zip_format.hpp"
 
 namespace envkit::archive::detail {
@@ -92,74 +93,14 @@ Result<Directory> locate_directory(int fd, std::uint64_t file_size, std::string_
   return directory;
 }
 
-struct Member {
-  std::string path;
-  std::uint64_t offset = 0;  // of its local header
-  std::uint64_t compressed_size = 0;
-  std::uint64_t data_end = 0;  // filled from the local header
-};
-
-// The 64-bit values a zip64 extra field holds for the record's fields that
-// are all ones, in APPNOTE's order: size, compressed size, offset.
-void read_zip64_extra(std::string_view extra, std::uint64_t& size, std::uint64_t& compressed,
-                      std::uint64_t& offset) {
+// Where each member's data ends, from its local header (in `members`' order).
+Result<std::vector<std::uint64_t>> data_ends(int fd, const std::vector<ZipMember>& members,
+                                             std::uint64_t directory_offset,
+                                             std::string_view name) {
   using namespace zip;
-  for (std::size_t at = 0; at + 4 <= extra.size();) {
-    const auto id = le(extra, at, 2);
-    const auto length = static_cast<std::size_t>(le(extra, at + 2, 2));
-    if (at + 4 + length > extra.size()) return;
-    if (id == kZip64ExtraId) {
-      std::size_t field = at + 4;
-      for (auto* value : {&size, &compressed, &offset}) {
-        if (*value != kZip64) continue;
-        if (field + 8 > at + 4 + length) return;
-        *value = le(extra, field, 8);
-        field += 8;
-      }
-      return;
-    }
-    at += 4 + length;
-  }
-}
-
-Result<std::vector<Member>> directory_members(std::string_view directory, std::string_view name,
-                                              std::uint64_t max_entries) {
-  using namespace zip;
-  std::vector<Member> members;
-  std::size_t at = 0;
-  while (at < directory.size()) {
-    if (at + kDirectoryHeaderSize > directory.size() ||
-        le(directory, at, 4) != kDirectorySignature) {
-      return unreadable(name, fmt::format("no central directory record at byte {} of its "
-                                          "directory",
-                                          at));
-    }
-    const auto name_length = static_cast<std::size_t>(le(directory, at + 28, 2));
-    const auto extra_length = static_cast<std::size_t>(le(directory, at + 30, 2));
-    const auto comment_length = static_cast<std::size_t>(le(directory, at + 32, 2));
-    const auto end = at + kDirectoryHeaderSize + name_length + extra_length + comment_length;
-    if (end > directory.size()) return unreadable(name, "its central directory is cut short");
-    if (members.size() >= max_entries) {
-      return refused(name,
-                     fmt::format("the archive has more than {} entries, the limit", max_entries));
-    }
-    Member member{.path = std::string(directory.substr(at + kDirectoryHeaderSize, name_length)),
-                  .offset = le(directory, at + 42, 4),
-                  .compressed_size = le(directory, at + 20, 4)};
-    std::uint64_t size = le(directory, at + 24, 4);
-    read_zip64_extra(directory.substr(at + kDirectoryHeaderSize + name_length, extra_length), size,
-                     member.compressed_size, member.offset);
-    members.push_back(std::move(member));
-    at = end;
-  }
-  return members;
-}
-
-// Where each member's data ends, from its local header.
-Result<void> find_data_ends(int fd, std::vector<Member>& members, std::uint64_t directory_offset,
-                            std::string_view name) {
-  using namespace zip;
-  for (auto& member : members) {
+  std::vector<std::uint64_t> ends;
+  ends.reserve(members.size());
+  for (const auto& member : members) {
     if (member.offset > directory_offset || directory_offset - member.offset < kLocalHeaderSize) {
       return unreadable(name, fmt::format("entry `{}`: its local header (at byte {}) is not "
                                           "before the central directory",
@@ -181,9 +122,9 @@ Result<void> find_data_ends(int fd, std::vector<Member>& members, std::uint64_t 
                             "central directory (at byte {})",
                             member.path, member.compressed_size, data_start, directory_offset));
     }
-    member.data_end = data_start + member.compressed_size;
+    ends.push_back(data_start + member.compressed_size);
   }
-  return {};
+  return ends;
 }
 
 }  // namespace
@@ -197,29 +138,37 @@ Result<ZipLayout> check_zip_layout(int fd, std::uint64_t file_size, std::string_
                                      "envkit reads",
                                      directory->size, kMaxDirectoryBytes >> 20));
   }
+  // The count the end record states is checked before the records are read;
+  // the records actually there after.
+  const auto too_many = [&] {
+    return refused(name,
+                   fmt::format("the archive has more than {} entries, the limit", max_entries));
+  };
+  if (directory->entries > max_entries) return too_many();
   auto bytes = read_at(fd, directory->offset, static_cast<std::size_t>(directory->size), name);
   if (!bytes) return std::move(bytes).error();
-  auto members = directory_members(*bytes, name, max_entries);
+  auto members = zip_directory_members(*bytes, name);
   if (!members) return std::move(members).error();
-  if (auto ends = find_data_ends(fd, *members, directory->offset, name); !ends) {
-    return std::move(ends).error();
-  }
+  if (members->size() > max_entries) return too_many();
+  auto ends = data_ends(fd, *members, directory->offset, name);
+  if (!ends) return std::move(ends).error();
   // In file order, each member's data must end before the next one starts.
-  std::vector<const Member*> order;
-  order.reserve(members->size());
-  for (const auto& member : *members)
-    order.push_back(&member);
-  std::stable_sort(order.begin(), order.end(),
-                   [](const Member* a, const Member* b) { return a->offset < b->offset; });
+  std::vector<std::size_t> order(members->size());
+  for (std::size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return (*members)[a].offset < (*members)[b].offset;
+  });
   for (std::size_t i = 1; i < order.size(); ++i) {
-    const auto& before = *order[i - 1];
-    const auto& after = *order[i];
-    if (after.offset >= before.data_end) continue;
-    return refused(name, fmt::format(
-                             "entries `{}` and `{}` overlap in the file (bytes {} to {} and {} "
-                             "on): several entries reading the same bytes is a zip bomb's "
-                             "technique",
-                             before.path, after.path, before.offset, before.data_end, after.offset))
+    const auto& before = (*members)[order[i - 1]];
+    const auto before_end = (*ends)[order[i - 1]];
+    const auto& after = (*members)[order[i]];
+    if (after.offset >= before_end) continue;
+    return refused(name,
+                   fmt::format("entries `{}` and `{}` overlap in the file (bytes {} to {} and {} "
+                               "on): several entries reading the same bytes is a zip bomb's "
+                               "technique",
+                               before.path, after.path, before.offset, before_end, after.offset))
         .hint("a zip made by a zip tool never does this; do not use this archive");
   }
   return ZipLayout{.entries = members->size()};

@@ -45,8 +45,8 @@ Result<std::vector<ZipMember>> zip_directory_members(std::string_view directory,
                                                      std::string_view name) {
   std::vector<ZipMember> members;
   std::size_t at = 0;
-  while (at + kDirectoryHeaderSize <= directory.size()) {
-    if (le(directory, at, 4) != kDirectorySignature)
+  while (at < directory.size()) {
+    if (at + kDirectoryHeaderSize > directory.size() || le(directory, at, 4) != kDirectorySignature)
       return damaged(name, fmt::format("no directory header at byte {} of its directory", at));
     const std::size_t name_length = le(directory, at + 28, 2);
     const std::size_t extra_length = le(directory, at + 30, 2);
@@ -57,8 +57,8 @@ Result<std::vector<ZipMember>> zip_directory_members(std::string_view directory,
                      .offset = le(directory, at + 42, 4),
                      .compressed_size = le(directory, at + 20, 4),
                      .size = le(directory, at + 24, 4)};
-    if (member.offset == kZip64 || member.compressed_size == kZip64 || member.size == kZip64)
-      return damaged(name, "it is a zip64 archive");
+    read_zip64_extra(directory.substr(at + kDirectoryHeaderSize + name_length, extra_length),
+                     member.size, member.compressed_size, member.offset);
     members.push_back(std::move(member));
     at = end;
   }

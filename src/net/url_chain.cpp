@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "envkit/core/url.hpp"
+#include "envkit/sys/fs.hpp"
 #include "envkit/sys/unique_fd.hpp"
 
 namespace envkit::net::detail {
@@ -51,20 +52,11 @@ std::string shown(std::string_view url) {
   return "`" + url::redacted(url) + "`";
 }
 
-std::string_view kind_of(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
-}
-
 Error not_regular(const std::string& url, const std::string& path, mode_t mode) {
   return Error::failed(
       fmt::format("{}: `{}` is {}; envkit reads local sources only from regular "
                   "files, which end",
-                  shown(url), path, kind_of(mode)));
+                  shown(url), path, sys::file_kind(mode)));
 }
 
 // What a local file's reading thread and its reader share.

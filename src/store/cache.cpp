@@ -328,14 +328,20 @@ Result<void> Cache::register_prefix(const fs::path& prefix) const {
   return sys::write_file_atomic(file, absolute + "\n");
 }
 
-Result<CacheInfo> Cache::info() const {
-  CacheInfo info{.root = store_};
+std::set<std::string> Cache::record_ids() const {
+  std::set<std::string> ids;
   std::error_code error;
   for (fs::directory_iterator it(store_ / "entries", error), end; !error && it != end;
        it.increment(error)) {
-    const auto id = record_id(it->path());
-    if (!id) continue;
-    auto record = find(*id);
+    if (auto id = record_id(it->path())) ids.insert(*std::move(id));
+  }
+  return ids;
+}
+
+Result<CacheInfo> Cache::info() const {
+  CacheInfo info{.root = store_};
+  for (const auto& id : record_ids()) {
+    auto record = find(id);
     if (!record) return std::move(record).error();
     if (!*record) continue;
     ++info.entries;
@@ -346,6 +352,7 @@ Result<CacheInfo> Cache::info() const {
                                    sys::FileLock::Mode::exclusive))
       ++info.incomplete;
   }
+  std::error_code error;
   for (fs::directory_iterator it(store_ / "prefixes", error), end; !error && it != end;
        it.increment(error)) {
     if (auto text = sys::read_file(it->path()))
@@ -357,13 +364,7 @@ Result<CacheInfo> Cache::info() const {
 Result<CleanReport> Cache::remove_entries(
     const std::function<bool(const std::string&)>& keep) const {
   CleanReport report;
-  std::set<std::string> ids;
-  std::error_code error;
-  for (fs::directory_iterator it(store_ / "entries", error), end; !error && it != end;
-       it.increment(error)) {
-    if (auto id = record_id(it->path())) ids.insert(*std::move(id));
-  }
-  for (const auto& id : ids) {
+  for (const auto& id : record_ids()) {
     if (keep(id)) continue;
     // Held while removing; an install linking from the entry holds its use lock.
     const auto locks = claim_for_removal(id);
@@ -430,13 +431,7 @@ Result<CleanReport> Cache::prune() const {
 
 Result<VerifyReport> Cache::verify(bool repair) const {
   VerifyReport report;
-  std::set<std::string> ids;
-  std::error_code error;
-  for (fs::directory_iterator it(store_ / "entries", error), end; !error && it != end;
-       it.increment(error)) {
-    if (auto id = record_id(it->path())) ids.insert(*std::move(id));
-  }
-  for (const auto& id : ids) {
+  for (const auto& id : record_ids()) {
     BrokenEntry broken{.id = id};
     {
       auto in_use = use_entry(id);  // not cleaned away while it is read

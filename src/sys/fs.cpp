@@ -15,6 +15,17 @@ namespace envkit::sys {
 
 namespace fs = std::filesystem;
 
+std::string_view file_kind(unsigned mode) {
+  if (S_ISREG(mode)) return "a regular file";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  return "not a file";
+}
+
 Result<std::string> read_file(const fs::path& path, std::size_t max_bytes) {
   const auto cannot_read = [&] {
     return Error::input(fmt::format("cannot read {}", path.string())).because(std::strerror(errno));
@@ -30,7 +41,8 @@ Result<std::string> read_file(const fs::path& path, std::size_t max_bytes) {
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    return Error::input(fmt::format("{} is not a regular file", path.string()))
+    return Error::input(
+               fmt::format("{} is {}, not a regular file", path.string(), file_kind(st.st_mode)))
         .hint("envkit reads its inputs from files, not from devices, pipes or folders");
   }
   // Reads at most one byte past the limit: /proc files state no size, and a file

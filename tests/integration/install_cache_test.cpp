@@ -22,45 +22,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// A project with its own cache; installs of the lock as it is, quick retries.
-struct CacheProject {
-  TempDir dir;
-  fs::path root = dir.path() / "project";
-  fs::path cache = dir.path() / "cache";
-
-  CacheProject() { fs::create_directories(root); }
-  [[nodiscard]] fs::path prefix() const { return root / ".envkit" / "env"; }
-  [[nodiscard]] fs::path entries() const { return cache / "store" / "v1" / "entries"; }
-  void lock(const std::vector<LockedSpec>& packages) const {
-    std::ofstream(root / "envkit.lock") << lock_text(packages);
-  }
-  [[nodiscard]] sys::ProcessOutput envkit(
-      std::vector<std::string> args,
-      std::map<std::string, std::optional<std::string>> env = {}) const {
-    std::vector<std::string> all = {"-C", root.string(), "--cache-dir", cache.string()};
-    all.insert(all.end(), args.begin(), args.end());
-    env.emplace("ENVKIT_RETRY_DELAY_MS", "1");
-    env.emplace("ENVKIT_MAX_RETRY_DELAY_MS", "20");
-    env.emplace("ENVKIT_OVERRIDE_DRIVER", "none");
-    return run_envkit({.args = all, .env = env});
-  }
-  [[nodiscard]] sys::ProcessOutput install(
-      std::vector<std::string> extra = {},
-      std::map<std::string, std::optional<std::string>> env = {}) const {
-    std::vector<std::string> args = {"install", "--frozen"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    return envkit(args, std::move(env));
-  }
-  // The folders of entries/ (finished entries and record-less ones alike).
-  [[nodiscard]] int entry_folders() const {
-    int count = 0;
-    std::error_code ignored;
-    for (const auto& item : fs::directory_iterator(entries(), ignored))
-      count += item.is_directory() ? 1 : 0;
-    return count;
-  }
-};
-
 // doctor's findings of `id`, their messages.
 std::vector<std::string> doctor_messages(const sys::ProcessOutput& run, const std::string& id) {
   std::vector<std::string> messages;
@@ -77,7 +38,7 @@ TEST_CASE(
     "repaired",
     "[cli][install][cache]") {
   if (nginx_missing()) return;
-  CacheProject project;
+  InstallProject project;
   const RedistMirror mirror(project.dir.path() / "www");
   const auto foo = mirror.add_archive(library_component("foo", "1.2.3"));
   const StaticHttpServer server(mirror.root());
@@ -140,7 +101,7 @@ TEST_CASE(
     "and cleaned",
     "[cli][install][cache]") {
   if (nginx_missing()) return;
-  CacheProject project;
+  InstallProject project;
   const RedistMirror mirror(project.dir.path() / "www");
   const auto foo = mirror.add_archive(library_component("foo", "1.2.3"));
   const StaticHttpServer server(mirror.root());
@@ -181,7 +142,7 @@ TEST_CASE(
 TEST_CASE("a disk that fills while the cache unpacks is an error naming the cache's folder",
           "[cli][install][cache]") {
   if (nginx_missing()) return;
-  CacheProject project;
+  InstallProject project;
   const SmallDisk disk(project.dir.path() / "small");
   if (!disk.mounted()) {
     WARN("skipped: cannot mount a small tmpfs here (needs root in a container that allows it)");
@@ -211,7 +172,7 @@ TEST_CASE("a disk that fills while the cache unpacks is an error naming the cach
 TEST_CASE("cache clean during an install leaves the entries it links alone",
           "[cli][install][cache]") {
   if (nginx_missing()) return;
-  CacheProject project;
+  InstallProject project;
   const RedistMirror mirror(project.dir.path() / "www");
   const auto foo = mirror.add_archive(library_component("foo", "1.2.3"));
   auto slow_component = library_component("slow", "1.0.0");

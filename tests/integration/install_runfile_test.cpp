@@ -80,31 +80,16 @@ specs::RunfilePatch patch_of(const BuiltRunfile& built, const std::string& url) 
   return {.url = url, .sha256 = built.sha256, .size = built.size};
 }
 
-struct RunfileProject {
-  TempDir dir;
-  fs::path root = dir.path() / "project";
-  fs::path cache = dir.path() / "cache";
+// An InstallProject whose locks are of one runfile package, served from www/.
+struct RunfileProject : InstallProject {
   fs::path www = dir.path() / "www";
   RunfileFixture runfiles{www};
 
-  RunfileProject() { fs::create_directories(root); }
-  [[nodiscard]] fs::path prefix() const { return root / ".envkit" / "env"; }
+  RunfileProject() { stall_timeout_ms = "2000"; }
+  using InstallProject::lock;
   void lock(const std::vector<specs::Artifact>& artifacts,
             const std::string& version = "9.0.176") const {
-    std::ofstream(root / "envkit.lock") << lock_text({{"cuda", version, artifacts}});
-  }
-  [[nodiscard]] sys::ProcessOutput envkit(std::vector<std::string> args) const {
-    std::vector<std::string> all = {"-C", root.string(), "--cache-dir", cache.string()};
-    all.insert(all.end(), args.begin(), args.end());
-    return run_envkit({.args = all,
-                       .env = {{"ENVKIT_RETRY_DELAY_MS", "1"},
-                               {"ENVKIT_MAX_RETRY_DELAY_MS", "20"},
-                               {"ENVKIT_STALL_TIMEOUT_MS", "2000"}}});
-  }
-  [[nodiscard]] sys::ProcessOutput install(std::vector<std::string> extra = {}) const {
-    std::vector<std::string> args = {"install", "--frozen"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    return envkit(args);
+    lock({{"cuda", version, artifacts}});
   }
 };
 

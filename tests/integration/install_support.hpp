@@ -6,6 +6,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +19,7 @@
 #include "support/envkit_runner.hpp"
 #include "support/http_server.hpp"
 #include "support/redist_fixture.hpp"
+#include "support/temp_dir.hpp"
 
 namespace envkit::test {
 
@@ -99,6 +103,48 @@ inline std::string read_text(const std::filesystem::path& path) {
   return text ? *text : std::string("<unreadable>");
 }
 
+// A project folder with its own cache, running envkit with millisecond retry
+// delays, a short stall timeout and no driver (unless a call's `env` says otherwise).
+struct InstallProject {
+  TempDir dir;
+  std::filesystem::path root = dir.path() / "project";
+  std::filesystem::path cache = dir.path() / "cache";
+  std::string stall_timeout_ms = "500";
+
+  InstallProject() { std::filesystem::create_directories(root); }
+  [[nodiscard]] std::filesystem::path prefix() const { return root / ".envkit" / "env"; }
+  [[nodiscard]] std::filesystem::path entries() const { return cache / "store" / "v1" / "entries"; }
+  void lock(const std::vector<LockedSpec>& packages) const {
+    std::ofstream(root / "envkit.lock") << lock_text(packages);
+  }
+  [[nodiscard]] sys::ProcessOutput envkit(
+      std::vector<std::string> args,
+      std::map<std::string, std::optional<std::string>> env = {}) const {
+    std::vector<std::string> all = {"-C", root.string(), "--cache-dir", cache.string()};
+    all.insert(all.end(), args.begin(), args.end());
+    env.emplace("ENVKIT_RETRY_DELAY_MS", "1");
+    env.emplace("ENVKIT_MAX_RETRY_DELAY_MS", "20");
+    env.emplace("ENVKIT_STALL_TIMEOUT_MS", stall_timeout_ms);
+    env.emplace("ENVKIT_OVERRIDE_DRIVER", "none");
+    return run_envkit({.args = all, .env = env});
+  }
+  [[nodiscard]] sys::ProcessOutput install(
+      std::vector<std::string> extra = {},
+      std::map<std::string, std::optional<std::string>> env = {}) const {
+    std::vector<std::string> args = {"install", "--frozen"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return envkit(args, std::move(env));
+  }
+  // The folders of entries/ (finished entries and record-less ones alike).
+  [[nodiscard]] int entry_folders() const {
+    int count = 0;
+    std::error_code ignored;
+    for (const auto& item : std::filesystem::directory_iterator(entries(), ignored))
+      count += item.is_directory() ? 1 : 0;
+    return count;
+  }
+};
+
 // Tests that serve files with nginx skip, saying why, where it is not installed.
 inline bool nginx_missing() {
   if (StaticHttpServer::available()) return false;
@@ -137,13 +183,5 @@ class SmallDisk {
   std::filesystem::path path_;
   bool mounted_ = false;
 };
-
-// A stream of `bytes` that xz cannot shrink away (the same every run).
-inline std::string incompressible(std::size_t bytes, std::uint32_t seed) {
-  std::string noise(bytes, '\0');
-  for (auto& c : noise)
-    c = static_cast<char>((seed = seed * 1664525u + 1013904223u) >> 24);
-  return noise;
-}
 
 }  // namespace envkit::test

@@ -20,37 +20,9 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// A project folder with its own cache, installing with millisecond retry delays.
-struct Project {
-  TempDir dir;
-  fs::path root = dir.path() / "project";
-  fs::path cache = dir.path() / "cache";
-
-  Project() { fs::create_directories(root); }
-  [[nodiscard]] fs::path prefix() const { return root / ".envkit" / "env"; }
-  void lock(const std::vector<LockedSpec>& packages) const {
-    std::ofstream(root / "envkit.lock") << lock_text(packages);
-  }
-  [[nodiscard]] sys::ProcessOutput envkit(
-      std::vector<std::string> args,
-      std::map<std::string, std::optional<std::string>> env = {}) const {
-    std::vector<std::string> all = {"-C", root.string(), "--cache-dir", cache.string()};
-    all.insert(all.end(), args.begin(), args.end());
-    env.emplace("ENVKIT_RETRY_DELAY_MS", "1");
-    env.emplace("ENVKIT_MAX_RETRY_DELAY_MS", "20");
-    env.emplace("ENVKIT_STALL_TIMEOUT_MS", "500");
-    return run_envkit({.args = all, .env = env});
-  }
-  [[nodiscard]] sys::ProcessOutput install(std::vector<std::string> extra = {}) const {
-    std::vector<std::string> args = {"install", "--frozen"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    return envkit(args);
-  }
-};
-
 TEST_CASE("install lays a redist archive out as a prefix, links intact", "[cli][install]") {
   if (nginx_missing()) return;
-  Project project;
+  InstallProject project;
   const RedistMirror mirror(project.dir.path() / "www");
   const auto built = mirror.add_archive(library_component("foo", "1.2.3"));
   const StaticHttpServer server(mirror.root());
@@ -89,7 +61,7 @@ TEST_CASE("install lays a redist archive out as a prefix, links intact", "[cli][
 
 TEST_CASE("a second install with nothing changed does nothing", "[cli][install]") {
   if (nginx_missing()) return;
-  Project project;
+  InstallProject project;
   const RedistMirror mirror(project.dir.path() / "www");
   const auto built = mirror.add_archive(library_component("foo", "1.2.3"));
   const StaticHttpServer server(mirror.root());
@@ -107,7 +79,7 @@ TEST_CASE("a second install with nothing changed does nothing", "[cli][install]"
 TEST_CASE("an upgrade replaces exactly the old package's files and keeps the user's",
           "[cli][install]") {
   if (nginx_missing()) return;
-  Project project;
+  InstallProject project;
   const RedistMirror mirror(project.dir.path() / "www");
   const auto old_foo = mirror.add_archive(library_component("foo", "1.2.3"));
   const auto new_foo = mirror.add_archive(library_component("foo", "1.3.0"));
@@ -139,7 +111,7 @@ TEST_CASE("an upgrade replaces exactly the old package's files and keeps the use
 
 TEST_CASE("a checksum mismatch installs nothing and names both hashes and the URL",
           "[cli][install]") {
-  Project project;
+  InstallProject project;
   const RedistMirror mirror(project.dir.path() / "www");
   const auto good = mirror.add_archive(library_component("foo", "1.2.3"));
   FaultServer server;
@@ -165,7 +137,7 @@ TEST_CASE("a checksum mismatch installs nothing and names both hashes and the UR
 
 TEST_CASE("install rides out broken transfers: resets, 500s, 429s, short bodies",
           "[cli][install][faults]") {
-  Project project;
+  InstallProject project;
   const RedistMirror mirror(project.dir.path() / "www");
   FaultServer server;
   std::vector<specs::Artifact> artifacts;
@@ -201,7 +173,7 @@ TEST_CASE("install rides out broken transfers: resets, 500s, 429s, short bodies"
 
 TEST_CASE("a file:// source that is no regular file, or not the lock's size, fails at once",
           "[cli][install][faults]") {
-  Project project;
+  InstallProject project;
   const RedistMirror mirror(project.dir.path() / "www");
   const auto built = mirror.add_archive(library_component("foo", "1.2.3"));
   const auto archive = read_text(mirror.root() / built.relative_path);
@@ -230,7 +202,7 @@ TEST_CASE("a file:// source that is no regular file, or not the lock's size, fai
 
 TEST_CASE("credentials in URLs never reach messages, receipts or the cache", "[cli][install]") {
   if (nginx_missing()) return;
-  Project project;
+  InstallProject project;
   const RedistMirror mirror(project.dir.path() / "www");
   const auto good = mirror.add_archive(library_component("foo", "1.2.3"));
   const StaticHttpServer server(mirror.root());
@@ -257,7 +229,7 @@ TEST_CASE("credentials in URLs never reach messages, receipts or the cache", "[c
 TEST_CASE("over HTTPS the server is always verified, --cacert or SSL_CERT_FILE trusts a CA",
           "[cli][install][tls]") {
   if (nginx_missing()) return;
-  Project project;
+  InstallProject project;
   const auto tls = make_test_certificate(project.dir.path());
   if (!tls) {
     WARN("skipped: no openssl command to make a test certificate");
@@ -281,7 +253,7 @@ TEST_CASE("over HTTPS the server is always verified, --cacert or SSL_CERT_FILE t
   // libcurl and nginx agreed on HTTP/2 over TLS.
   CHECK_THAT(server.access_log(), Catch::Contains("HTTP/2.0 200 /" + built.relative_path));
 
-  Project other;
+  InstallProject other;
   other.lock({{"cuda", "12.4.1", {lock_artifact(built, server.url(""))}}});
   const auto by_variable =
       other.envkit({"install", "--frozen"}, {{"SSL_CERT_FILE", tls->certificate.string()}});
@@ -295,7 +267,7 @@ TEST_CASE("progress: bars on a terminal, plain lines elsewhere, nothing with -q"
     WARN("skipped: no `script` command (util-linux) to give envkit a terminal");
     return;
   }
-  Project project;
+  InstallProject project;
   const RedistMirror mirror(project.dir.path() / "www");
   auto slow = library_component("slow", "1.0.0");
   std::string noise(512 << 10, '\0');  // 512 KiB xz cannot shrink, served slowly
@@ -336,7 +308,7 @@ TEST_CASE("progress: bars on a terminal, plain lines elsewhere, nothing with -q"
 
 TEST_CASE("install --locked refuses a stale lock, --frozen a missing one, and not both at once",
           "[cli][install]") {
-  Project project;
+  InstallProject project;
   std::ofstream(project.root / "envkit.yaml") << "requires:\n  cuda: \"12.4\"\n";
   const auto missing = project.install();  // --frozen
   CHECK(missing.exit_code == 1);
@@ -355,7 +327,7 @@ TEST_CASE("install --locked refuses a stale lock, --frozen a missing one, and no
 }
 
 TEST_CASE("downloads go through the proxy the environment names", "[cli][install]") {
-  Project project;
+  InstallProject project;
   const RedistMirror mirror(project.dir.path() / "www");
   const auto built = mirror.add_archive(library_component("foo", "1.2.3"));
   // A proxy is asked for the absolute URL; the fault server answers it as a path.
@@ -374,7 +346,7 @@ TEST_CASE("downloads go through the proxy the environment names", "[cli][install
   CHECK_THAT(r.err, Catch::Contains("is downloaded over plain http from downloads.invalid"));
 
   // A proxy that is not there: the error says the download went through it, credentials hidden.
-  Project other;
+  InstallProject other;
   other.lock({{"cuda", "12.4.1", {lock_artifact(built, "http://downloads.invalid/redist")}}});
   const auto failed =
       other.envkit({"install", "--frozen"}, {{"http_proxy", "http://bob:pw@127.0.0.1:9"},
@@ -388,7 +360,7 @@ TEST_CASE("downloads go through the proxy the environment names", "[cli][install
 }
 
 TEST_CASE("credentials for a mirror come from ~/.netrc", "[cli][install]") {
-  Project project;
+  InstallProject project;
   const RedistMirror mirror(project.dir.path() / "www");
   const auto built = mirror.add_archive(library_component("foo", "1.2.3"));
   FaultServer server;
@@ -407,7 +379,7 @@ TEST_CASE("credentials for a mirror come from ~/.netrc", "[cli][install]") {
 
 TEST_CASE("mirrors are tried first, and the original URL when they fail", "[cli][install]") {
   if (nginx_missing()) return;
-  Project project;
+  InstallProject project;
   const RedistMirror origin(project.dir.path() / "origin");
   const auto built = origin.add_archive(library_component("foo", "1.2.3"));
   // The lock's URL is on a host nobody serves; the mirror has it at MIRROR/HOST/PATH.
@@ -429,7 +401,7 @@ TEST_CASE("mirrors are tried first, and the original URL when they fail", "[cli]
                         Catch::Contains("trying the next URL"));
 
   // Unreachable everywhere: the error names every URL it tried.
-  Project other;
+  InstallProject other;
   other.lock({{"cuda", "12.4.1", {lock_artifact(built, original)}}});
   const auto failed = other.install({"--mirror", empty_server.url("")});
   CHECK(failed.exit_code == 1);
@@ -440,7 +412,7 @@ TEST_CASE("mirrors are tried first, and the original URL when they fail", "[cli]
 TEST_CASE("a package whose archives are unreachable comes from its wheels instead",
           "[cli][install]") {
   if (nginx_missing()) return;
-  Project project;
+  InstallProject project;
   const RedistMirror mirror(project.dir.path() / "www");
   FixtureComponent runtime{
       .name = "cuda_cudart",
@@ -472,7 +444,7 @@ TEST_CASE("a package whose archives are unreachable comes from its wheels instea
 
 TEST_CASE("an offline install uses the cache only and names what is missing", "[cli][install]") {
   if (nginx_missing()) return;
-  Project project;
+  InstallProject project;
   const RedistMirror mirror(project.dir.path() / "www");
   const auto built = mirror.add_archive(library_component("foo", "1.2.3"));
   std::optional<StaticHttpServer> server(std::in_place, mirror.root());
@@ -497,7 +469,7 @@ TEST_CASE("an offline install uses the cache only and names what is missing", "[
 
 TEST_CASE("prefixes with different CUDA versions live side by side", "[cli][install]") {
   if (nginx_missing()) return;
-  Project project;
+  InstallProject project;
   const RedistMirror mirror(project.dir.path() / "www");
   const auto v12 = mirror.add_archive(library_component("cudart", "12.4.127"));
   const auto v13 = mirror.add_archive(library_component("cudart", "13.0.96"));
@@ -515,7 +487,7 @@ TEST_CASE("prefixes with different CUDA versions live side by side", "[cli][inst
 TEST_CASE("files come from the cache by hard link, and the cache's copies are read-only",
           "[cli][install]") {
   if (nginx_missing()) return;
-  Project project;
+  InstallProject project;
   const RedistMirror mirror(project.dir.path() / "www");
   const auto built = mirror.add_archive(library_component("foo", "1.2.3"));
   const StaticHttpServer server(mirror.root());
@@ -541,7 +513,7 @@ TEST_CASE("files come from the cache by hard link, and the cache's copies are re
 TEST_CASE("restrictive modes survive the cache and the prefix, only write bits go",
           "[cli][install]") {
   if (nginx_missing()) return;
-  Project project;
+  InstallProject project;
   const RedistMirror mirror(project.dir.path() / "www");
   auto component = library_component("foo", "1.2.3");
   component.files.push_back({.path = "include/private.h", .content = "secret\n", .mode = 0600});
@@ -576,7 +548,7 @@ TEST_CASE("restrictive modes survive the cache and the prefix, only write bits g
 TEST_CASE("two packages writing one path with different content is an error naming both",
           "[cli][install]") {
   if (nginx_missing()) return;
-  Project project;
+  InstallProject project;
   const RedistMirror mirror(project.dir.path() / "www");
   auto first = library_component("foo", "1.0.0");
   auto second = library_component("bar", "1.0.0");
@@ -595,7 +567,7 @@ TEST_CASE("two packages writing one path with different content is an error nami
 
 TEST_CASE("a runfile locked before envkit unpacked runfiles asks for a new lock",
           "[cli][install]") {
-  Project project;
+  InstallProject project;
   specs::Artifact runfile;
   runfile.component = "cuda";
   runfile.kind = specs::ArtifactKind::runfile;
@@ -617,7 +589,7 @@ TEST_CASE("a runfile locked before envkit unpacked runfiles asks for a new lock"
 
 TEST_CASE("cache info, prune and clean", "[cli][install][cache]") {
   if (nginx_missing()) return;
-  Project project;
+  InstallProject project;
   const RedistMirror mirror(project.dir.path() / "www");
   const auto foo = mirror.add_archive(library_component("foo", "1.2.3"));
   const auto bar = mirror.add_archive(library_component("bar", "2.0.0"));
@@ -655,7 +627,7 @@ TEST_CASE("cache info, prune and clean", "[cli][install][cache]") {
 
 TEST_CASE("a full disk is a clear error and the previous environment stays", "[cli][install]") {
   if (nginx_missing()) return;
-  Project project;
+  InstallProject project;
   const SmallDisk disk(project.dir.path() / "small");
   if (!disk.mounted()) {
     WARN("skipped: cannot mount a small tmpfs here (needs root in a container that allows it)");
@@ -686,7 +658,7 @@ TEST_CASE("a full disk is a clear error and the previous environment stays", "[c
 }
 
 TEST_CASE("an unwritable cache is a clear error, and the prefix is untouched", "[cli][install]") {
-  Project project;
+  InstallProject project;
   const RedistMirror mirror(project.dir.path() / "www");
   const auto foo = mirror.add_archive(library_component("foo", "1.2.3"));
   project.lock({{"cuda", "12.4.1", {lock_artifact(foo, "http://127.0.0.1:9")}}});

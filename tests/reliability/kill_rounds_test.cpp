@@ -87,6 +87,14 @@ TEST_CASE("reliability: kill -9 during cold warm and upgrade installs loses noth
       tally.lose(where + ": the next install left " + done.problem.value_or("another release"));
       continue;
     }
+    // Nothing a killed run left behind survives the next install: one generation, no staging.
+    const auto generations =
+        std::distance(fs::directory_iterator(project.project() / ".envkit" / ".env.generations"),
+                      fs::directory_iterator());
+    if (generations != 1) {
+      tally.lose(fmt::format("{}: {} generations after the next install", where, generations));
+      continue;
+    }
     // The cache after the kill gives a new prefix exactly what its receipts say.
     const auto fresh = project.root() / "fresh-prefix";
     const auto from_cache = project.install({.prefix = fresh});

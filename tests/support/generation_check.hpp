@@ -97,13 +97,9 @@ inline FixtureComponent release_component(int index, const std::string& release,
   c.files.push_back({.path = "lib/libcomp" + name + ".so",
                      .symlink_target = "libcomp" + name + ".so." + release});
   if (blob_bytes > 0) {
-    std::string blob(blob_bytes, '\0');
-    std::uint64_t state = std::hash<std::string>{}(name + release) | 1;
-    for (auto& byte : blob) {  // xorshift: cheap bytes without patterns
-      state ^= state << 13, state ^= state >> 7, state ^= state << 17;
-      byte = static_cast<char>(state >> 56);
-    }
-    c.files.push_back({.path = "share/comp" + name + "/data.bin", .content = std::move(blob)});
+    const auto seed = static_cast<std::uint32_t>(std::hash<std::string>{}(name + release));
+    c.files.push_back(
+        {.path = "share/comp" + name + "/data.bin", .content = incompressible(blob_bytes, seed)});
   }
   return c;
 }

@@ -60,6 +60,15 @@ class RedistMirror {
   std::filesystem::path root_;
 };
 
+// A stream of `bytes` that no compressor shrinks away (the same every run), for
+// fixture files whose transfers and unpacking must take a while.
+inline std::string incompressible(std::size_t bytes, std::uint32_t seed) {
+  std::string noise(bytes, '\0');
+  for (auto& c : noise)
+    c = static_cast<char>((seed = seed * 1664525u + 1013904223u) >> 24);
+  return noise;
+}
+
 // A component made of /usr/local/cuda's real files, as its wheel's RECORD
 // (under /usr/local/cuda/dist-info) lists them; nullopt where that is absent.
 // `dist_info` is the dist-info folder's name prefix, e.g. "nvidia_cuda_runtime-".

@@ -10,7 +10,8 @@
 // One member of a zip read from pieces of it, without the rest: a wheel's
 // METADATA from HTTP ranges of the wheel (`envkit recipes import pypi-jax`,
 // where the index serves no PEP 658 metadata). The end record locates the
-// central directory, the directory locates the member. Zip64 is not read.
+// central directory, the directory locates the member. A zip64 end record is not
+// read (a wheel never needs one); a record's zip64 sizes and offset are.
 namespace envkit::archive {
 
 // Where a zip's central directory lies, and where in the file the bytes

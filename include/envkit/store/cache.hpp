@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -141,6 +142,8 @@ class Cache {
   [[nodiscard]] Result<VerifyReport> verify(bool repair) const;
 
  private:
+  // The ids of the entries with a record (finished ones), in order.
+  [[nodiscard]] std::set<std::string> record_ids() const;
   [[nodiscard]] Result<CleanReport> remove_entries(
       const std::function<bool(const std::string&)>& keep) const;
   // What runs that died before their commit point may have left (some may be

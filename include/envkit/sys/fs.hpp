@@ -19,6 +19,10 @@ inline constexpr std::size_t kMaxInputFileBytes = std::size_t{64} << 20;
 [[nodiscard]] Result<std::string> read_file(const std::filesystem::path& path,
                                             std::size_t max_bytes = kMaxInputFileBytes);
 
+// What a file of st_mode `mode` is, in words: "a regular file", "a directory",
+// "a character device", "a FIFO", ... (for errors that refuse what is not a file).
+[[nodiscard]] std::string_view file_kind(unsigned mode);
+
 // Creates `path`, which must not exist, holding `content` flushed to disk;
 // nothing is left of it on failure. Tests set ENVKIT_TEST_FAIL_WRITE=<text> to
 // make a write whose path contains <text> fail as on a full disk (ENOSPC).

@@ -43,10 +43,10 @@ TEST_CASE("read_file refuses what never ends: a FIFO and a device", "[sys][fs]")
   // Nobody writes to the FIFO: reading it would wait forever.
   auto from_fifo = envkit::sys::read_file(fifo);
   REQUIRE_FALSE(from_fifo);
-  CHECK(from_fifo.error().message() == fifo.string() + " is not a regular file");
+  CHECK(from_fifo.error().message() == fifo.string() + " is a FIFO, not a regular file");
   auto from_zero = envkit::sys::read_file("/dev/zero");
   REQUIRE_FALSE(from_zero);
-  CHECK(from_zero.error().message() == "/dev/zero is not a regular file");
+  CHECK(from_zero.error().message() == "/dev/zero is a character device, not a regular file");
   auto from_dir = envkit::sys::read_file(dir.path());
   CHECK_FALSE(from_dir);
 }

@@ -148,8 +148,9 @@ TEST_CASE("a file over the size cap or not a regular file is refused before it i
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   auto not_regular = read_file(fifo);
   REQUIRE_FALSE(not_regular);
-  CHECK(not_regular.error().headline() == fifo.string() + " is not a regular file");
-  CHECK_THAT(read_file("/dev/zero").error().headline(), StartsWith("/dev/zero is not a regular"));
+  CHECK(not_regular.error().headline() == fifo.string() + " is a FIFO, not a regular file");
+  CHECK_THAT(read_file("/dev/zero").error().headline(),
+             StartsWith("/dev/zero is a character device, not a regular"));
 
   const auto fine = dir.write("ok.yaml", "a: 1\n");
   CHECK(read_file(fine).value() == "a: 1\n");

@@ -1,0 +1,77 @@
+// Installs running at once on one cache and one prefix. kill -9 at many moments of an
+// install, and cleans among concurrent installs, are the reliability suite's
+// (tests/reliability).
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <future>
+#include <set>
+
+#include "envkit/sys/fs.hpp"
+#include "install_support.hpp"
+#include "support/generation_check.hpp"
+#include "support/http_server.hpp"
+#include "support/temp_dir.hpp"
+
+namespace envkit::test {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr int kFilesEach = 40;
+
+FixtureComponent component(int index, const std::string& release) {
+  return release_component(index, release, kFilesEach);
+}
+
+// The release every package of the prefix's generation was installed at,
+// after checking each file its receipts list against its recorded hash.
+std::string whole_generation(const fs::path& prefix) {
+  const auto check = check_generation(prefix);
+  INFO(check.problem.value_or(""));
+  REQUIRE(check.whole());
+  return check.release();
+}
+
+TEST_CASE("installs running at once share the cache and the prefix safely",
+          "[cli][install][concurrency]") {
+  if (nginx_missing()) return;
+  TempDir work;
+  const RedistMirror mirror(work.path() / "www");
+  const StaticHttpServer server(mirror.root());
+  std::vector<specs::Artifact> artifacts;
+  for (int i = 0; i < 8; ++i)
+    artifacts.push_back(lock_artifact(mirror.add_archive(component(i, "1.0.0")), server.url("")));
+  const auto project = work.path() / "project";
+  fs::create_directories(project);
+  std::ofstream(project / "envkit.lock") << lock_text({{"cuda", "1.0.0", artifacts}});
+  const auto cache = work.path() / "cache";
+  const auto install = [&](const fs::path& prefix) {
+    return std::async(std::launch::async, [&, prefix] {
+      return sys::run_process({ENVKIT_BINARY, "-C", project.string(), "--cache-dir", cache.string(),
+                               "-q", "install", "--frozen", "--prefix", prefix.string()},
+                              {.env = {{"NO_COLOR", "1"}}, .timeout = std::chrono::seconds(60)});
+    });
+  };
+  const auto shared = work.path() / "env";
+  const auto other = work.path() / "other-env";
+  std::vector<std::future<Result<sys::ProcessOutput>>> runs;
+  runs.push_back(install(shared));
+  runs.push_back(install(shared));
+  runs.push_back(install(other));
+  runs.push_back(install(other));
+  for (auto& run : runs) {
+    auto result = run.get();
+    REQUIRE(result);
+    INFO(result->err);
+    CHECK(result->exit_code == 0);
+  }
+  CHECK(whole_generation(shared) == "1.0.0");
+  CHECK(whole_generation(other) == "1.0.0");
+  // One cache entry per artifact, however many processes wanted it.
+  std::size_t entries = 0;
+  for (const auto& entry : fs::directory_iterator(cache / "store" / "v1" / "entries"))
+    entries += entry.path().extension() == ".json" ? 1 : 0;
+  CHECK(entries == artifacts.size());
+}
+
+}  // namespace
+}  // namespace envkit::test
