@@ -2,9 +2,7 @@
 // install, and cleans among concurrent installs, are the reliability suite's
 // (tests/reliability).
 #include <catch2/catch.hpp>
-#include <fstream>
 #include <future>
-#include <set>
 
 #include "envkit/sys/fs.hpp"
 #include "install_support.hpp"
@@ -34,41 +32,35 @@ std::string whole_generation(const fs::path& prefix) {
 TEST_CASE("installs running at once share the cache and the prefix safely",
           "[cli][install][concurrency]") {
   if (nginx_missing()) return;
-  TempDir work;
-  const RedistMirror mirror(work.path() / "www");
+  InstallProject project;
+  const RedistMirror mirror(project.dir.path() / "www");
   const StaticHttpServer server(mirror.root());
   std::vector<specs::Artifact> artifacts;
   for (int i = 0; i < 8; ++i)
     artifacts.push_back(lock_artifact(mirror.add_archive(component(i, "1.0.0")), server.url("")));
-  const auto project = work.path() / "project";
-  fs::create_directories(project);
-  std::ofstream(project / "envkit.lock") << lock_text({{"cuda", "1.0.0", artifacts}});
-  const auto cache = work.path() / "cache";
+  project.lock({{"cuda", "1.0.0", artifacts}});
   const auto install = [&](const fs::path& prefix) {
     return std::async(std::launch::async, [&, prefix] {
-      return sys::run_process({ENVKIT_BINARY, "-C", project.string(), "--cache-dir", cache.string(),
-                               "-q", "install", "--frozen", "--prefix", prefix.string()},
-                              {.env = {{"NO_COLOR", "1"}}, .timeout = std::chrono::seconds(60)});
+      return project.install({"--prefix", prefix.string()});
     });
   };
-  const auto shared = work.path() / "env";
-  const auto other = work.path() / "other-env";
-  std::vector<std::future<Result<sys::ProcessOutput>>> runs;
+  const auto shared = project.dir.path() / "env";
+  const auto other = project.dir.path() / "other-env";
+  std::vector<std::future<sys::ProcessOutput>> runs;
   runs.push_back(install(shared));
   runs.push_back(install(shared));
   runs.push_back(install(other));
   runs.push_back(install(other));
   for (auto& run : runs) {
-    auto result = run.get();
-    REQUIRE(result);
-    INFO(result->err);
-    CHECK(result->exit_code == 0);
+    const auto result = run.get();
+    INFO(result.err);
+    CHECK(result.exit_code == 0);
   }
   CHECK(whole_generation(shared) == "1.0.0");
   CHECK(whole_generation(other) == "1.0.0");
   // One cache entry per artifact, however many processes wanted it.
   std::size_t entries = 0;
-  for (const auto& entry : fs::directory_iterator(cache / "store" / "v1" / "entries"))
+  for (const auto& entry : fs::directory_iterator(project.entries()))
     entries += entry.path().extension() == ".json" ? 1 : 0;
   CHECK(entries == artifacts.size());
 }

@@ -120,18 +120,11 @@ class TwoReleases {
   // `envkit <args...>` in the project.
   [[nodiscard]] sys::ProcessOutput envkit(const std::vector<std::string>& args,
                                           ProjectRun run) const {
-    std::vector<std::string> argv{ENVKIT_BINARY,
-                                  "-C",
-                                  project().string(),
-                                  "--cache-dir",
-                                  (run.cache.empty() ? cache() : run.cache).string(),
-                                  "-q"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    if (!run.prefix.empty()) argv.insert(argv.end(), {"--prefix", run.prefix.string()});
-    run.env.emplace("NO_COLOR", "1");
-    auto result = sys::run_process(argv, {.env = std::move(run.env), .timeout = run.limit});
-    REQUIRE(result);
-    return *std::move(result);
+    std::vector<std::string> all{"-C", project().string(), "--cache-dir",
+                                 (run.cache.empty() ? cache() : run.cache).string(), "-q"};
+    all.insert(all.end(), args.begin(), args.end());
+    if (!run.prefix.empty()) all.insert(all.end(), {"--prefix", run.prefix.string()});
+    return run_envkit({.args = all, .env = std::move(run.env), .timeout = run.limit});
   }
   [[nodiscard]] sys::ProcessOutput install(ProjectRun run = {}) const {
     return envkit({"install", "--frozen"}, std::move(run));
