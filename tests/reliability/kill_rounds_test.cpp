@@ -50,8 +50,10 @@ TEST_CASE("reliability: kill -9 during cold warm and upgrade installs loses noth
   const int rounds = reliability_rounds("ENVKIT_RELIABILITY_KILLS", 9);
   const TwoReleases project(8, 40, 128 << 10);
   std::array<milliseconds, 3> full{};
+  // The faster of two runs: the first of a kind warms the page cache and the server.
   for (const auto start : {Start::cold, Start::warm, Start::upgrade})
-    full[static_cast<std::size_t>(start)] = timed_install(project, start);
+    full[static_cast<std::size_t>(start)] =
+        std::min(timed_install(project, start), timed_install(project, start));
 
   std::mt19937 random(19);  // fixed: a lost round can be replayed
   Tally tally{.scenario = "kill -9"};
@@ -64,9 +66,16 @@ TEST_CASE("reliability: kill -9 during cold warm and upgrade installs loses noth
                                                std::max(2L, duration * 11 / 10));
     prepare(project, start);
     const auto killed_at = milliseconds(moment(random));
+    const auto began = std::chrono::steady_clock::now();
     const auto interrupted = project.install({.limit = killed_at});
     const bool killed = interrupted.exit_code == 128 + 9;
     tally.count(killed ? "killed" : "finished first");
+    // A run that beat its kill shows how long runs take now (the first measure can be a
+    // cold one): later rounds aim at that.
+    if (!killed)
+      full[static_cast<std::size_t>(start)] = std::max(
+          milliseconds(2),
+          std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - began));
     const auto where =
         fmt::format("round {} ({}, killed at {} ms of {})", round,
                     kStartNames[static_cast<std::size_t>(start)], killed_at.count(), duration);
