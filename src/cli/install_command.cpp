@@ -30,6 +30,7 @@ struct InstallFlags {
   std::optional<fs::path> prefix;
   bool offline = false;
   bool reinstall = false;
+  bool compile_bytecode = false;
   std::vector<std::string> mirrors;  // given: they replace the configured mirrors
   std::optional<int> jobs;
   std::optional<std::string> packaging;
@@ -220,6 +221,7 @@ int run_install(Context& context, const InstallFlags& flags) {
                                       .preferred = packaging_from(settings->packaging.value),
                                       .link_mode = link_mode,
                                       .reinstall = flags.reinstall,
+                                      .compile_bytecode = flags.compile_bytecode,
                                       .project_dir = context.options.directory,
                                       .note = note};
   const store::Cache cache(cache_dir_of(*settings));
@@ -380,6 +382,9 @@ void register_install(CLI::App& root, Commands& out) {
   install->add_flag("--offline", flags->offline, "Use the cache only; say what is missing");
   install->add_flag("--reinstall", flags->reinstall,
                     "Place every package afresh from the cache (repairs changed files)");
+  install->add_flag("--compile-bytecode", flags->compile_bytecode,
+                    "Compile the new Python packages' .py files to .pyc (recorded in the "
+                    "receipts and each RECORD)");
   install
       ->add_option("--mirror", flags->mirrors,
                    "Fetch https://HOST/PATH from MIRROR/HOST/PATH first (repeatable; replaces "

@@ -40,6 +40,9 @@ std::string layout_key(const ArtifactTarget& target) {
   if (!artifact.components.empty()) key += fmt::format("\n{}", fmt::join(artifact.components, ","));
   for (const auto& patch : artifact.patches)
     key += "\npatch " + patch.sha256;
+  // A closure wheel's entry is the wheel unpacked (it held the file itself before).
+  if (artifact.kind == specs::ArtifactKind::wheel && artifact.layout == specs::Layout::none)
+    key += "\nunpacked";
   return key;
 }
 
@@ -155,7 +158,8 @@ std::string Cache::source_entry_id(const ArtifactTarget& target,
 
 std::string Cache::sdist_wheel_id(std::string_view sdist_sha256, std::string_view python_version) {
   return fmt::format("{}-wheel-{}", sdist_sha256,
-                     core::sha256_hex(fmt::format("python {}", python_version)).substr(0, 8));
+                     // "unpacked": entries before envkit installed wheels itself held the file.
+                     core::sha256_hex(fmt::format("python {}\nunpacked", python_version)).substr(0, 8));
 }
 
 fs::path Cache::build_log(const std::string& id) const {

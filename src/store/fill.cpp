@@ -94,6 +94,12 @@ bool is_zip(const specs::Artifact& artifact) {
          artifact.format == "whl";
 }
 
+// A closure package's wheel (layout none): unpacked verbatim, at its archive
+// paths; envkit's wheel installer places its files (wheel_install.hpp).
+bool closure_wheel(const specs::Artifact& artifact) {
+  return artifact.kind == specs::ArtifactKind::wheel && artifact.layout == specs::Layout::none;
+}
+
 bool is_runfile(const specs::Artifact& artifact) {
   return artifact.kind == specs::ArtifactKind::runfile;
 }
@@ -184,6 +190,7 @@ archive::ExtractOptions base_options(const specs::Artifact& artifact) {
 }
 
 archive::ExtractOptions options_for(const ArtifactTarget& target) {
+  if (closure_wheel(target.artifact)) return base_options(target.artifact);
   return archive::layout_options(layout_target(target), base_options(target.artifact));
 }
 
@@ -241,8 +248,8 @@ Result<std::string> kept_file_name(const ArtifactTarget& target) {
   return name;
 }
 
-// Python wheels pip installs, and sdists built into wheels, are kept whole: the
-// entry holds the file, named as on the index (pip reads the name for its tags).
+// Python sdists, built into wheels at install, are kept whole: the entry holds
+// the file, named as on the index (pip reads the name).
 Result<archive::ExtractResult> spool_keep(const ArtifactTarget& target, net::ByteStream& stream,
                                           const fs::path& staging, std::string& digest,
                                           std::uint64_t& bytes, bool& unreachable) {
@@ -267,12 +274,11 @@ Result<archive::ExtractResult> spool_keep(const ArtifactTarget& target, net::Byt
   return kept;
 }
 
-// A closure package's wheel or sdist (layout none): kept as downloaded.
+// A closure package's sdist (layout none): kept as downloaded.
 bool kept_whole(const specs::Artifact& artifact) {
-  return (artifact.kind == specs::ArtifactKind::wheel ||
-          artifact.kind == specs::ArtifactKind::source) &&
-         artifact.layout == specs::Layout::none;
+  return artifact.kind == specs::ArtifactKind::source && artifact.layout == specs::Layout::none;
 }
+
 
 // Removes a folder of the cache's tmp/ when it goes out of scope.
 class ScratchDir {

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <fstream>
+
 #include "envkit/core/text.hpp"
 #include "fs_error.hpp"
 
@@ -79,30 +81,66 @@ Result<void> GenerationBuilder::make_symlink(const std::string& target, const fs
   return {};
 }
 
+Result<void> GenerationBuilder::place_one(const std::string& package, const fs::path& source,
+                                          const FileRecord& file) {
+  auto claimed = claim(package, file);
+  if (!claimed) return std::move(claimed).error();
+  if (!*claimed) return {};
+  const auto to = root_ / file.path;
+  switch (file.type) {
+    case archive::EntryType::directory: {
+      std::error_code error;
+      fs::create_directories(to, error);
+      if (error) return cannot("create", to, error);
+      made_dirs_.insert(to);
+      break;
+    }
+    case archive::EntryType::symlink:
+      if (auto made = make_symlink(file.link_target, to); !made) return made;
+      break;
+    case archive::EntryType::file:
+      if (auto parent = make_parent(to); !parent) return parent;
+      if (auto placed = linker_.place(source, to); !placed) return placed;
+      ++files_placed_;
+      break;
+  }
+  return {};
+}
+
 Result<void> GenerationBuilder::place(const std::string& package, const fs::path& source,
                                       const std::vector<FileRecord>& files) {
   for (const auto& file : files) {
-    auto claimed = claim(package, file);
-    if (!claimed) return std::move(claimed).error();
-    if (!*claimed) continue;
-    const auto to = root_ / file.path;
-    switch (file.type) {
-      case archive::EntryType::directory: {
-        std::error_code error;
-        fs::create_directories(to, error);
-        if (error) return cannot("create", to, error);
-        made_dirs_.insert(to);
-        break;
-      }
-      case archive::EntryType::symlink:
-        if (auto made = make_symlink(file.link_target, to); !made) return made;
-        break;
-      case archive::EntryType::file:
-        if (auto parent = make_parent(to); !parent) return parent;
-        if (auto placed = linker_.place(source / file.path, to); !placed) return placed;
-        ++files_placed_;
-        break;
-    }
+    if (auto placed = place_one(package, source / file.path, file); !placed) return placed;
+  }
+  return {};
+}
+
+Result<void> GenerationBuilder::place(const std::string& package,
+                                      const std::vector<Mapped>& files) {
+  for (const auto& [source, file] : files) {
+    if (auto placed = place_one(package, source, file); !placed) return placed;
+  }
+  return {};
+}
+
+Result<void> GenerationBuilder::write(const std::string& package, const FileRecord& file,
+                                      std::string_view content) {
+  auto claimed = claim(package, file);
+  if (!claimed) return std::move(claimed).error();
+  if (!*claimed) return {};
+  const auto to = root_ / file.path;
+  if (auto parent = make_parent(to); !parent) return parent;
+  {
+    std::ofstream out(to, std::ios::binary | std::ios::trunc);
+    out.write(content.data(), static_cast<std::streamsize>(content.size()));
+    out.close();
+    if (!out) return cannot("write", to, std::error_code(errno != 0 ? errno : EIO, std::generic_category()));
+  }
+  std::error_code error;
+  if (file.executable) {
+    fs::permissions(to, fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
+                    fs::perm_options::add, error);
+    if (error) return cannot("write", to, error);
   }
   return {};
 }

@@ -5,6 +5,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "envkit/core/result.hpp"
@@ -25,6 +26,23 @@ class GenerationBuilder {
   [[nodiscard]] Result<void> place(const std::string& package, const std::filesystem::path& source,
                                    const std::vector<FileRecord>& files);
 
+  // A file of the cache placed at another path (a wheel's archive path -> its
+  // install path): `source` is the cache's file, `file` its record where it lands.
+  struct Mapped {
+    std::filesystem::path source;
+    FileRecord file;
+  };
+  [[nodiscard]] Result<void> place(const std::string& package, const std::vector<Mapped>& files);
+
+  // Writes a file made for this generation (a wheel's RECORD, a script naming
+  // its interpreter) for `package`: claimed like a placed file, written, not
+  // linked. `file.sha256` and `file.size` must be `content`'s.
+  [[nodiscard]] Result<void> write(const std::string& package, const FileRecord& file,
+                                   std::string_view content);
+
+  // Forgets `path`'s owner: it was removed (a venv's pip the closure replaces).
+  void release(const std::string& path) { owners_.erase(path); }
+
   // Files under `old_root` that no receipt lists (the user's own): kept.
   [[nodiscard]] Result<void> carry_untracked(const std::filesystem::path& old_root,
                                              const PrefixState& old_state);
@@ -41,6 +59,9 @@ class GenerationBuilder {
     std::string package;
     std::string fingerprint;  // sha256 of a file, target of a link
   };
+  [[nodiscard]] Result<void> place_one(const std::string& package,
+                                       const std::filesystem::path& source,
+                                       const FileRecord& file);
   [[nodiscard]] Result<bool> claim(const std::string& package, const FileRecord& file);
   [[nodiscard]] Result<void> make_parent(const std::filesystem::path& path);
   [[nodiscard]] Result<void> make_symlink(const std::string& target,

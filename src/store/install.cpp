@@ -237,7 +237,8 @@ Result<PackageReceipt> place_unchanged(GenerationBuilder& builder, const Cache& 
                                [&](const PackageReceipt& r) { return r.name == package.name; });
   const PackageReceipt& receipt = *it;
   std::vector<EntryRecord> entries;
-  // What pip installed (and the links to it) is in the generation, not the cache.
+  // A closure wheel's files are partly written per environment (RECORD,
+  // scripts), and a venv's are made by Python: both are placed from the generation.
   const bool from_cache = package.provided.empty() && package.packaging != Packaging::pip &&
                           package.packaging != Packaging::venv;
   for (const auto& artifact : receipt.artifacts) {
@@ -344,9 +345,9 @@ Result<InstallReport> install(const lock::Lockfile& lockfile, const Cache& cache
                    .platform = std::string(specs::to_string(options.platform))};
   std::map<std::string, PackageReceipt> receipts;
   for (const auto& package : plan->packages) {
-    const bool pip_makes_it =
+    const bool python_step_makes_it =
         package.packaging == Packaging::pip || package.packaging == Packaging::venv;
-    if (pip_makes_it && !package.unchanged) continue;  // the Python step does
+    if (python_step_makes_it && !package.unchanged) continue;  // the Python step does
     auto receipt = package.unchanged
                        ? place_unchanged(builder, cache, *prefix, **state, package, in_use)
                        : place_new(builder, cache, package, (*entries)[package.name]);
@@ -361,6 +362,8 @@ Result<InstallReport> install(const lock::Lockfile& lockfile, const Cache& cache
                                    .cache = &cache,
                                    .entries = &*entries,
                                    .receipts = &receipts,
+                                   .builder = &builder,
+                                   .compile_bytecode = options.compile_bytecode,
                                    .note = options.note});
     if (!python) return std::move(python).error();
     report.warnings.insert(report.warnings.end(), python->warnings.begin(), python->warnings.end());

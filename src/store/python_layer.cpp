@@ -54,6 +54,8 @@ Error process_failed(std::string what, const sys::ProcessOutput& output) {
   return error;
 }
 
+// sysconfig's scheme as pip 23 installs into it (pip/_internal/locations/
+// _sysconfig.py): a venv's headers go to include/site/pythonX.Y/<name>.
 constexpr std::string_view kCheckScript = R"py(import json, sys, sysconfig, os
 failed = []
 for name in ("ssl", "zlib", "sqlite3", "venv"):
@@ -61,12 +63,21 @@ for name in ("ssl", "zlib", "sqlite3", "venv"):
         __import__(name)
     except Exception as e:
         failed.append("%s (%s)" % (name, e))
-site = sysconfig.get_path("purelib")
+paths = sysconfig.get_paths()
+include = paths["include"]
+if sys.prefix != sys.base_prefix:
+    include = os.path.join(sys.prefix, "include", "site", "python%d.%d" % sys.version_info[:2])
+rel = lambda path: os.path.relpath(path, sys.prefix)
 print(json.dumps({"version": "%d.%d.%d" % sys.version_info[:3],
-                  "site": os.path.relpath(site, sys.prefix), "failed": failed}))
+                  "site": rel(paths["purelib"]), "failed": failed,
+                  "scheme": {"purelib": rel(paths["purelib"]), "platlib": rel(paths["platlib"]),
+                             "scripts": rel(paths["scripts"]), "data": rel(paths["data"]),
+                             "include": rel(include)},
+                  "cache_tag": sys.implementation.cache_tag or ""}))
 )py";
 
-// RECORD's `sha256=<urlsafe base64, no padding>` as lowercase hex.
+}  // namespace
+
 std::optional<std::string> record_hash_hex(std::string_view field) {
   constexpr std::string_view prefix = "sha256=";
   if (!field.starts_with(prefix)) return std::nullopt;
@@ -97,7 +108,6 @@ std::optional<std::string> record_hash_hex(std::string_view field) {
   return hex;
 }
 
-// One RECORD row: path,hash,size (a path may be quoted, with "" for a quote).
 std::vector<std::string> csv_fields(std::string_view line) {
   std::vector<std::string> fields(1);
   bool quoted = false;
@@ -123,23 +133,7 @@ std::vector<std::string> csv_fields(std::string_view line) {
   return fields;
 }
 
-// The dist-info folder of `name` `version` in `site`.
-std::optional<fs::path> find_dist_info(const fs::path& site, const std::string& name,
-                                       const std::string& version) {
-  const auto wanted = specs::canonical_package_name(name);
-  std::error_code error;
-  for (fs::directory_iterator it(site, error), end; !error && it != end; it.increment(error)) {
-    const auto folder = it->path().filename().string();
-    if (!folder.ends_with(".dist-info")) continue;
-    const auto stem = folder.substr(0, folder.size() - std::string_view(".dist-info").size());
-    const auto dash = stem.rfind('-');
-    if (dash == std::string::npos) continue;
-    if (specs::canonical_package_name(stem.substr(0, dash)) == wanted &&
-        stem.substr(dash + 1) == version)
-      return it->path();
-  }
-  return std::nullopt;
-}
+namespace {
 
 Result<FileRecord> record_of(const fs::path& root, const std::string& relative,
                              const std::optional<std::string>& sha256) {
@@ -170,6 +164,12 @@ Result<FileRecord> record_of(const fs::path& root, const std::string& relative,
 
 }  // namespace
 
+std::string relocatable_shebang(std::string_view interpreter_name) {
+  return fmt::format(
+      "#!/bin/sh\n'''exec' \"$(dirname -- \"$(realpath -- \"$0\")\")/{}\" \"$0\" \"$@\"\n' '''",
+      interpreter_name);
+}
+
 // A script pip wrote names the interpreter by the generation's absolute path,
 // which changes with every install. The `/bin/sh` trampoline (as pip's own
 // launcher writes for long paths) finds the interpreter beside the script.
@@ -193,10 +193,7 @@ Result<bool> relocate_script(const fs::path& root, const fs::path& script) {
   if (at == std::string::npos) return false;
   const auto name_end = head.find_first_of("\" \n", at + bin_dir.size());
   const auto interpreter_name = head.substr(at + bin_dir.size(), name_end - at - bin_dir.size());
-  const std::string trampoline = fmt::format(
-      "#!/bin/sh\n'''exec' \"$(dirname -- \"$(realpath -- \"$0\")\")/{}\" \"$0\" \"$@\"\n' '''",
-      interpreter_name);
-  const std::string relocated = trampoline + content.substr(head_end);
+  const std::string relocated = relocatable_shebang(interpreter_name) + content.substr(head_end);
   const fs::path temporary = script.string() + ".envkit-tmp";
   {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
@@ -238,6 +235,13 @@ Result<InterpreterCheck> check_interpreter(const fs::path& root) {
     InterpreterCheck check{.version = json.at("version").get<std::string>(),
                            .site_packages = json.at("site").get<std::string>()};
     check.failed_imports = json.at("failed").get<std::vector<std::string>>();
+    const auto& scheme = json.at("scheme");
+    check.scheme = {.purelib = scheme.at("purelib").get<std::string>(),
+                    .platlib = scheme.at("platlib").get<std::string>(),
+                    .scripts = scheme.at("scripts").get<std::string>(),
+                    .include = scheme.at("include").get<std::string>(),
+                    .data = scheme.at("data").get<std::string>()};
+    check.cache_tag = json.at("cache_tag").get<std::string>();
     return check;
   } catch (const nlohmann::json::exception&) {
     return cannot_start(fmt::format("it printed {}", text::quoted(output->out)));
@@ -312,155 +316,6 @@ Result<std::vector<FileRecord>> make_venv(const fs::path& base, const fs::path& 
   std::sort(made.begin(), made.end(),
             [](const FileRecord& a, const FileRecord& b) { return a.path < b.path; });
   return made;
-}
-
-Result<void> link_wheel_files(const fs::path& folder, const std::vector<WheelFile>& wheels) {
-  std::error_code error;
-  fs::create_directories(folder, error);
-  if (error) {
-    return Error::failed(fmt::format("cannot create {}", text::quoted(folder.string())))
-        .because(error.message());
-  }
-  for (const auto& wheel : wheels) {
-    const auto to = folder / wheel.file.filename();
-    if (::symlink(wheel.file.c_str(), to.c_str()) != 0 && errno != EEXIST) {
-      return Error::failed(fmt::format("cannot link {}", text::quoted(to.string())));
-    }
-  }
-  return {};
-}
-
-namespace {
-
-// pip's output, read as it comes, turned into a progress line every few seconds:
-// "Processing <wheel>" per package, then "Installing collected packages", the long part.
-class PipProgress {
- public:
-  PipProgress(const std::function<void(const std::string&)>& note, std::size_t total)
-      : note_(note), total_(total) {
-    if (note_) note_(fmt::format("installing {} Python packages with pip", total_));
-  }
-
-  void line(std::string_view text) {
-    if (!note_) return;
-    const auto now = std::chrono::steady_clock::now();
-    if (text.starts_with("Processing ")) {
-      ++processed_;
-      if (now - last_ < std::chrono::seconds(3)) return;
-      last_ = now;
-      note_(fmt::format("pip: {} of {} packages read", processed_, total_));
-    } else if (text.starts_with("Installing collected packages")) {
-      last_ = now;
-      note_(fmt::format("pip: unpacking {} packages and compiling their bytecode", total_));
-    }
-  }
-
-  void done() const {
-    if (!note_) return;
-    const auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_);
-    note_(fmt::format("pip installed {} packages in {:.0f} s", total_, seconds.count()));
-  }
-
- private:
-  const std::function<void(const std::string&)>& note_;
-  std::size_t total_;
-  std::size_t processed_ = 0;
-  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
-  std::chrono::steady_clock::time_point last_ = started_;
-};
-
-}  // namespace
-
-Result<void> pip_install(const fs::path& root, const std::vector<WheelFile>& wheels,
-                         std::chrono::seconds timeout,
-                         const std::function<void(const std::string&)>& note) {
-  if (wheels.empty()) return {};
-  PipProgress progress(note, wheels.size());
-  // pip finds the wheels by name in one folder: links to the cache's files.
-  const fs::path links = root / ".envkit" / "wheels";
-  if (auto linked = link_wheel_files(links, wheels); !linked) return linked;
-  std::string requirements;
-  for (const auto& wheel : wheels) {
-    requirements +=
-        fmt::format("{}=={} --hash=sha256:{}\n", wheel.name, wheel.version, wheel.sha256);
-  }
-  const fs::path requirements_file = links / "requirements.txt";
-  {
-    std::ofstream out(requirements_file);
-    out << requirements;
-  }
-  const auto python = interpreter(root);
-  auto output = sys::run_process(
-      isolated(python, {"-m", "pip", "install", "--no-index", "--find-links", links.string(),
-                        "--no-deps", "--require-hashes", "--only-binary=:all:",
-                        "--disable-pip-version-check", "--no-input", "--no-warn-script-location",
-                        "--no-warn-conflicts", "-r", requirements_file.string()}),
-      // pip's configuration files could send it elsewhere (--user, --target). Unbuffered:
-      // its lines are progress.
-      {.env = {{"PIP_CONFIG_FILE", "/dev/null"}, {"PYTHONUNBUFFERED", "1"}},
-       .timeout = timeout,
-       .on_stdout_line = [&progress](std::string_view line) { progress.line(line); }});
-  std::error_code error;
-  fs::remove_all(links, error);
-  if (!output) {
-    return Error::failed(fmt::format("cannot run the prefix's pip ({})", python.string()))
-        .because(output.error().message());
-  }
-  if (output->exit_code != 0) {
-    Error failure = Error::failed("the prefix's pip could not install the locked wheels");
-    if (output->timed_out) return failure.because("it did not finish in time and was stopped");
-    failure.because(fmt::format("pip exited with status {}", output->exit_code));
-    std::istringstream lines(output->err + output->out);
-    for (std::string line; std::getline(lines, line);) {
-      if (line.starts_with("ERROR:") || line.find("Error") != std::string::npos)
-        failure.because(line);
-    }
-    return failure.hint(
-        "the previous environment is untouched; `envkit lock` again if the lock "
-        "and the index disagree");
-  }
-  progress.done();
-  return {};
-}
-
-Result<std::vector<FileRecord>> installed_files(const fs::path& root,
-                                                const std::string& site_packages,
-                                                const std::string& name,
-                                                const std::string& version) {
-  const fs::path site = root / site_packages;
-  const auto dist_info = find_dist_info(site, name, version);
-  if (!dist_info) {
-    return Error::failed(fmt::format("pip reported success but {} {} is not in {}", name, version,
-                                     text::quoted(site.string())));
-  }
-  std::ifstream record(*dist_info / "RECORD");
-  if (!record) {
-    return Error::failed(
-        fmt::format("{} has no RECORD", text::quoted((*dist_info / "RECORD").string())));
-  }
-  std::map<std::string, FileRecord> files;
-  for (std::string line; std::getline(record, line);) {
-    const auto fields = csv_fields(line);
-    if (fields.empty() || fields[0].empty()) continue;
-    const auto relative = (fs::path(site_packages) / fields[0]).lexically_normal().generic_string();
-    if (relative.starts_with("..") || fs::path(relative).is_absolute()) continue;
-    std::optional<std::string> sha256 =
-        fields.size() > 1 ? record_hash_hex(fields[1]) : std::nullopt;
-    // pip compiles bytecode over any .pyc the wheel ships: record what is there.
-    if (relative.ends_with(".pyc")) sha256.reset();
-    if (relative.starts_with("bin/")) {
-      auto relocated = relocate_script(root, root / relative);
-      if (!relocated) return std::move(relocated).error();
-      if (*relocated) sha256.reset();
-    }
-    auto file = record_of(root, relative, sha256);
-    if (!file) return std::move(file).error();
-    files[relative] = *std::move(file);
-  }
-  std::vector<FileRecord> out;
-  for (auto& [path, file] : files)
-    out.push_back(std::move(file));
-  return out;
 }
 
 Result<std::vector<FileRecord>> link_prefix_view(const fs::path& root,

@@ -2,12 +2,14 @@
 
 // Internal to store: the Python half of a prefix generation. The interpreter
 // is either a python-build-standalone archive (placed like any package) or a
-// venv made from the machine's Python; wheels are installed by that
-// interpreter's own pip from files envkit downloaded and verified; NVIDIA
-// wheels that are also the prefix's CUDA or cuDNN get a second view in lib/
-// and include/ made of hard links to the very files pip installed.
+// venv made from the machine's Python; wheels are installed by envkit itself
+// (wheel_install.hpp) into that interpreter's sysconfig scheme; NVIDIA wheels
+// that are also the prefix's CUDA or cuDNN get a second view in lib/ and
+// include/ made of hard links to the very files placed in site-packages.
 
 #include <chrono>
+#include <optional>
+#include <string_view>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -25,6 +27,15 @@ struct InterpreterCheck {
   std::string site_packages;  // lib/python3.11/site-packages, relative to the root
   std::vector<std::string>
       failed_imports;  // of ssl, zlib, sqlite3, venv: "sqlite3 (No module ...)"
+  // Where wheels install (sysconfig's paths, as pip 23 reads them), relative to the root.
+  struct Scheme {
+    std::string purelib;  // lib/python3.11/site-packages
+    std::string platlib;  // the same, or lib64/...
+    std::string scripts;  // bin
+    std::string include;  // a wheel's `headers` go to <include>/<name>: include/site/python3.11
+    std::string data;     // .
+  } scheme;
+  std::string cache_tag;  // cpython-311: bytecode's __pycache__/<module>.<tag>.pyc
 };
 
 // The interpreter of a generation: `root`/bin/python3.
@@ -42,38 +53,7 @@ struct InterpreterCheck {
                                                         const std::filesystem::path& root,
                                                         const std::filesystem::path& stable_root);
 
-// A verified wheel file of the cache, for pip.
-struct WheelFile {
-  std::string name;
-  std::string version;
-  std::string sha256;
-  std::filesystem::path file;
-};
-
-// Symbolic links in `folder` (made) to each of `wheels`' files, by file name:
-// a folder pip reads with --find-links.
-[[nodiscard]] Result<void> link_wheel_files(const std::filesystem::path& folder,
-                                            const std::vector<WheelFile>& wheels);
-
-// Installs `wheels` with `root`'s own pip: no index, no dependencies (the
-// lock's closure is complete), every file's hash required. `note` (may be empty)
-// hears how far pip got, every few seconds.
-[[nodiscard]] Result<void> pip_install(const std::filesystem::path& root,
-                                       const std::vector<WheelFile>& wheels,
-                                       std::chrono::seconds timeout,
-                                       const std::function<void(const std::string&)>& note);
-
-// The files pip installed for distribution `name` (its dist-info RECORD),
-// relative to `root`, with their sha256 (RECORD's, else computed). Scripts in
-// bin/ whose first lines name the generation's interpreter are rewritten to
-// find the interpreter beside themselves, so they survive the generation
-// being renamed or the prefix being moved.
-[[nodiscard]] Result<std::vector<FileRecord>> installed_files(const std::filesystem::path& root,
-                                                              const std::string& site_packages,
-                                                              const std::string& name,
-                                                              const std::string& version);
-
-// The prefix's view of an NVIDIA wheel pip installed: each of `wheel_files`
+// The prefix's view of an NVIDIA wheel installed in site-packages: each of `wheel_files`
 // (relative to `root`, under `site_packages`) that the wheel layout maps into
 // the prefix (nvidia/cudnn/lib/libcudnn.so.9 -> lib/libcudnn.so.9) is hard
 // linked there, and the soname links the wheel cannot hold are made. Returns
@@ -88,5 +68,17 @@ struct WheelFile {
 // instead (`realpath "$0"`). Returns whether it was rewritten.
 [[nodiscard]] Result<bool> relocate_script(const std::filesystem::path& root,
                                            const std::filesystem::path& script);
+
+// The first lines of such a script: `/bin/sh` that runs `interpreter_name`
+// (python3) found beside the script, whatever the prefix's path. No newline at
+// the end: the script's second line follows one.
+[[nodiscard]] std::string relocatable_shebang(std::string_view interpreter_name);
+
+// RECORD's `sha256=<urlsafe base64, no padding>` as lowercase hex; nullopt for
+// another algorithm or a malformed value.
+[[nodiscard]] std::optional<std::string> record_hash_hex(std::string_view field);
+
+// One RECORD row (csv): path,hash,size; a quoted field may hold `,` and `""`.
+[[nodiscard]] std::vector<std::string> csv_fields(std::string_view line);
 
 }  // namespace envkit::store::python

@@ -9,15 +9,13 @@
 #include "envkit/store/sdist_build.hpp"
 #include "envkit/sys/process.hpp"
 #include "python_layer.hpp"
+#include "wheel_install.hpp"
 
 namespace envkit::store {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-// pip installs from local files, but a framework's wheels unpack to gigabytes.
-constexpr auto kPipTimeout = std::chrono::minutes(30);
 
 bool is_python_packaging(Packaging packaging) {
   return packaging == Packaging::pip || packaging == Packaging::venv;
@@ -72,15 +70,6 @@ bool is_sdist(const PlannedPackage& package) {
          package.artifacts.front().kind == specs::ArtifactKind::source;
 }
 
-// A fresh closure package's verified download in the cache.
-python::WheelFile downloaded(const PythonStepInput& input, const PlannedPackage& package) {
-  const auto& entry = input.entries->at(package.name).front();
-  return {.name = package.name,
-          .version = package.version,
-          .sha256 = entry.sha256,
-          .file = input.cache->entry_dir(entry.id) / entry.files.front().path};
-}
-
 // The closure's package names.
 std::set<std::string> closure_names(const InstallPlan& plan) {
   std::set<std::string> names;
@@ -90,19 +79,15 @@ std::set<std::string> closure_names(const InstallPlan& plan) {
   return names;
 }
 
-// The version a wheel's file name carries: `{name}-{version}-{tags}.whl`.
-std::string wheel_version(const fs::path& file) {
-  const auto name = file.filename().string();
-  const auto parts = text::split(name, '-');
-  return parts.size() > 1 ? std::string(parts[1]) : std::string();
-}
-
 // The wheels of `sdists`, from the cache or built there by the environment's
-// Python (which has the closure's wheels by now), `wheels` as --find-links.
-Result<std::vector<python::WheelFile>> wheels_of_sdists(
-    const PythonStepInput& input, const SdistContext& context,
-    const std::vector<const PlannedPackage*>& sdists) {
-  std::vector<python::WheelFile> built;
+// Python (which has the closure's wheels placed by now), each unpacked.
+Result<std::vector<EntryRecord>> wheels_of_sdists(const PythonStepInput& input,
+                                                  const python::InterpreterCheck& check,
+                                                  const std::vector<const PlannedPackage*>& sdists) {
+  const SdistContext context{.python = python::interpreter(input.root),
+                             .python_version = check.version,
+                             .closure = closure_names(*input.plan)};
+  std::vector<EntryRecord> built;
   for (const auto* package : sdists) {
     const auto& sdist = input.entries->at(package->name).front();
     if (input.note)
@@ -110,71 +95,67 @@ Result<std::vector<python::WheelFile>> wheels_of_sdists(
                              package->name, package->version));
     auto entry = sdist_wheel_entry(*input.cache, package->name, package->version, sdist, context);
     if (!entry) return std::move(entry).error();
-    const auto file = input.cache->entry_dir(entry->id) / entry->files.front().path;
-    built.push_back({.name = package->name,
-                     .version = wheel_version(file),
-                     .sha256 = entry->sha256,
-                     .file = file});
+    built.push_back(*std::move(entry));
   }
   return built;
 }
 
-// The wheels of the fresh `sdists`, with the fresh `wheels` linked for --find-links.
-Result<std::vector<python::WheelFile>> build_sdists(
-    const PythonStepInput& input, const python::InterpreterCheck& check,
-    const std::vector<const PlannedPackage*>& sdists,
-    const std::vector<python::WheelFile>& wheels) {
-  if (sdists.empty()) return std::vector<python::WheelFile>{};
-  const fs::path links = input.root / ".envkit" / "build-links";
-  if (auto linked = python::link_wheel_files(links, wheels); !linked)
-    return std::move(linked).error();
-  auto built = wheels_of_sdists(input,
-                                {.python = python::interpreter(input.root),
-                                 .python_version = check.version,
-                                 .find_links = links,
-                                 .closure = closure_names(*input.plan)},
-                                sdists);
-  std::error_code ignored;
-  fs::remove_all(links, ignored);
-  return built;
+// Places `package`'s unpacked wheel (cache entry `entry`).
+Result<python::PlacedWheel> place_one(const PythonStepInput& input,
+                                      const python::InterpreterCheck& check,
+                                      const PlannedPackage& package, const EntryRecord& entry) {
+  return python::place_wheel(
+      *input.builder, check,
+      {.name = package.name, .dir = input.cache->entry_dir(entry.id), .files = &entry.files});
 }
 
-// The closure's new packages: wheels installed by the prefix's pip, then
-// sdists built into wheels (which may need the closure's setuptools) and
-// installed the same way.
+// The closure's new packages, installed by envkit from their unpacked wheels:
+// wheels first, then sdists built into wheels (their build may need the
+// closure's setuptools, placed by then); then bytecode, if asked; then each RECORD.
 Result<void> install_wheels(const PythonStepInput& input, const python::InterpreterCheck& check) {
   std::vector<const PlannedPackage*> fresh;
   std::vector<const PlannedPackage*> sdists;
-  std::vector<python::WheelFile> wheels;
+  std::vector<python::PlacedWheel> placed;
   for (const auto& package : input.plan->packages) {
     if (package.packaging != Packaging::pip || package.unchanged) continue;
     fresh.push_back(&package);
+    // The venv's own pip or setuptools gives way to the closure's, as pip would replace it.
+    for (const auto& lib_dir : {check.scheme.purelib, check.scheme.platlib}) {
+      auto removed =
+          python::remove_installed(input.root, lib_dir, package.name, *input.receipts, *input.builder);
+      if (!removed) return std::move(removed).error();
+    }
     if (is_sdist(package)) {
       sdists.push_back(&package);
-    } else {
-      wheels.push_back(downloaded(input, package));
+      continue;
     }
+    auto wheel = place_one(input, check, package, input.entries->at(package.name).front());
+    if (!wheel) return std::move(wheel).error();
+    placed.push_back(*std::move(wheel));
   }
-  if (auto installed = python::pip_install(input.root, wheels, kPipTimeout, input.note); !installed)
-    return installed;
-  auto built = build_sdists(input, check, sdists, wheels);
+  auto built = wheels_of_sdists(input, check, sdists);
   if (!built) return std::move(built).error();
-  if (auto installed = python::pip_install(input.root, *built, kPipTimeout, input.note); !installed)
-    return installed;
-  // A built wheel's metadata spells its version as the build wrote it.
-  std::map<std::string, std::string> versions;
-  for (const auto& wheel : *built)
-    versions[wheel.name] = wheel.version;
+  for (std::size_t i = 0; i < sdists.size(); ++i) {
+    auto wheel = place_one(input, check, *sdists[i], (*built)[i]);
+    if (!wheel) return std::move(wheel).error();
+    placed.push_back(*std::move(wheel));
+  }
+  if (input.compile_bytecode && !placed.empty()) {
+    if (input.note) input.note(fmt::format("compiling the bytecode of {} Python packages", placed.size()));
+    if (auto compiled = python::compile_bytecode(input.root, check, placed); !compiled)
+      return compiled;
+  }
+  std::map<std::string, python::PlacedWheel*> by_name;
+  for (auto& wheel : placed) {
+    if (auto written = python::write_record(*input.builder, wheel); !written) return written;
+    by_name[wheel.name] = &wheel;
+  }
   for (const auto* package : fresh) {
-    const auto version =
-        versions.contains(package->name) ? versions[package->name] : package->version;
-    auto files = python::installed_files(input.root, check.site_packages, package->name, version);
-    if (!files) return std::move(files).error();
     const auto& entry = input.entries->at(package->name).front();
     auto receipt = receipt_of(*package);
     receipt.artifacts.push_back(
         {.component = package->name, .sha256 = entry.sha256, .url = entry.url, .entry = entry.id});
-    receipt.files = *std::move(files);
+    receipt.files = std::move(by_name.at(package->name)->files);
     (*input.receipts)[package->name] = std::move(receipt);
   }
   return {};

@@ -3,8 +3,9 @@
 // Internal to store: the Python step of building a generation, after the
 // archives and wheels envkit unpacks itself are placed: the venv (when the
 // machine's Python is used), the interpreter check, the closure's new wheels
-// through the prefix's pip, its sdists built into wheels by that Python and
-// installed the same way, and the prefix view of NVIDIA wheels.
+// placed from their unpacked cache entries (wheel_install.hpp), its sdists
+// built into wheels by that Python and placed the same way, bytecode if asked,
+// and the prefix view of NVIDIA wheels.
 
 #include <filesystem>
 #include <functional>
@@ -16,6 +17,7 @@
 #include "envkit/store/cache.hpp"
 #include "envkit/store/plan.hpp"
 #include "envkit/store/records.hpp"
+#include "generation_builder.hpp"
 
 namespace envkit::store {
 
@@ -30,7 +32,11 @@ struct PythonStepInput {
   // Receipts of everything placed so far, by package; the step adds its own
   // and completes those with provided artifacts.
   std::map<std::string, PackageReceipt>* receipts = nullptr;
-  // Progress lines: pip's phases, each source build (may be empty).
+  // Places the closure's files, with the conflict checks of every other package.
+  GenerationBuilder* builder = nullptr;
+  // `envkit install --compile-bytecode`: the new packages' .pyc, in their receipts.
+  bool compile_bytecode = false;
+  // Progress lines: each source build, bytecode (may be empty).
   std::function<void(const std::string&)> note;
 };
 

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "envkit/archive/extract.hpp"
+#include "envkit/core/sha256.hpp"
 #include "envkit/core/text.hpp"
 #include "envkit/store/source_build.hpp"
 #include "fs_error.hpp"
@@ -72,8 +74,8 @@ Result<fs::path> build_sdist(const SdistBuild& build) {
       .name = "pip wheel",
       .argv = {context.python.string(), "-I", "-m", "pip", "wheel", "--no-deps",
                "--no-build-isolation", "--no-index", "--no-cache-dir",
-               "--disable-pip-version-check", "--no-input", "--find-links",
-               context.find_links.string(), "-w", build.out.string(), build.sdist.string()},
+               "--disable-pip-version-check", "--no-input", "-w", build.out.string(),
+               build.sdist.string()},
       .cwd = build.out,
       // pip's configuration files could send it elsewhere (an index, --user).
       .env = {{"PIP_CONFIG_FILE", "/dev/null"}}};
@@ -104,25 +106,43 @@ Result<EntryRecord> sdist_wheel_entry(const Cache& cache, const std::string& nam
     std::error_code ignored;
     fs::remove_all(*staging, ignored);
   };
+  const fs::path out = staging->string() + ".wheel";
+  const auto discard_out = [&] {
+    std::error_code ignored;
+    fs::remove_all(out, ignored);
+  };
   auto wheel = build_sdist({.label = fmt::format("{} {}", name, version),
                             .sdist = cache.entry_dir(sdist.id) / sdist.files.front().path,
-                            .out = *staging,
+                            .out = out,
                             .log = cache.build_log(id),
                             .context = context});
   if (!wheel) {
     discard();
+    discard_out();
     return std::move(wheel).error();
   }
-  std::error_code ignored;
-  fs::permissions(*wheel, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read,
-                  ignored);
+  // Unpacked as a downloaded wheel is: the install places its files.
+  const auto wheel_sha256 = core::sha256_file(*wheel);
+  auto unpacked = archive::extract_file(*wheel, *staging, {.hash_files = true});
+  discard_out();
+  if (!unpacked || !wheel_sha256) {
+    discard();
+    if (!unpacked) return std::move(unpacked).error();
+    return Error::failed(fmt::format("cannot read the wheel built for {} {}", name, version));
+  }
   auto files = record_tree(*staging);
   if (!files) {
     discard();
     return std::move(files).error();
   }
+  for (const auto& file : *files) {
+    if (file.type != archive::EntryType::file) continue;
+    std::error_code ignored;
+    fs::permissions(*staging / file.path, fs::perms::owner_write | fs::perms::group_write | fs::perms::others_write,
+                    fs::perm_options::remove, ignored);
+  }
   EntryRecord record{.id = id,
-                     .sha256 = files->front().sha256,
+                     .sha256 = *wheel_sha256,
                      .url = sdist.url,
                      .package = name,
                      .component = name,

@@ -366,6 +366,21 @@ fs::path PythonIndex::add(const FakeWheel& wheel, const fs::path& path) {
   return root_ / relative;
 }
 
+fs::path PythonIndex::add_file(const fs::path& wheel) {
+  const fs::path relative = fs::path("files") / wheel.filename();
+  fs::create_directories(root_ / "files");
+  fs::copy_file(wheel, root_ / relative, fs::copy_options::overwrite_existing);
+  const auto name = wheel.filename().string();
+  auto& links = links_[normalized(name.substr(0, name.find('-')))];
+  std::erase_if(links, [&](const Link& listed) { return listed.path == relative; });
+  links.push_back({.path = relative,
+                   .sha256 = sha256_of(root_ / relative),
+                   .requires_python = {},
+                   .metadata_sha256 = {}});
+  write_pages();
+  return root_ / relative;
+}
+
 void PythonIndex::write_pages() const {
   std::string projects = "<!DOCTYPE html>\n<html><body>\n";
   for (const auto& [project, links] : links_) {

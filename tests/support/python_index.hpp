@@ -45,6 +45,10 @@ class PythonIndex {
   // empty: files/<filename_of>) and rewrites the pages; returns the file's path.
   std::filesystem::path add(const FakeWheel& wheel, const std::filesystem::path& path = {});
 
+  // Copies a real wheel file to files/<its name> and lists it on its project's
+  // page (no PEP 658 metadata); returns the copy's path.
+  std::filesystem::path add_file(const std::filesystem::path& wheel);
+
   [[nodiscard]] const std::filesystem::path& root() const { return root_; }
 
   // The file name: "alpha-1.0-py3-none-any.whl" (name normalized, `-` as `_`),

@@ -31,6 +31,9 @@ struct InstallOptions {
   // Place every package afresh from the cache, even those already installed:
   // puts back files deleted or changed in the prefix (`envkit doctor` finds them).
   bool reinstall = false;
+  // Compile the new Python packages' .py files to bytecode (`--compile-bytecode`);
+  // the .pyc files are in the receipts and in each package's RECORD.
+  bool compile_bytecode = false;
   // Where the project is: `external: {python: ./tools/python}` starts here.
   std::filesystem::path project_dir;
   // Human progress lines ("waiting for ...", "unpacked ...").

@@ -21,7 +21,6 @@ namespace envkit::store {
 struct SdistContext {
   std::filesystem::path python;      // the environment's interpreter: <generation>/bin/python3
   std::string python_version;        // its version, 3.11.7: part of the cache key
-  std::filesystem::path find_links;  // a folder of the closure's wheels (--find-links)
   std::set<std::string> closure;     // the closure's package names (PEP 503), for hints
 };
 
@@ -36,8 +35,7 @@ struct SdistBuild {
 };
 
 // Runs `PYTHON -I -m pip wheel --no-deps --no-build-isolation --no-index
-// --no-cache-dir --disable-pip-version-check --no-input --find-links LINKS -w OUT
-// SDIST` (PIP_CONFIG_FILE=/dev/null: no configuration sends pip elsewhere), its
+// --no-cache-dir --disable-pip-version-check --no-input -w OUT SDIST` (PIP_CONFIG_FILE=/dev/null: no configuration sends pip elsewhere), its
 // output in `build.log`. Returns the wheel it wrote. A failure is an error
 // naming the package and the step, with pip's last 20 lines and the log's path
 // (run_build_step); when the build could not import setuptools (or lacked
@@ -48,8 +46,8 @@ struct SdistBuild {
 // The wheel of the closure package `name` `version` whose sdist is the cache
 // entry `sdist` (its one file): entry Cache::sdist_wheel_id(sdist's sha256,
 // context.python_version), found in the cache or built there with build_sdist
-// (the log at Cache::build_log(id)). The entry holds the wheel file, as pip
-// named it; its record's sha256 is the wheel's.
+// (the log at Cache::build_log(id)). The entry holds the wheel unpacked, as a
+// downloaded wheel's entry does; its record's sha256 is the wheel file's.
 [[nodiscard]] Result<EntryRecord> sdist_wheel_entry(const Cache& cache, const std::string& name,
                                                     const std::string& version,
                                                     const EntryRecord& sdist,

@@ -46,14 +46,12 @@ fs::path setup_py_sdist(const TempDir& dir, const std::string& name, const std::
 
 SdistBuild build_of(const TempDir& dir, const fs::path& python, const fs::path& sdist,
                     std::set<std::string> closure) {
-  fs::create_directories(dir.path() / "links");
   return {.label = "needs-setuptools 1.0",
           .sdist = sdist,
           .out = dir.path() / "out",
           .log = dir.path() / "logs" / "needs-setuptools.log",
           .context = {.python = python,
                       .python_version = "3",
-                      .find_links = dir.path() / "links",
                       .closure = std::move(closure)}};
 }
 

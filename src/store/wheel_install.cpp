@@ -1,0 +1,468 @@
+#include "wheel_install.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <fstream>
+#include <optional>
+#include <regex>
+#include <set>
+
+#include "envkit/core/sha256.hpp"
+#include "envkit/core/text.hpp"
+#include "envkit/specs/package_name.hpp"
+#include "envkit/sys/process.hpp"
+
+namespace envkit::store::python {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr auto kCompileTimeout = std::chrono::minutes(30);
+// The interpreter generated scripts run: the one the Python step checked.
+constexpr std::string_view kScriptInterpreter = "python3";
+
+// distlib's script template, which pip 23's generated scripts hold after their shebang.
+constexpr std::string_view kScriptTemplate =
+    "# -*- coding: utf-8 -*-\n"
+    "import re\n"
+    "import sys\n"
+    "from {} import {}\n"
+    "if __name__ == '__main__':\n"
+    "    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])\n"
+    "    sys.exit({}())\n";
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// A sha256 (hex) as RECORD writes it: `sha256=<urlsafe base64, no padding>`.
+std::string record_hash(const std::string& hex) {
+  constexpr std::string_view kAlphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::vector<unsigned char> bytes;
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
+    bytes.push_back(static_cast<unsigned char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  std::string out = "sha256=";
+  unsigned buffer = 0;
+  int bits = 0;
+  for (const auto byte : bytes) {
+    buffer = (buffer << 8) | byte;
+    bits += 8;
+    while (bits >= 6) {
+      bits -= 6;
+      out += kAlphabet[(buffer >> bits) & 0x3F];
+    }
+  }
+  if (bits > 0) out += kAlphabet[(buffer << (6 - bits)) & 0x3F];
+  return out;
+}
+
+// A field as Python's csv writer (QUOTE_MINIMAL) writes it.
+std::string csv_field(const std::string& field) {
+  if (field.find_first_of(",\"\r\n") == std::string::npos) return field;
+  std::string quoted = "\"";
+  for (const char c : field) {
+    if (c == '"') quoted += '"';
+    quoted += c;
+  }
+  return quoted + "\"";
+}
+
+// `key = value` lines of an INI section, as importlib.metadata reads entry_points.txt.
+std::map<std::string, std::string> ini_section(std::string_view text, std::string_view section) {
+  std::map<std::string, std::string> values;
+  bool in_section = false;
+  for (const auto raw : text::split(text, '\n')) {
+    const auto line = text::trim(raw);
+    if (line.empty() || line.starts_with('#') || line.starts_with(';')) continue;
+    if (line.starts_with('[') && line.ends_with(']')) {
+      in_section = text::trim(line.substr(1, line.size() - 2)) == section;
+      continue;
+    }
+    const auto equals = line.find('=');
+    if (!in_section || equals == std::string_view::npos) continue;
+    values[std::string(text::trim(line.substr(0, equals)))] =
+        std::string(text::trim(line.substr(equals + 1)));
+  }
+  return values;
+}
+
+// `module:attr.sub [extras]` -> (module, attr.sub); nullopt without a callable.
+std::optional<std::pair<std::string, std::string>> entry_point_target(std::string_view value) {
+  if (const auto bracket = value.find('['); bracket != std::string_view::npos)
+    value = value.substr(0, bracket);
+  value = text::trim(value);
+  const auto colon = value.find(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  const auto module = text::trim(value.substr(0, colon));
+  const auto function = text::trim(value.substr(colon + 1));
+  if (module.empty() || function.empty()) return std::nullopt;
+  return std::pair{std::string(module), std::string(function)};
+}
+
+std::string script_text(const std::string& module, const std::string& function) {
+  const auto import_name = function.substr(0, function.find('.'));
+  return relocatable_shebang(kScriptInterpreter) + "\n" +
+         fmt::format(fmt::runtime(kScriptTemplate), module, import_name, function);
+}
+
+// A path inside `base` (both relative to the root), or nullopt when `relative` leaves it.
+std::optional<std::string> inside(const std::string& base, std::string_view relative) {
+  const auto joined = (fs::path(base) / fs::path(relative)).lexically_normal();
+  const auto back = joined.lexically_relative(fs::path(base).lexically_normal());
+  if (back.empty() || back.generic_string().starts_with("..")) return std::nullopt;
+  return joined.generic_string();
+}
+
+FileRecord generated_record(const std::string& path, const std::string& content,
+                            bool executable) {
+  return {.path = path,
+          .type = archive::EntryType::file,
+          .size = content.size(),
+          .executable = executable,
+          .sha256 = core::sha256_hex(content)};
+}
+
+// How a wheel is installed, read from its .dist-info folder.
+struct WheelInfo {
+  std::string dist_info;  // `alpha-1.0.dist-info`
+  std::string version;
+  bool purelib = true;
+};
+
+Result<WheelInfo> read_wheel_info(const UnpackedWheel& wheel) {
+  const auto wanted = specs::canonical_package_name(wheel.name);
+  std::set<std::string> found;
+  for (const auto& file : *wheel.files) {
+    const auto top = file.path.substr(0, file.path.find('/'));
+    if (!top.ends_with(".dist-info") || top.size() == file.path.size()) continue;
+    const auto stem = top.substr(0, top.size() - std::string_view(".dist-info").size());
+    const auto dash = stem.rfind('-');
+    if (dash != std::string::npos && specs::canonical_package_name(stem.substr(0, dash)) == wanted)
+      found.insert(top);
+  }
+  if (found.size() != 1) {
+    return Error::failed(fmt::format("the wheel of {} in {} has {} `.dist-info` folders of its name",
+                                     wheel.name, text::quoted(wheel.dir.string()), found.size()))
+        .hint("a wheel holds one `NAME-VERSION.dist-info` folder (PEP 427); report the wheel");
+  }
+  WheelInfo info{.dist_info = *found.begin()};
+  const auto stem = info.dist_info.substr(0, info.dist_info.size() - 10);
+  info.version = stem.substr(stem.rfind('-') + 1);
+  const auto metadata = read_file(wheel.dir / info.dist_info / "WHEEL");
+  for (const auto raw : text::split(metadata, '\n')) {
+    const auto line = text::trim(raw);
+    const auto colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    if (text::trim(line.substr(0, colon)) == "Root-Is-Purelib")
+      info.purelib = text::to_lower(text::trim(line.substr(colon + 1))) == "true";
+  }
+  return info;
+}
+
+Error bad_entry(const UnpackedWheel& wheel, const std::string& entry, const std::string& why) {
+  return Error::failed(fmt::format("cannot install the wheel of {}: {} {}", wheel.name,
+                                   text::quoted(entry), why))
+      .hint("nothing of it reached the environment; the previous one is untouched");
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> console_script_specs(
+    std::map<std::string, std::string> console, const std::string& major_minor) {
+  std::vector<std::pair<std::string, std::string>> specs;
+  const auto major = major_minor.substr(0, major_minor.find('.'));
+  // pip and setuptools bake versioned names in at build time; pip 23 writes them
+  // for the installing Python instead (get_console_script_specs).
+  if (const auto pip = console.find("pip"); pip != console.end()) {
+    const auto target = pip->second;
+    specs.emplace_back("pip", target);
+    specs.emplace_back("pip" + major, target);
+    specs.emplace_back("pip" + major_minor, target);
+    static const std::regex kVersionedPip(R"(pip(\d+(\.\d+)?)?)");
+    std::erase_if(console, [](const auto& entry) {
+      return std::regex_match(entry.first, kVersionedPip);
+    });
+  }
+  if (const auto easy = console.find("easy_install"); easy != console.end()) {
+    const auto target = easy->second;
+    specs.emplace_back("easy_install", target);
+    specs.emplace_back("easy_install-" + major_minor, target);
+    static const std::regex kVersionedEasy(R"(easy_install(-\d+\.\d+)?)");
+    std::erase_if(console, [](const auto& entry) {
+      return std::regex_match(entry.first, kVersionedEasy);
+    });
+  }
+  for (auto& [name, target] : console)
+    specs.emplace_back(name, std::move(target));
+  return specs;
+}
+
+Result<PlacedWheel> place_wheel(GenerationBuilder& builder, const InterpreterCheck& check,
+                                const UnpackedWheel& wheel) {
+  auto info = read_wheel_info(wheel);
+  if (!info) return std::move(info).error();
+  const auto& scheme = check.scheme;
+  PlacedWheel placed{.name = wheel.name,
+                     .version = info->version,
+                     .dist_info = {},
+                     .lib_dir = info->purelib ? scheme.purelib : scheme.platlib,
+                     .files = {},
+                     .rows = {}};
+  placed.dist_info = (fs::path(placed.lib_dir) / info->dist_info).generic_string();
+  const auto major_minor = check.version.substr(0, check.version.rfind('.'));
+  const auto entry_points = read_file(wheel.dir / info->dist_info / "entry_points.txt");
+  const auto console = ini_section(entry_points, "console_scripts");
+  const auto gui = ini_section(entry_points, "gui_scripts");
+  const std::map<std::string, std::string> scheme_dirs{
+      {"purelib", scheme.purelib},
+      {"platlib", scheme.platlib},
+      {"scripts", scheme.scripts},
+      {"data", scheme.data},
+      {"headers", (fs::path(scheme.include) / wheel.name).generic_string()}};
+
+  // RECORD path -> its row in the wheel's RECORD, then the installed paths.
+  std::map<std::string, std::string> installed;  // archive path -> path relative to lib_dir
+  std::set<std::string> changed;
+  std::vector<GenerationBuilder::Mapped> links;
+  std::vector<std::pair<FileRecord, std::string>> written;
+  const auto record_path = [&](const std::string& destination) {
+    return fs::path(destination).lexically_relative(placed.lib_dir).generic_string();
+  };
+  for (const auto& file : *wheel.files) {
+    if (file.type == archive::EntryType::directory) continue;
+    const auto slash = file.path.find('/');
+    const auto top = file.path.substr(0, slash);
+    std::optional<std::string> destination;
+    bool script = false;
+    if (top.ends_with(".data") && slash != std::string::npos) {
+      const auto rest = file.path.substr(slash + 1);
+      const auto key_end = rest.find('/');
+      if (key_end == std::string::npos)
+        return bad_entry(wheel, file.path, "is not in a `<name>.data/<scheme key>/` folder");
+      const auto key = rest.substr(0, key_end);
+      const auto dir = scheme_dirs.find(key);
+      if (dir == scheme_dirs.end()) {
+        return bad_entry(wheel, file.path,
+                         fmt::format("names the scheme key {}; a wheel's .data holds purelib, "
+                                     "platlib, headers, scripts and data",
+                                     text::quoted(key)));
+      }
+      destination = inside(dir->second, rest.substr(key_end + 1));
+      script = key == "scripts";
+    } else {
+      destination = inside(placed.lib_dir, file.path);
+    }
+    if (!destination) return bad_entry(wheel, file.path, "leaves its install folder");
+    if (script) {
+      // setuptools' own wrappers of entry points pip writes itself.
+      auto name = fs::path(*destination).filename().string();
+      for (const std::string_view suffix : {".exe", "-script.py", ".pya"}) {
+        if (name.size() > suffix.size() &&
+            text::to_lower(name).ends_with(suffix))
+          name.resize(name.size() - suffix.size());
+      }
+      if (console.contains(name) || gui.contains(name)) continue;
+    }
+    installed[file.path] = record_path(*destination);
+    // Written for this environment below.
+    if (file.path == info->dist_info + "/RECORD" || file.path == info->dist_info + "/INSTALLER")
+      continue;
+    FileRecord at = file;
+    at.path = *destination;
+    if (script && file.type == archive::EntryType::file) {
+      const auto content = read_file(wheel.dir / file.path);
+      if (content.starts_with("#!python")) {
+        const auto newline = content.find('\n');
+        const auto rewritten = relocatable_shebang(kScriptInterpreter) +
+                               (newline == std::string::npos ? "\n" : content.substr(newline));
+        changed.insert(installed[file.path]);
+        written.emplace_back(generated_record(*destination, rewritten, file.executable),
+                             rewritten);
+        continue;
+      }
+    }
+    links.push_back({.source = wheel.dir / file.path, .file = std::move(at)});
+  }
+
+  // Entry points: console scripts (pip's names for pip's own), then GUI scripts.
+  auto scripts = console_script_specs(console, major_minor);
+  for (const auto& entry : gui)
+    scripts.push_back(entry);
+  std::vector<std::string> generated;
+  for (const auto& [name, value] : scripts) {
+    const auto target = entry_point_target(value);
+    if (!target) {
+      return bad_entry(wheel, info->dist_info + "/entry_points.txt",
+                       fmt::format("gives the script {} no callable ({}): a script names "
+                                   "`module:function`",
+                                   text::quoted(name), text::quoted(value)));
+    }
+    const auto destination = inside(scheme.scripts, name);
+    if (!destination || name.find('/') != std::string::npos)
+      return bad_entry(wheel, info->dist_info + "/entry_points.txt",
+                       fmt::format("names the script {}", text::quoted(name)));
+    const auto content = script_text(target->first, target->second);
+    written.emplace_back(generated_record(*destination, content, true), content);
+    generated.push_back(*destination);
+  }
+  const auto installer = placed.dist_info + "/INSTALLER";
+  written.emplace_back(generated_record(installer, "envkit\n", false), "envkit\n");
+  generated.push_back(installer);
+
+  if (auto linked = builder.place(wheel.name, links); !linked) return std::move(linked).error();
+  for (const auto& [record, content] : written) {
+    if (auto wrote = builder.write(wheel.name, record, content); !wrote)
+      return std::move(wrote).error();
+  }
+
+  // RECORD as pip writes it (get_csv_rows_for_installed): the wheel's rows at
+  // their installed paths, rehashed where changed; generated files; installed
+  // files the wheel's RECORD lacks, without a hash.
+  std::map<std::string, const FileRecord*> by_path;
+  for (const auto& [record, content] : written)
+    by_path[record.path] = &record;
+  const auto row_of = [&](const FileRecord& record) {
+    return std::pair{record_hash(record.sha256), std::to_string(record.size)};
+  };
+  const auto wheel_record = read_file(wheel.dir / info->dist_info / "RECORD");
+  for (const auto raw : text::split(wheel_record, '\n')) {
+    const auto fields = csv_fields(raw);
+    if (fields.empty() || fields[0].empty()) continue;
+    const auto it = installed.find(fields[0]);
+    const auto path = it == installed.end() ? fields[0] : it->second;
+    if (it != installed.end()) installed.erase(it);
+    if (changed.contains(path)) {
+      const auto at = (fs::path(placed.lib_dir) / path).lexically_normal().generic_string();
+      placed.rows[path] = row_of(*by_path.at(at));
+    } else {
+      placed.rows[path] = {fields.size() > 1 ? fields[1] : "", fields.size() > 2 ? fields[2] : ""};
+    }
+  }
+  for (const auto& path : generated)
+    placed.rows[record_path(path)] = row_of(*by_path.at(path));
+  for (const auto& [archive_path, path] : installed)
+    placed.rows.try_emplace(path, std::pair<std::string, std::string>{"", ""});
+
+  for (auto& link : links)
+    placed.files.push_back(std::move(link.file));
+  for (auto& [record, content] : written)
+    placed.files.push_back(record);
+  return placed;
+}
+
+Result<void> compile_bytecode(const fs::path& root, const InterpreterCheck& check,
+                              std::vector<PlacedWheel>& wheels) {
+  std::string sources;
+  for (const auto& wheel : wheels) {
+    for (const auto& file : wheel.files) {
+      if (file.type == archive::EntryType::file && file.path.ends_with(".py"))
+        sources += (root / file.path).string() + "\n";
+    }
+  }
+  if (sources.empty()) return {};
+  const auto python = interpreter(root);
+  // -f: a stale .pyc a wheel ships is compiled again, as pip does; a file that
+  // does not compile (a template named .py) is skipped, as pip skips it.
+  auto output = sys::run_process({python.string(), "-I", "-m", "compileall", "-q", "-f", "-i", "-"},
+                                 {.stdin_data = sources, .timeout = kCompileTimeout});
+  if (!output) {
+    return Error::failed(fmt::format("cannot run {}", text::quoted(python.string())))
+        .because(output.error().message());
+  }
+  if (output->exit_code != 0 && output->exit_code != 1) {
+    return Error::failed("the environment's Python could not compile the packages' bytecode")
+        .because(fmt::format("python -m compileall exited with status {}", output->exit_code));
+  }
+  for (auto& wheel : wheels) {
+    std::map<std::string, FileRecord> files;
+    for (auto& file : wheel.files)
+      files[file.path] = std::move(file);
+    std::vector<std::string> compiled;
+    for (const auto& [path, file] : files) {
+      if (file.type != archive::EntryType::file || !path.ends_with(".py")) continue;
+      const fs::path source(path);
+      const auto pyc = (source.parent_path() / "__pycache__" /
+                        (source.stem().string() + "." + check.cache_tag + ".pyc"))
+                           .generic_string();
+      compiled.push_back(pyc);
+    }
+    for (const auto& pyc : compiled) {
+      std::error_code error;
+      if (!fs::is_regular_file(root / pyc, error)) continue;
+      const auto sha256 = core::sha256_file(root / pyc);
+      if (!sha256) return Error::failed(fmt::format("cannot read {}", text::quoted(pyc)));
+      files[pyc] = {.path = pyc,
+                    .type = archive::EntryType::file,
+                    .size = fs::file_size(root / pyc, error),
+                    .sha256 = *sha256};
+      wheel.rows[fs::path(pyc).lexically_relative(wheel.lib_dir).generic_string()] = {"", ""};
+    }
+    wheel.files.clear();
+    for (auto& [path, file] : files)
+      wheel.files.push_back(std::move(file));
+  }
+  return {};
+}
+
+Result<std::size_t> remove_installed(const fs::path& root, const std::string& lib_dir,
+                                     const std::string& name,
+                                     std::map<std::string, PackageReceipt>& receipts,
+                                     GenerationBuilder& builder) {
+  const auto wanted = specs::canonical_package_name(name);
+  std::set<std::string> removed;
+  std::error_code error;
+  std::vector<fs::path> dist_infos;
+  for (fs::directory_iterator it(root / lib_dir, error), end; !error && it != end;
+       it.increment(error)) {
+    const auto folder = it->path().filename().string();
+    if (!folder.ends_with(".dist-info")) continue;
+    const auto stem = folder.substr(0, folder.size() - std::string_view(".dist-info").size());
+    const auto dash = stem.rfind('-');
+    if (dash != std::string::npos && specs::canonical_package_name(stem.substr(0, dash)) == wanted)
+      dist_infos.push_back(it->path());
+  }
+  for (const auto& dist_info : dist_infos) {
+    const auto record = read_file(dist_info / "RECORD");
+    for (const auto raw : text::split(record, '\n')) {
+      const auto fields = csv_fields(raw);
+      if (fields.empty() || fields[0].empty()) continue;
+      const auto path = inside(lib_dir, fields[0]);
+      // RECORD's scripts are `../../../bin/pip`: the generation's, not outside it.
+      const auto relative = (fs::path(lib_dir) / fields[0]).lexically_normal().generic_string();
+      if (!path && (relative.starts_with("..") || fs::path(relative).is_absolute())) continue;
+      const auto at = path ? *path : relative;
+      if (fs::remove(root / at, error)) removed.insert(at);
+    }
+    for (fs::recursive_directory_iterator it(dist_info, error), end; !error && it != end;
+         it.increment(error))
+      removed.insert(it->path().lexically_relative(root).generic_string());
+    fs::remove_all(dist_info, error);
+  }
+  for (auto& [package, receipt] : receipts) {
+    std::erase_if(receipt.files,
+                  [&](const FileRecord& file) { return removed.contains(file.path); });
+  }
+  for (const auto& path : removed)
+    builder.release(path);
+  return removed.size();
+}
+
+Result<void> write_record(GenerationBuilder& builder, PlacedWheel& wheel) {
+  std::string text;
+  for (const auto& [path, row] : wheel.rows)
+    text += fmt::format("{},{},{}\r\n", csv_field(path), csv_field(row.first),
+                        csv_field(row.second));
+  const auto record = generated_record(wheel.dist_info + "/RECORD", text, false);
+  if (auto wrote = builder.write(wheel.name, record, text); !wrote) return wrote;
+  wheel.files.push_back(record);
+  std::sort(wheel.files.begin(), wheel.files.end(),
+            [](const FileRecord& a, const FileRecord& b) { return a.path < b.path; });
+  return {};
+}
+
+}  // namespace envkit::store::python

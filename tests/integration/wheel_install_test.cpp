@@ -1,0 +1,381 @@
+// envkit installs a closure's wheels itself (src/store/wheel_install.cpp),
+// checked against pip's own result for the same wheels: the machine's real
+// pip 23.0.1 and setuptools 66.1.1 wheels (Debian's python-wheels, deflated,
+// with entry points) and a wheel the test makes with `.data/` files and
+// console and GUI scripts, served by nginx, installed by `envkit install
+// --frozen` into a venv of the machine's python3, and by pip 23.0.1 (run from
+// its wheel) into a venv of its own with `--no-compile`.
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "envkit/lock/lockfile.hpp"
+#include "isolated_project.hpp"
+#include "support/http_server.hpp"
+#include "support/python_index.hpp"
+
+namespace envkit::test {
+namespace {
+
+namespace fs = std::filesystem;
+using Catch::Matchers::Contains;
+
+const fs::path kPipWheel = "/usr/share/python-wheels/pip-23.0.1-py3-none-any.whl";
+const fs::path kSetuptoolsWheel = "/usr/share/python-wheels/setuptools-66.1.1-py3-none-any.whl";
+
+// A wheel with every `.data` scheme key, a `#!python` script, a plain one, and
+// console and GUI entry points.
+const FakeWheel kDataWheel{
+    .name = "datapkg",
+    .version = "1.0",
+    .requires_dist = {},
+    .files = {{"datapkg/__init__.py", "def main():\n    print('datapkg main')\n"},
+              {"datapkg/cli.py", "def run():\n    print('datapkg cli')\n"},
+              {"datapkg-1.0.data/scripts/datatool", "#!python\nprint('datatool ran')\n"},
+              {"datapkg-1.0.data/scripts/plain.sh", "#!/bin/sh\necho plain\n"},
+              {"datapkg-1.0.data/data/share/datapkg/readme.txt", "data files\n"},
+              {"datapkg-1.0.data/headers/datapkg.h", "#define DATAPKG 1\n"},
+              {"datapkg-1.0.data/purelib/datapkg_extra.py", "EXTRA = 1\n"},
+              {"datapkg-1.0.dist-info/entry_points.txt",
+               "[console_scripts]\ndatapkg-cli = datapkg.cli:run\n\n"
+               "[gui_scripts]\ndatapkg-gui = datapkg:main\n"}}};
+
+std::string wheel_read(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+struct stat wheel_stat(const fs::path& path) {
+  struct stat status {};
+  REQUIRE(::stat(path.c_str(), &status) == 0);
+  return status;
+}
+
+// Regular files under `root`'s site-packages and bin/, relative to `root`,
+// without the interpreter and venv's own scripts and bytecode.
+std::set<std::string> installed_set(const fs::path& root) {
+  std::set<std::string> files;
+  for (const auto* top : {"lib", "bin", "include", "share"}) {
+    std::error_code ignored;
+    if (!fs::exists(root / top, ignored)) continue;
+    for (const auto& entry : fs::recursive_directory_iterator(root / top)) {
+      if (!entry.is_regular_file() || fs::is_symlink(entry.symlink_status())) continue;
+      const auto relative = entry.path().lexically_relative(root).generic_string();
+      const auto name = entry.path().filename().string();
+      if (relative.find("__pycache__") != std::string::npos) continue;
+      if (relative.starts_with("bin/") &&
+          (name.starts_with("python") || name.starts_with("activate") ||
+           name.starts_with("Activate")))
+        continue;
+      files.insert(relative);
+    }
+  }
+  return files;
+}
+
+// A RECORD: path -> "hash,size".
+std::map<std::string, std::string> record_rows(const fs::path& record) {
+  std::map<std::string, std::string> rows;
+  std::istringstream lines(wheel_read(record));
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const auto comma = line.find(',');
+    if (comma == std::string::npos) continue;
+    rows[line.substr(0, comma)] = line.substr(comma + 1);
+  }
+  return rows;
+}
+
+sys::ProcessOutput wheel_run(const std::vector<std::string>& argv) {
+  auto output = sys::run_process(argv, {.env = {{"PIP_CONFIG_FILE", "/dev/null"}},
+                                        .timeout = std::chrono::minutes(3)});
+  REQUIRE(output);
+  return *output;
+}
+
+// Every RECORD row with a hash matches its file, as importlib.metadata reads them.
+constexpr std::string_view kVerifyRecords = R"py(import base64, hashlib, importlib.metadata as m
+bad, seen = [], 0
+for name in ("pip", "setuptools", "datapkg"):
+    dist = m.distribution(name)
+    for f in dist.files:
+        if f.hash is None:
+            continue
+        seen += 1
+        data = f.locate().read_bytes()
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        if digest != f.hash.value or len(data) != f.size:
+            bad.append(str(f))
+print(seen, dist.read_text("INSTALLER").strip(), m.version("datapkg"), bad)
+)py";
+
+struct WheelProject {
+  IsolatedProject project;
+  fs::path served = project.dir.path() / "index";
+  PythonIndex index{served};
+  std::optional<StaticHttpServer> server;
+  fs::path pip_wheel, setuptools_wheel, data_wheel;
+
+  bool skip() {
+    if (nginx_missing() || host_python_missing() || !fs::exists(kPipWheel) ||
+        !fs::exists(kSetuptoolsWheel))
+      return true;
+    pip_wheel = index.add_file(kPipWheel);
+    setuptools_wheel = index.add_file(kSetuptoolsWheel);
+    data_wheel = index.add(kDataWheel);
+    server.emplace(served);
+    return false;
+  }
+
+  [[nodiscard]] lock::PythonWheel locked(const std::string& name, const std::string& version,
+                                         const fs::path& file) const {
+    return {.name = name,
+            .version = version,
+            .kind = lock::Distribution::wheel,
+            .url = server->url("/files/" + file.filename().string()),
+            .sha256 = PythonIndex::sha256_of(file),
+            .size = fs::file_size(file),
+            .provides = {}};
+  }
+
+  // envkit.lock: the machine's python3 as a venv, and `packages` as its closure.
+  void write_lock(std::vector<lock::PythonWheel> packages) const {
+    lock::Lockfile lockfile{.manifest_hash = "sha256:" + std::string(64, '0'),
+                            .system = {.source = envkit::specs::FactSource::none}};
+    lock::PlatformLock platform{.platform = specs::Platform::linux_x86_64};
+    platform.packages.push_back(
+        {.name = "python", .version = specs::Version::parse("3.11").value(), .external = "system"});
+    platform.python = lock::PythonClosure{.inputs = "sha256:" + std::string(64, '1'),
+                                          .resolver = "test",
+                                          .python = "3.11",
+                                          .packages = std::move(packages)};
+    lockfile.platforms.push_back(std::move(platform));
+    project.write(project.root / "envkit.lock", lock::write(lockfile));
+  }
+
+  void write_all() const {
+    write_lock({locked("datapkg", "1.0", data_wheel), locked("pip", "23.0.1", pip_wheel),
+                locked("setuptools", "66.1.1", setuptools_wheel)});
+  }
+
+  [[nodiscard]] sys::ProcessOutput envkit(std::vector<std::string> args) const {
+    return project.envkit(std::move(args));
+  }
+  [[nodiscard]] fs::path prefix() const { return project.prefix(); }
+  [[nodiscard]] fs::path site() const { return prefix() / "lib" / "python3.11" / "site-packages"; }
+
+  // pip 23.0.1's own install of the same wheels, into a venv without pip.
+  [[nodiscard]] fs::path pip_reference() const {
+    const auto reference = project.dir.path() / "reference";
+    REQUIRE(wheel_run({"python3", "-m", "venv", "--without-pip", reference.string()}).exit_code ==
+            0);
+    const auto installed = wheel_run(
+        {(reference / "bin" / "python").string(), (kPipWheel / "pip").string(), "install",
+         "--no-index", "--no-deps", "--no-compile", "--disable-pip-version-check",
+         pip_wheel.string(), setuptools_wheel.string(), data_wheel.string()});
+    INFO(installed.err);
+    REQUIRE(installed.exit_code == 0);
+    return reference;
+  }
+};
+
+// Past the shebang: pip's one line, envkit's three-line /bin/sh trampoline.
+std::string script_body(const std::string& text, int shebang_lines) {
+  std::size_t at = 0;
+  for (int i = 0; i < shebang_lines; ++i)
+    at = text.find('\n', at) + 1;
+  return text.substr(at);
+}
+
+TEST_CASE("envkit installs wheels as pip 23 does: same files, bytes and metadata",
+          "[python][wheel-install][integration][slow]") {
+  WheelProject fixture;
+  if (fixture.skip()) return;
+  fixture.write_all();
+  const auto installed = fixture.envkit({"install", "--frozen", "--link-mode", "hardlink"});
+  INFO(installed.err);
+  REQUIRE(installed.exit_code == 0);
+  const auto reference = fixture.pip_reference();
+
+  const auto ours = installed_set(fixture.prefix());
+  const auto theirs = installed_set(reference);
+  CHECK(ours == theirs);
+  const std::string dist_info = "lib/python3.11/site-packages/pip-23.0.1.dist-info/";
+  for (const auto& path : theirs) {
+    if (!ours.contains(path)) continue;
+    INFO(path);
+    const auto mine = wheel_read(fixture.prefix() / path);
+    const auto pips = wheel_read(reference / path);
+    if (path.ends_with(".dist-info/INSTALLER")) {
+      CHECK(mine == "envkit\n");
+      CHECK(pips == "pip\n");
+    } else if (path.ends_with(".dist-info/RECORD")) {
+      // The same rows, hashes and sizes, but for what is written per environment.
+      const auto our_rows = record_rows(fixture.prefix() / path);
+      const auto their_rows = record_rows(reference / path);
+      std::set<std::string> our_paths, their_paths;
+      for (const auto& [row, fields] : our_rows)
+        our_paths.insert(row);
+      for (const auto& [row, fields] : their_rows)
+        their_paths.insert(row);
+      CHECK(our_paths == their_paths);
+      for (const auto& [row, fields] : their_rows) {
+        INFO(row);
+        const bool per_environment = row.ends_with("/INSTALLER") || row.starts_with("../../../bin/");
+        if (row.ends_with("/RECORD")) {
+          CHECK(fields == ",");
+          CHECK(our_rows[row] == ",");
+        } else if (per_environment) {
+          CHECK(our_rows[row] != fields);
+        } else {
+          CHECK(our_rows[row] == fields);
+        }
+      }
+      CHECK(mine.find("\r\n") != std::string::npos);  // pip's csv writer's line ends
+    } else if (path.starts_with("bin/") && pips.starts_with("#!") &&
+               pips.find("python") < pips.find('\n')) {
+      // A script naming its interpreter: the same program under envkit's trampoline.
+      CHECK(mine.starts_with("#!/bin/sh\n'''exec' \"$(dirname -- \"$(realpath -- \"$0\")\")/"));
+      CHECK(script_body(mine, 3) == script_body(pips, 1));
+    } else {
+      CHECK(mine == pips);
+    }
+  }
+  // pip's versioned scripts for this Python, not the wheel's.
+  CHECK(ours.contains("bin/pip3.11"));
+  CHECK(ours.contains("bin/easy_install-3.11"));
+
+  // .data/ went where the scheme says.
+  CHECK(ours.contains("share/datapkg/readme.txt"));
+  CHECK(ours.contains("include/site/python3.11/datapkg/datapkg.h"));
+  CHECK(ours.contains("lib/python3.11/site-packages/datapkg_extra.py"));
+  CHECK(fixture.envkit({"run", "--", "datatool"}).out == "datatool ran\n");
+  CHECK(fixture.envkit({"run", "--", "plain.sh"}).out == "plain\n");
+  CHECK(fixture.envkit({"run", "--", "datapkg-cli"}).out == "datapkg cli\n");
+  CHECK(fixture.envkit({"run", "--", "datapkg-gui"}).out == "datapkg main\n");
+
+  // Files come from the cache as hard links; what is written per environment is not.
+  CHECK(wheel_stat(fixture.site() / "pip" / "__init__.py").st_nlink >= 2);
+  CHECK(wheel_stat(fixture.site() / "pip-23.0.1.dist-info" / "RECORD").st_nlink == 1);
+
+  // What a user checks: doctor, the pip script, importlib.metadata, pip list/show/uninstall.
+  const auto doctor = fixture.envkit({"doctor"});
+  CHECK_THAT(doctor.out + doctor.err, !Contains("differs from what envkit") && !Contains("missing"));
+  const auto pip_version = wheel_run({(fixture.prefix() / "bin" / "pip").string(), "--version"});
+  CHECK_THAT(pip_version.out, Contains("pip 23.0.1 from " + fixture.site().string()));
+  const auto verified = fixture.envkit({"run", "--", "python", "-c", std::string(kVerifyRecords)});
+  INFO(verified.err);
+  CHECK_THAT(verified.out, Contains(" envkit 1.0 []"));
+  const auto listed = fixture.envkit({"run", "--", "python", "-m", "pip", "list"});
+  CHECK_THAT(listed.out, Contains("datapkg") && Contains("23.0.1") && Contains("66.1.1"));
+  const auto shown = fixture.envkit({"run", "--", "python", "-m", "pip", "show", "-f", "datapkg"});
+  CHECK_THAT(shown.out, Contains("Version: 1.0") && Contains("../../../bin/datatool") &&
+                            Contains("datapkg/cli.py"));
+
+  SECTION("pip uninstalls a package envkit installed") {
+    const auto removed =
+        fixture.envkit({"run", "--", "python", "-m", "pip", "uninstall", "-y", "datapkg"});
+    INFO(removed.err);
+    CHECK(removed.exit_code == 0);
+    CHECK_FALSE(fs::exists(fixture.site() / "datapkg"));
+    CHECK_FALSE(fs::exists(fixture.prefix() / "bin" / "datapkg-cli"));
+    CHECK_FALSE(fs::exists(fixture.prefix() / "share" / "datapkg" / "readme.txt"));
+    // The cache's copy stays: the next install links it again.
+    const auto again = fixture.envkit({"install", "--frozen", "--reinstall"});
+    INFO(again.err);
+    CHECK(again.exit_code == 0);
+    CHECK(fixture.envkit({"run", "--", "datapkg-cli"}).out == "datapkg cli\n");
+  }
+
+  SECTION("a second prefix shares every linked file with the first") {
+    const auto other = fixture.project.dir.path() / "other";
+    const auto second =
+        fixture.envkit({"install", "--frozen", "--link-mode", "hardlink", "--prefix", other.string()});
+    INFO(second.err);
+    REQUIRE(second.exit_code == 0);
+    std::size_t shared = 0;
+    for (const auto& path : ours) {
+      const auto first = wheel_stat(fixture.prefix() / path);
+      const auto again = wheel_stat(other / path);
+      if (path.ends_with("/RECORD") || path.ends_with("/INSTALLER") || path.starts_with("bin/")) {
+        CHECK(first.st_ino != again.st_ino);
+      } else {
+        CHECK(first.st_ino == again.st_ino);
+        ++shared;
+      }
+    }
+    CHECK(shared > 500);  // pip alone has ~800 files
+  }
+
+  SECTION("installing again changes nothing; --reinstall keeps every file intact") {
+    CHECK_THAT(fixture.envkit({"install", "--frozen"}).err, Contains("nothing to do"));
+    const auto again = fixture.envkit({"install", "--frozen", "--reinstall"});
+    INFO(again.err);
+    REQUIRE(again.exit_code == 0);
+    const auto after = fixture.envkit({"doctor"});
+    CHECK_THAT(after.out + after.err, !Contains("differs from what envkit") && !Contains("missing"));
+    CHECK(fixture.envkit({"run", "--", "datapkg-cli"}).out == "datapkg cli\n");
+  }
+}
+
+TEST_CASE("envkit install --compile-bytecode writes .pyc files into the receipts and RECORD",
+          "[python][wheel-install][integration][slow]") {
+  WheelProject fixture;
+  if (fixture.skip()) return;
+  fixture.write_lock({fixture.locked("datapkg", "1.0", fixture.data_wheel)});
+  const auto installed = fixture.envkit({"install", "--frozen", "--compile-bytecode"});
+  INFO(installed.err);
+  REQUIRE(installed.exit_code == 0);
+  const auto tag = wheel_run({"python3", "-c", "import sys; print(sys.implementation.cache_tag)"});
+  const auto pyc_name = "cli." + tag.out.substr(0, tag.out.size() - 1) + ".pyc";
+  const auto pyc = fixture.site() / "datapkg" / "__pycache__" / pyc_name;
+  REQUIRE(fs::is_regular_file(pyc));
+  const auto receipt =
+      wheel_read(fixture.prefix() / ".envkit" / "receipts" / "datapkg.json");
+  CHECK_THAT(receipt, Contains("datapkg/__pycache__/" + pyc_name));
+  const auto rows = record_rows(fixture.site() / "datapkg-1.0.dist-info" / "RECORD");
+  REQUIRE(rows.contains("datapkg/__pycache__/" + pyc_name));
+  CHECK(rows.at("datapkg/__pycache__/" + pyc_name) == ",");  // as pip lists them
+  // Python takes the .pyc as it is: importing rewrites nothing, and doctor finds it intact.
+  const auto before = wheel_read(pyc);
+  CHECK(fixture.envkit({"run", "--", "python", "-c", "import datapkg.cli"}).exit_code == 0);
+  CHECK(wheel_read(pyc) == before);
+  const auto doctor = fixture.envkit({"doctor"});
+  CHECK_THAT(doctor.out + doctor.err, !Contains("differs from what envkit"));
+
+  SECTION("without the flag there is no bytecode") {
+    const auto plain = fixture.project.dir.path() / "plain";
+    REQUIRE(fixture.envkit({"install", "--frozen", "--prefix", plain.string()}).exit_code == 0);
+    CHECK_FALSE(fs::exists(plain / "lib" / "python3.11" / "site-packages" / "datapkg" /
+                           "__pycache__"));
+  }
+}
+
+TEST_CASE("a wheel envkit cannot install is refused and the previous environment stays",
+          "[python][wheel-install][integration][slow]") {
+  WheelProject fixture;
+  if (fixture.skip()) return;
+  fixture.write_lock({fixture.locked("datapkg", "1.0", fixture.data_wheel)});
+  REQUIRE(fixture.envkit({"install", "--frozen"}).exit_code == 0);
+  const auto generation = fs::read_symlink(fixture.prefix());
+  const auto bad = fixture.index.add({.name = "badpkg",
+                                      .version = "1.0",
+                                      .requires_dist = {},
+                                      .files = {{"badpkg/__init__.py", ""},
+                                                {"badpkg-1.0.data/bogus/x.txt", "x\n"}}});
+  fixture.write_lock({fixture.locked("datapkg", "1.0", fixture.data_wheel),
+                      fixture.locked("badpkg", "1.0", bad)});
+  const auto failed = fixture.envkit({"install", "--frozen"});
+  CHECK(failed.exit_code == 1);
+  CHECK_THAT(failed.err, Contains("badpkg") && Contains("badpkg-1.0.data/bogus/x.txt") &&
+                             Contains("scheme key"));
+  CHECK(fs::read_symlink(fixture.prefix()) == generation);
+  CHECK_FALSE(fs::exists(fixture.site() / "badpkg"));
+  CHECK(fixture.envkit({"run", "--", "datapkg-cli"}).out == "datapkg cli\n");
+}
+
+}  // namespace
+}  // namespace envkit::test
