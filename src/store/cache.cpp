@@ -157,9 +157,10 @@ std::string Cache::source_entry_id(const ArtifactTarget& target,
 }
 
 std::string Cache::sdist_wheel_id(std::string_view sdist_sha256, std::string_view python_version) {
-  return fmt::format("{}-wheel-{}", sdist_sha256,
-                     // "unpacked": entries before envkit installed wheels itself held the file.
-                     core::sha256_hex(fmt::format("python {}\nunpacked", python_version)).substr(0, 8));
+  return fmt::format(
+      "{}-wheel-{}", sdist_sha256,
+      // "unpacked": entries before envkit installed wheels itself held the file.
+      core::sha256_hex(fmt::format("python {}\nunpacked", python_version)).substr(0, 8));
 }
 
 fs::path Cache::build_log(const std::string& id) const {

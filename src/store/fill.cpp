@@ -279,7 +279,6 @@ bool kept_whole(const specs::Artifact& artifact) {
   return artifact.kind == specs::ArtifactKind::source && artifact.layout == specs::Layout::none;
 }
 
-
 // Removes a folder of the cache's tmp/ when it goes out of scope.
 class ScratchDir {
  public:

@@ -134,7 +134,9 @@ Result<void> GenerationBuilder::write(const std::string& package, const FileReco
     std::ofstream out(to, std::ios::binary | std::ios::trunc);
     out.write(content.data(), static_cast<std::streamsize>(content.size()));
     out.close();
-    if (!out) return cannot("write", to, std::error_code(errno != 0 ? errno : EIO, std::generic_category()));
+    if (!out)
+      return cannot("write", to,
+                    std::error_code(errno != 0 ? errno : EIO, std::generic_category()));
   }
   std::error_code error;
   if (file.executable) {

@@ -60,8 +60,7 @@ class GenerationBuilder {
     std::string fingerprint;  // sha256 of a file, target of a link
   };
   [[nodiscard]] Result<void> place_one(const std::string& package,
-                                       const std::filesystem::path& source,
-                                       const FileRecord& file);
+                                       const std::filesystem::path& source, const FileRecord& file);
   [[nodiscard]] Result<bool> claim(const std::string& package, const FileRecord& file);
   [[nodiscard]] Result<void> make_parent(const std::filesystem::path& path);
   [[nodiscard]] Result<void> make_symlink(const std::string& target,

@@ -8,11 +8,11 @@
 // include/ made of hard links to the very files placed in site-packages.
 
 #include <chrono>
-#include <optional>
-#include <string_view>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "envkit/archive/layout.hpp"

@@ -81,9 +81,9 @@ std::set<std::string> closure_names(const InstallPlan& plan) {
 
 // The wheels of `sdists`, from the cache or built there by the environment's
 // Python (which has the closure's wheels placed by now), each unpacked.
-Result<std::vector<EntryRecord>> wheels_of_sdists(const PythonStepInput& input,
-                                                  const python::InterpreterCheck& check,
-                                                  const std::vector<const PlannedPackage*>& sdists) {
+Result<std::vector<EntryRecord>> wheels_of_sdists(
+    const PythonStepInput& input, const python::InterpreterCheck& check,
+    const std::vector<const PlannedPackage*>& sdists) {
   const SdistContext context{.python = python::interpreter(input.root),
                              .python_version = check.version,
                              .closure = closure_names(*input.plan)};
@@ -121,8 +121,8 @@ Result<void> install_wheels(const PythonStepInput& input, const python::Interpre
     fresh.push_back(&package);
     // The venv's own pip or setuptools gives way to the closure's, as pip would replace it.
     for (const auto& lib_dir : {check.scheme.purelib, check.scheme.platlib}) {
-      auto removed =
-          python::remove_installed(input.root, lib_dir, package.name, *input.receipts, *input.builder);
+      auto removed = python::remove_installed(input.root, lib_dir, package.name, *input.receipts,
+                                              *input.builder);
       if (!removed) return std::move(removed).error();
     }
     if (is_sdist(package)) {
@@ -141,7 +141,8 @@ Result<void> install_wheels(const PythonStepInput& input, const python::Interpre
     placed.push_back(*std::move(wheel));
   }
   if (input.compile_bytecode && !placed.empty()) {
-    if (input.note) input.note(fmt::format("compiling the bytecode of {} Python packages", placed.size()));
+    if (input.note)
+      input.note(fmt::format("compiling the bytecode of {} Python packages", placed.size()));
     if (auto compiled = python::compile_bytecode(input.root, check, placed); !compiled)
       return compiled;
   }

@@ -70,15 +70,14 @@ Result<fs::path> build_sdist(const SdistBuild& build) {
   std::error_code error;
   fs::create_directories(build.out, error);
   if (error) return cannot("create", build.out, error);
-  const BuildStep step{
-      .name = "pip wheel",
-      .argv = {context.python.string(), "-I", "-m", "pip", "wheel", "--no-deps",
-               "--no-build-isolation", "--no-index", "--no-cache-dir",
-               "--disable-pip-version-check", "--no-input", "-w", build.out.string(),
-               build.sdist.string()},
-      .cwd = build.out,
-      // pip's configuration files could send it elsewhere (an index, --user).
-      .env = {{"PIP_CONFIG_FILE", "/dev/null"}}};
+  const BuildStep step{.name = "pip wheel",
+                       .argv = {context.python.string(), "-I", "-m", "pip", "wheel", "--no-deps",
+                                "--no-build-isolation", "--no-index", "--no-cache-dir",
+                                "--disable-pip-version-check", "--no-input", "-w",
+                                build.out.string(), build.sdist.string()},
+                       .cwd = build.out,
+                       // pip's configuration files could send it elsewhere (an index, --user).
+                       .env = {{"PIP_CONFIG_FILE", "/dev/null"}}};
   if (auto ran = run_build_step(step, build.label, build.timeout, log); !ran) {
     return name_missing_package(std::move(ran).error(), log.text, context)
         .hint("the prefix keeps its previous generation");
@@ -138,7 +137,8 @@ Result<EntryRecord> sdist_wheel_entry(const Cache& cache, const std::string& nam
   for (const auto& file : *files) {
     if (file.type != archive::EntryType::file) continue;
     std::error_code ignored;
-    fs::permissions(*staging / file.path, fs::perms::owner_write | fs::perms::group_write | fs::perms::others_write,
+    fs::permissions(*staging / file.path,
+                    fs::perms::owner_write | fs::perms::group_write | fs::perms::others_write,
                     fs::perm_options::remove, ignored);
   }
   EntryRecord record{.id = id,

@@ -118,8 +118,7 @@ std::optional<std::string> inside(const std::string& base, std::string_view rela
   return joined.generic_string();
 }
 
-FileRecord generated_record(const std::string& path, const std::string& content,
-                            bool executable) {
+FileRecord generated_record(const std::string& path, const std::string& content, bool executable) {
   return {.path = path,
           .type = archive::EntryType::file,
           .size = content.size(),
@@ -146,8 +145,9 @@ Result<WheelInfo> read_wheel_info(const UnpackedWheel& wheel) {
       found.insert(top);
   }
   if (found.size() != 1) {
-    return Error::failed(fmt::format("the wheel of {} in {} has {} `.dist-info` folders of its name",
-                                     wheel.name, text::quoted(wheel.dir.string()), found.size()))
+    return Error::failed(
+               fmt::format("the wheel of {} in {} has {} `.dist-info` folders of its name",
+                           wheel.name, text::quoted(wheel.dir.string()), found.size()))
         .hint("a wheel holds one `NAME-VERSION.dist-info` folder (PEP 427); report the wheel");
   }
   WheelInfo info{.dist_info = *found.begin()};
@@ -184,18 +184,16 @@ std::vector<std::pair<std::string, std::string>> console_script_specs(
     specs.emplace_back("pip" + major, target);
     specs.emplace_back("pip" + major_minor, target);
     static const std::regex kVersionedPip(R"(pip(\d+(\.\d+)?)?)");
-    std::erase_if(console, [](const auto& entry) {
-      return std::regex_match(entry.first, kVersionedPip);
-    });
+    std::erase_if(console,
+                  [](const auto& entry) { return std::regex_match(entry.first, kVersionedPip); });
   }
   if (const auto easy = console.find("easy_install"); easy != console.end()) {
     const auto target = easy->second;
     specs.emplace_back("easy_install", target);
     specs.emplace_back("easy_install-" + major_minor, target);
     static const std::regex kVersionedEasy(R"(easy_install(-\d+\.\d+)?)");
-    std::erase_if(console, [](const auto& entry) {
-      return std::regex_match(entry.first, kVersionedEasy);
-    });
+    std::erase_if(console,
+                  [](const auto& entry) { return std::regex_match(entry.first, kVersionedEasy); });
   }
   for (auto& [name, target] : console)
     specs.emplace_back(name, std::move(target));
@@ -262,8 +260,7 @@ Result<PlacedWheel> place_wheel(GenerationBuilder& builder, const InterpreterChe
       // setuptools' own wrappers of entry points pip writes itself.
       auto name = fs::path(*destination).filename().string();
       for (const std::string_view suffix : {".exe", "-script.py", ".pya"}) {
-        if (name.size() > suffix.size() &&
-            text::to_lower(name).ends_with(suffix))
+        if (name.size() > suffix.size() && text::to_lower(name).ends_with(suffix))
           name.resize(name.size() - suffix.size());
       }
       if (console.contains(name) || gui.contains(name)) continue;
@@ -281,8 +278,7 @@ Result<PlacedWheel> place_wheel(GenerationBuilder& builder, const InterpreterChe
         const auto rewritten = relocatable_shebang(kScriptInterpreter) +
                                (newline == std::string::npos ? "\n" : content.substr(newline));
         changed.insert(installed[file.path]);
-        written.emplace_back(generated_record(*destination, rewritten, file.executable),
-                             rewritten);
+        written.emplace_back(generated_record(*destination, rewritten, file.executable), rewritten);
         continue;
       }
     }
@@ -441,6 +437,7 @@ Result<std::size_t> remove_installed(const fs::path& root, const std::string& li
     for (fs::recursive_directory_iterator it(dist_info, error), end; !error && it != end;
          it.increment(error))
       removed.insert(it->path().lexically_relative(root).generic_string());
+    removed.insert(dist_info.lexically_relative(root).generic_string());
     fs::remove_all(dist_info, error);
   }
   for (auto& [package, receipt] : receipts) {
@@ -455,8 +452,8 @@ Result<std::size_t> remove_installed(const fs::path& root, const std::string& li
 Result<void> write_record(GenerationBuilder& builder, PlacedWheel& wheel) {
   std::string text;
   for (const auto& [path, row] : wheel.rows)
-    text += fmt::format("{},{},{}\r\n", csv_field(path), csv_field(row.first),
-                        csv_field(row.second));
+    text +=
+        fmt::format("{},{},{}\r\n", csv_field(path), csv_field(row.first), csv_field(row.second));
   const auto record = generated_record(wheel.dist_info + "/RECORD", text, false);
   if (auto wrote = builder.write(wheel.name, record, text); !wrote) return wrote;
   wheel.files.push_back(record);

@@ -26,8 +26,8 @@ namespace envkit::store::python {
 
 // A wheel unpacked in the cache.
 struct UnpackedWheel {
-  std::string name;                    // the closure's name for it (PEP 503): `nvidia-cudnn-cu12`
-  std::filesystem::path dir;           // the cache entry's folder
+  std::string name;           // the closure's name for it (PEP 503): `nvidia-cudnn-cu12`
+  std::filesystem::path dir;  // the cache entry's folder
   const std::vector<FileRecord>* files = nullptr;  // its records: archive paths
 };
 
@@ -35,9 +35,9 @@ struct UnpackedWheel {
 // after placing goes in it).
 struct PlacedWheel {
   std::string name;
-  std::string version;   // as its .dist-info folder spells it
-  std::string dist_info; // relative to the root: lib/python3.11/site-packages/x-1.0.dist-info
-  std::string lib_dir;   // purelib or platlib, relative to the root: RECORD's paths start there
+  std::string version;    // as its .dist-info folder spells it
+  std::string dist_info;  // relative to the root: lib/python3.11/site-packages/x-1.0.dist-info
+  std::string lib_dir;    // purelib or platlib, relative to the root: RECORD's paths start there
   std::vector<FileRecord> files;  // placed and written, relative to the root
   // RECORD's rows: installed path (relative to lib_dir) -> hash field, size field.
   std::map<std::string, std::pair<std::string, std::string>> rows;

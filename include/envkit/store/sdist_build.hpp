@@ -19,9 +19,9 @@ namespace envkit::store {
 
 // What a closure's sdists are built with.
 struct SdistContext {
-  std::filesystem::path python;      // the environment's interpreter: <generation>/bin/python3
-  std::string python_version;        // its version, 3.11.7: part of the cache key
-  std::set<std::string> closure;     // the closure's package names (PEP 503), for hints
+  std::filesystem::path python;   // the environment's interpreter: <generation>/bin/python3
+  std::string python_version;     // its version, 3.11.7: part of the cache key
+  std::set<std::string> closure;  // the closure's package names (PEP 503), for hints
 };
 
 // One sdist to build into a wheel.
@@ -35,9 +35,9 @@ struct SdistBuild {
 };
 
 // Runs `PYTHON -I -m pip wheel --no-deps --no-build-isolation --no-index
-// --no-cache-dir --disable-pip-version-check --no-input -w OUT SDIST` (PIP_CONFIG_FILE=/dev/null: no configuration sends pip elsewhere), its
-// output in `build.log`. Returns the wheel it wrote. A failure is an error
-// naming the package and the step, with pip's last 20 lines and the log's path
+// --no-cache-dir --disable-pip-version-check --no-input -w OUT SDIST` (PIP_CONFIG_FILE=/dev/null:
+// no configuration sends pip elsewhere), its output in `build.log`. Returns the wheel it wrote. A
+// failure is an error naming the package and the step, with pip's last 20 lines and the log's path
 // (run_build_step); when the build could not import setuptools (or lacked
 // `wheel`'s bdist_wheel), it says so, and whether the closure has it, with a
 // hint to add it to the project's Python requirements.

@@ -50,9 +50,7 @@ SdistBuild build_of(const TempDir& dir, const fs::path& python, const fs::path& 
           .sdist = sdist,
           .out = dir.path() / "out",
           .log = dir.path() / "logs" / "needs-setuptools.log",
-          .context = {.python = python,
-                      .python_version = "3",
-                      .closure = std::move(closure)}};
+          .context = {.python = python, .python_version = "3", .closure = std::move(closure)}};
 }
 
 }  // namespace
