@@ -15,7 +15,8 @@
 # bench/results/install_closure_vs_uv.json and docs/img/install_closure_vs_uv.svg
 # (bench/plot_bars.py). The machine may be shared with other builds: say so
 # with the numbers.
-# Usage: bench/install_closure_vs_uv.sh [ENVKIT_BINARY]   (RUNS=1 for one round)
+# Usage: bench/install_closure_vs_uv.sh [ENVKIT_BINARY]   (RUNS=1 for one round;
+# DOWNLOAD_ONLY=1 to fetch the wheels and stop)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 envkit=${1:-$here/build-rel/src/cli/envkit}
@@ -72,6 +73,7 @@ open(f"{run}/requirements.txt", "w").write("".join(pins))
 print(f"wheels: {len(wheels)}, bytes: {total}")
 PY
 
+[ -n "${DOWNLOAD_ONLY:-}" ] && exit 0  # just fill bench/.work
 serve_dir "$work" "$run"
 
 UV_VERSION="$uv_version" RUNS="$runs" python3 - "$envkit" "$run" "$work" "http://127.0.0.1:$port" "$here" <<'PY'
