@@ -2,17 +2,19 @@
 // - A wheel's METADATA from pieces of the wheel (recipes' pypi importers):
 //   zip_directory_location, zip_directory_members, zip_member_span and
 //   zip_member_content, here on the input as the whole file.
-// - The survey that plans a wheel's unpacking on several threads
-//   (plan_zip_threads), which opens a path: the input is written to a memfd.
+// - envkit's zip reader unpacking a wheel (extract_file: check_zip_layout,
+//   then zip_unpack with its RECORD checks), on two threads with a small byte
+//   limit, from a memfd into a folder under /dev/shm emptied after each input.
 
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <string>
 
+#include "envkit/archive/extract.hpp"
 #include "envkit/archive/zip_member.hpp"
 #include "fuzz_support.hpp"
-#include "zip_parallel.hpp"
 
 namespace {
 
@@ -57,16 +59,25 @@ void read_members(std::string_view file) {
   }
 }
 
-void plan_threads(std::string_view file) {
+void unpack(std::string_view file) {
   static const int fd = ::memfd_create("fuzz.whl", MFD_CLOEXEC);
   if (fd < 0) fuzz::finding("memfd_create failed");
   if (::ftruncate(fd, 0) != 0 ||
       ::pwrite(fd, file.data(), file.size(), 0) != static_cast<ssize_t>(file.size())) {
     fuzz::finding("cannot write the memfd");
   }
+  static const auto destination =
+      std::filesystem::path("/dev/shm") / ("envkit-fuzz-zip-" + std::to_string(::getpid()));
   archive::ExtractOptions options;
-  options.threads = 4;
-  (void)archive::detail::plan_zip_threads("/proc/self/fd/" + std::to_string(fd), options);
+  options.threads = 2;
+  options.hash_files = true;
+  options.max_bytes = 4 << 20;
+  options.max_entries = 4096;
+  auto unpacked =
+      archive::extract_file("/proc/self/fd/" + std::to_string(fd), destination, options);
+  if (!unpacked) fuzz::check_refusal(unpacked.error());
+  std::error_code ignored;
+  std::filesystem::remove_all(destination, ignored);
 }
 
 }  // namespace
@@ -74,6 +85,6 @@ void plan_threads(std::string_view file) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view file = fuzz::text_of(data, size);
   read_members(file);
-  plan_threads(file);
+  unpack(file);
   return 0;
 }

@@ -13,7 +13,7 @@
 #include "extractor.hpp"
 #include "file_source.hpp"
 #include "zip_layout.hpp"
-#include "zip_parallel.hpp"
+#include "zip_unpack.hpp"
 
 namespace envkit::archive {
 
@@ -120,11 +120,12 @@ Result<ExtractResult> extract_file(const fs::path& archive, const fs::path& dest
     auto layout = detail::check_zip_layout(fd.get(), static_cast<std::uint64_t>(file.st_size), name,
                                            options.max_entries);
     if (!layout) return std::move(layout).error();
-    if (layout->entries == 0) return ExtractResult{};
-    if (options.threads > 1) {
-      if (auto plan = detail::plan_zip_threads(archive, options)) {
-        return detail::extract_zip_parallel(archive, destination, options, *plan);
-      }
+    if (layout->members.empty()) return ExtractResult{};
+    // envkit's own zip reader (zip_unpack.hpp). A runfile nested in a zip is
+    // for libarchive's Extractor, which knows how to unpack it in place.
+    if (!options.nested_runfile) {
+      ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+      return detail::unpack_zip(fd.get(), *layout, name, destination, options);
     }
   }
   const Utf8Names utf8;

@@ -167,6 +167,16 @@ Result<void> TreeWriter::set_directory_mode(std::span<const std::string> path, m
   return {};
 }
 
+Result<void> TreeWriter::set_file_mode(std::span<const std::string> path, mode_t mode) {
+  auto dir = parent_of(path);
+  if (!dir) return std::move(dir).error();
+  UniqueFd fd(::openat(*dir, path.back().c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd.valid() || ::fchmod(fd.get(), mode) != 0) {
+    return os_error("set the mode of", join_path(path));
+  }
+  return {};
+}
+
 Result<void> TreeWriter::make_symlink(std::span<const std::string> path,
                                       const std::string& target) {
   auto dir = parent_of(path);

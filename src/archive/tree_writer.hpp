@@ -38,6 +38,9 @@ class TreeWriter {
   // Sets an existing folder's permission bits (as given: the caller has
   // checked them).
   [[nodiscard]] Result<void> set_directory_mode(std::span<const std::string> path, mode_t mode);
+  // Sets an existing regular file's permission bits (as given: the caller has
+  // checked them); a link or anything else at the path is refused.
+  [[nodiscard]] Result<void> set_file_mode(std::span<const std::string> path, mode_t mode);
   // A symlink; the same link again is fine, anything else at the path is not.
   [[nodiscard]] Result<void> make_symlink(std::span<const std::string> path,
                                           const std::string& target);

@@ -93,38 +93,48 @@ Result<Directory> locate_directory(int fd, std::uint64_t file_size, std::string_
   return directory;
 }
 
-// Where each member's data ends, from its local header (in `members`' order).
-Result<std::vector<std::uint64_t>> data_ends(int fd, const std::vector<ZipMember>& members,
-                                             std::uint64_t directory_offset,
-                                             std::string_view name) {
+struct LocalHeaders {
+  std::vector<std::uint64_t> data_starts;
+  std::vector<LocalHeader> headers;
+};
+
+// Each member's local header and where its data starts (in `members`' order).
+Result<LocalHeaders> read_local_headers(int fd, const std::vector<ZipMember>& members,
+                                        std::uint64_t directory_offset, std::string_view name) {
   using namespace zip;
-  std::vector<std::uint64_t> ends;
-  ends.reserve(members.size());
+  LocalHeaders read;
+  read.data_starts.reserve(members.size());
+  read.headers.reserve(members.size());
   for (const auto& member : members) {
     if (member.offset > directory_offset || directory_offset - member.offset < kLocalHeaderSize) {
       return unreadable(name, fmt::format("entry `{}`: its local header (at byte {}) is not "
                                           "before the central directory",
                                           member.path, member.offset));
     }
-    auto header = read_at(fd, member.offset, kLocalHeaderSize, name);
-    if (!header) return std::move(header).error();
-    if (le(*header, 0, 4) != kLocalSignature) {
+    auto fixed = read_at(fd, member.offset, kLocalHeaderSize, name);
+    if (!fixed) return std::move(fixed).error();
+    if (le(*fixed, 0, 4) != kLocalSignature) {
       return unreadable(
           name, fmt::format("entry `{}`: no local header at byte {}", member.path, member.offset));
     }
     // No sum can wrap: the data's start is within the file, and the size is
     // compared with what is left before the directory.
-    const auto data_start =
-        member.offset + kLocalHeaderSize + le(*header, 26, 2) + le(*header, 28, 2);
+    const auto data_start = member.offset + kLocalHeaderSize + local_header_rest(*fixed);
     if (data_start > directory_offset || member.compressed_size > directory_offset - data_start) {
       return refused(
           name, fmt::format("entry `{}`: its data ({} bytes from byte {}) runs into the "
                             "central directory (at byte {})",
                             member.path, member.compressed_size, data_start, directory_offset));
     }
-    ends.push_back(data_start + member.compressed_size);
+    auto rest = read_at(fd, member.offset + kLocalHeaderSize,
+                        static_cast<std::size_t>(local_header_rest(*fixed)), name);
+    if (!rest) return std::move(rest).error();
+    auto local = parse_local_header(*fixed, *rest, name);
+    if (!local) return std::move(local).error();
+    read.headers.push_back(std::move(*local));
+    read.data_starts.push_back(data_start);
   }
-  return ends;
+  return read;
 }
 
 }  // namespace
@@ -150,8 +160,9 @@ Result<ZipLayout> check_zip_layout(int fd, std::uint64_t file_size, std::string_
   auto members = zip_directory_members(*bytes, name);
   if (!members) return std::move(members).error();
   if (members->size() > max_entries) return too_many();
-  auto ends = data_ends(fd, *members, directory->offset, name);
-  if (!ends) return std::move(ends).error();
+  auto locals = read_local_headers(fd, *members, directory->offset, name);
+  if (!locals) return std::move(locals).error();
+  const auto& starts = locals->data_starts;
   // In file order, each member's data must end before the next one starts.
   std::vector<std::size_t> order(members->size());
   for (std::size_t i = 0; i < order.size(); ++i)
@@ -161,7 +172,7 @@ Result<ZipLayout> check_zip_layout(int fd, std::uint64_t file_size, std::string_
   });
   for (std::size_t i = 1; i < order.size(); ++i) {
     const auto& before = (*members)[order[i - 1]];
-    const auto before_end = (*ends)[order[i - 1]];
+    const auto before_end = starts[order[i - 1]] + before.compressed_size;
     const auto& after = (*members)[order[i]];
     if (after.offset >= before_end) continue;
     return refused(name,
@@ -171,7 +182,68 @@ Result<ZipLayout> check_zip_layout(int fd, std::uint64_t file_size, std::string_
                                before.path, after.path, before.offset, before_end, after.offset))
         .hint("a zip made by a zip tool never does this; do not use this archive");
   }
-  return ZipLayout{.entries = members->size()};
+  // After the overlap check: records sharing one local header disagree with
+  // it too, and "overlap" says better what they are.
+  for (std::size_t i = 0; i < members->size(); ++i) {
+    if (auto agree = check_local_header(locals->headers[i], (*members)[i], name); !agree) {
+      return agree.error();
+    }
+  }
+  return ZipLayout{.members = std::move(*members),
+                   .data_starts = std::move(locals->data_starts),
+                   .directory_offset = directory->offset};
+}
+
+std::uint64_t local_header_rest(std::string_view fixed) {
+  return zip::le(fixed, 26, 2) + zip::le(fixed, 28, 2);
+}
+
+Result<LocalHeader> parse_local_header(std::string_view fixed, std::string_view rest,
+                                       std::string_view name) {
+  using namespace zip;
+  if (fixed.size() < kLocalHeaderSize || le(fixed, 0, 4) != kLocalSignature) {
+    return unreadable(name, "no local header where one should start");
+  }
+  const auto name_length = static_cast<std::size_t>(le(fixed, 26, 2));
+  if (rest.size() < local_header_rest(fixed))
+    return unreadable(name, "a local header is cut short");
+  LocalHeader local{.path = std::string(rest.substr(0, name_length)),
+                    .flags = static_cast<std::uint16_t>(le(fixed, 6, 2)),
+                    .method = static_cast<std::uint16_t>(le(fixed, 8, 2)),
+                    .crc32 = static_cast<std::uint32_t>(le(fixed, 14, 4)),
+                    .compressed_size = le(fixed, 18, 4),
+                    .size = le(fixed, 22, 4),
+                    .header_size = kLocalHeaderSize + local_header_rest(fixed)};
+  std::uint64_t no_offset = 0;
+  read_zip64_extra(rest.substr(name_length, le(fixed, 28, 2)), local.size, local.compressed_size,
+                   no_offset);
+  return local;
+}
+
+Result<void> check_local_header(const LocalHeader& local, const ZipMember& member,
+                                std::string_view name) {
+  const auto disagree = [&](std::string_view what, auto in_directory, auto in_header) {
+    return refused(name, fmt::format("entry `{}`: its central directory says {} {}, its local "
+                                     "header {}",
+                                     member.path, what, in_directory, in_header))
+        .hint("a zip made by a zip tool never does this; do not use this archive");
+  };
+  if (local.path != member.path) return disagree("name", member.path, local.path);
+  if (local.method != member.method) return disagree("method", member.method, local.method);
+  // With a data descriptor the header's CRC and sizes are 0 (or, from some
+  // writers, the real ones): only a different non-zero value disagrees.
+  const bool follow = local.sizes_follow();
+  if (!(follow && local.crc32 == 0) && local.crc32 != member.crc32) {
+    return disagree("CRC-32", fmt::format("{:08x}", member.crc32),
+                    fmt::format("{:08x}", local.crc32));
+  }
+  if (!(follow && local.size == 0) && local.size != member.size) {
+    return disagree("size", member.size, local.size);
+  }
+  if (!(follow && local.compressed_size == 0) && local.compressed_size != member.compressed_size) {
+    return disagree("compressed size", member.compressed_size, local.compressed_size);
+  }
+  return {};
 }
 
 }  // namespace envkit::archive::detail

@@ -56,7 +56,12 @@ Result<std::vector<ZipMember>> zip_directory_members(std::string_view directory,
     ZipMember member{.path = std::string(directory.substr(at + kDirectoryHeaderSize, name_length)),
                      .offset = le(directory, at + 42, 4),
                      .compressed_size = le(directory, at + 20, 4),
-                     .size = le(directory, at + 24, 4)};
+                     .size = le(directory, at + 24, 4),
+                     .method = static_cast<std::uint16_t>(le(directory, at + 10, 2)),
+                     .flags = static_cast<std::uint16_t>(le(directory, at + 8, 2)),
+                     .crc32 = static_cast<std::uint32_t>(le(directory, at + 16, 4)),
+                     .made_by = static_cast<std::uint16_t>(le(directory, at + 4, 2)),
+                     .external_attributes = static_cast<std::uint32_t>(le(directory, at + 38, 4))};
     read_zip64_extra(directory.substr(at + kDirectoryHeaderSize + name_length, extra_length),
                      member.size, member.compressed_size, member.offset);
     members.push_back(std::move(member));

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include "envkit/archive/layout.hpp"
@@ -217,17 +218,41 @@ Result<archive::ExtractResult> stream_unpack(const ArtifactTarget& target, net::
   return extracted;
 }
 
-// Spools a zip/wheel to disk, hashing it, then unpacks it from there.
+// Spools a zip/wheel to disk, hashing it, and unpacks it from there while it
+// arrives (extract_zip_arriving: entries as their local headers and data
+// come). Nothing of it is used unless the whole download is the locked one:
+// on a mismatch the caller discards `staging`.
 Result<archive::ExtractResult> spool_unpack(const ArtifactTarget& target, net::ByteStream& stream,
                                             const fs::path& staging, std::string& digest,
                                             std::uint64_t& bytes, bool& unreachable) {
   const TempFile file(staging.string() + ".download");
-  auto spooled = spool(stream, file.path(), unreachable);
+  const auto options = options_for(target);
+  archive::ArrivingFile arriving;
+  std::optional<Result<archive::ExtractResult>> extracted;
+  Result<Spooled> spooled = Spooled{};
+  {
+    std::jthread unpacker([&] {
+      try {
+        extracted = archive::extract_zip_arriving(file.path(), arriving, staging, options);
+      } catch (const std::exception& e) {
+        extracted = Error::internal(fmt::format("unpacking {}: {}", target.label(), e.what()));
+      }
+    });
+    // Destroyed before the unpacker is joined: it never waits for more.
+    struct Finish {
+      archive::ArrivingFile& file;
+      bool whole = false;
+      ~Finish() { file.finished(whole); }
+    } finish{arriving};
+    spooled = spool(stream, file.path(), unreachable,
+                    [&](std::uint64_t written) { arriving.grew(written); });
+    finish.whole = spooled.ok();
+  }
   if (!spooled) return std::move(spooled).error();
   digest = spooled->sha256;
   bytes = spooled->bytes;
   if (digest != target.artifact.sha256) return mismatch(target, stream.url(), digest);
-  return archive::extract_file(file.path(), staging, options_for(target));
+  return std::move(*extracted);
 }
 
 // The file name of a closure package's download, as pip needs it: a wheel's

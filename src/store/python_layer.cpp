@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "envkit/archive/wheel_record.hpp"
 #include "envkit/core/sha256.hpp"
 #include "envkit/core/text.hpp"
 #include "envkit/specs/package_name.hpp"
@@ -75,65 +76,6 @@ print(json.dumps({"version": "%d.%d.%d" % sys.version_info[:3],
                              "include": rel(include)},
                   "cache_tag": sys.implementation.cache_tag or ""}))
 )py";
-
-}  // namespace
-
-std::optional<std::string> record_hash_hex(std::string_view field) {
-  constexpr std::string_view prefix = "sha256=";
-  if (!field.starts_with(prefix)) return std::nullopt;
-  field.remove_prefix(prefix.size());
-  std::vector<unsigned char> bytes;
-  unsigned buffer = 0;
-  int bits = 0;
-  for (const char c : field) {
-    int value = -1;
-    if (c >= 'A' && c <= 'Z') value = c - 'A';
-    if (c >= 'a' && c <= 'z') value = c - 'a' + 26;
-    if (c >= '0' && c <= '9') value = c - '0' + 52;
-    if (c == '-' || c == '+') value = 62;
-    if (c == '_' || c == '/') value = 63;
-    if (c == '=') break;
-    if (value < 0) return std::nullopt;
-    buffer = (buffer << 6) | static_cast<unsigned>(value);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      bytes.push_back(static_cast<unsigned char>((buffer >> bits) & 0xFF));
-    }
-  }
-  if (bytes.size() != 32) return std::nullopt;
-  std::string hex;
-  for (const auto byte : bytes)
-    hex += fmt::format("{:02x}", byte);
-  return hex;
-}
-
-std::vector<std::string> csv_fields(std::string_view line) {
-  std::vector<std::string> fields(1);
-  bool quoted = false;
-  for (std::size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-        fields.back() += '"';
-        ++i;
-      } else if (c == '"') {
-        quoted = false;
-      } else {
-        fields.back() += c;
-      }
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      fields.emplace_back();
-    } else if (c != '\r') {
-      fields.back() += c;
-    }
-  }
-  return fields;
-}
-
-namespace {
 
 Result<FileRecord> record_of(const fs::path& root, const std::string& relative,
                              const std::optional<std::string>& sha256) {

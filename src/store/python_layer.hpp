@@ -74,11 +74,4 @@ struct InterpreterCheck {
 // the end: the script's second line follows one.
 [[nodiscard]] std::string relocatable_shebang(std::string_view interpreter_name);
 
-// RECORD's `sha256=<urlsafe base64, no padding>` as lowercase hex; nullopt for
-// another algorithm or a malformed value.
-[[nodiscard]] std::optional<std::string> record_hash_hex(std::string_view field);
-
-// One RECORD row (csv): path,hash,size; a quoted field may hold `,` and `""`.
-[[nodiscard]] std::vector<std::string> csv_fields(std::string_view line);
-
 }  // namespace envkit::store::python

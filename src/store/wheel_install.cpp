@@ -9,6 +9,7 @@
 #include <regex>
 #include <set>
 
+#include "envkit/archive/wheel_record.hpp"
 #include "envkit/core/sha256.hpp"
 #include "envkit/core/text.hpp"
 #include "envkit/specs/package_name.hpp"
@@ -327,7 +328,7 @@ Result<PlacedWheel> place_wheel(GenerationBuilder& builder, const InterpreterChe
   };
   const auto wheel_record = read_file(wheel.dir / info->dist_info / "RECORD");
   for (const auto raw : text::split(wheel_record, '\n')) {
-    const auto fields = csv_fields(raw);
+    const auto fields = archive::csv_fields(raw);
     if (fields.empty() || fields[0].empty()) continue;
     const auto it = installed.find(fields[0]);
     const auto path = it == installed.end() ? fields[0] : it->second;
@@ -425,7 +426,7 @@ Result<std::size_t> remove_installed(const fs::path& root, const std::string& li
   for (const auto& dist_info : dist_infos) {
     const auto record = read_file(dist_info / "RECORD");
     for (const auto raw : text::split(record, '\n')) {
-      const auto fields = csv_fields(raw);
+      const auto fields = archive::csv_fields(raw);
       if (fields.empty() || fields[0].empty()) continue;
       const auto path = inside(lib_dir, fields[0]);
       // RECORD's scripts are `../../../bin/pip`: the generation's, not outside it.

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <fstream>
 #include <future>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -215,6 +216,94 @@ TEST_CASE("cache clean during an install leaves the entries it links alone",
   CHECK(read_text(project.prefix() / "lib" / "libslow-data.so") == noise);
   // Once the install is done, clean takes them.
   CHECK(json::parse(project.envkit({"cache", "clean", "--json"}).out).at("removed") == 2);
+}
+
+}  // namespace
+}  // namespace envkit::test
+
+namespace envkit::test {
+namespace {
+
+// Every file under `root` with its content (a link as "-> TARGET"), by relative path.
+std::map<std::string, std::string> files_under(const fs::path& root) {
+  std::map<std::string, std::string> files;
+  for (const auto& entry : fs::recursive_directory_iterator(root)) {
+    const auto relative = fs::relative(entry.path(), root).generic_string();
+    if (entry.is_symlink()) {
+      files[relative] = "-> " + fs::read_symlink(entry.path()).string();
+    } else if (entry.is_regular_file()) {
+      files[relative] = read_text(entry.path());
+    }
+  }
+  return files;
+}
+
+TEST_CASE("a wheel downloading slowly unpacks as it arrives into the prefix a fast one makes",
+          "[cli][install][cache]") {
+  if (nginx_missing()) return;
+  InstallProject slow_project;
+  InstallProject fast_project;
+  const RedistMirror mirror(slow_project.dir.path() / "www");
+  auto runtime = library_component("cudart", "13.0.96");
+  runtime.files.push_back({.path = "lib/libcudart-data.so", .content = incompressible(1 << 20, 7)});
+  for (int i = 0; i < 20; ++i) {
+    runtime.files.push_back(
+        {.path = "include/h" + std::to_string(i) + ".h", .content = std::to_string(i) + "\n"});
+  }
+  const auto wheel = mirror.add_wheel(runtime, "nvidia_cuda_runtime");
+  const auto bytes = read_text(mirror.root() / wheel.relative_path);
+  const StaticHttpServer fast_server(mirror.root());
+  FaultServer slow_server;
+  const auto path = "/" + wheel.relative_path;
+  // About a second: 5 ms per 16 KiB.
+  slow_server.serve(path, bytes, {.chunk_delay = std::chrono::milliseconds(5)});
+  slow_project.lock({{"cuda", "13.0.2", {lock_artifact(wheel, slow_server.url(""))}}});
+  fast_project.lock({{"cuda", "13.0.2", {lock_artifact(wheel, fast_server.url(""))}}});
+  const auto slow = slow_project.install();
+  INFO(slow.err);
+  REQUIRE(slow.exit_code == 0);
+  REQUIRE(fast_project.install().exit_code == 0);
+  const auto slow_files = files_under(slow_project.prefix());
+  const auto fast_files = files_under(fast_project.prefix());
+  CHECK(slow_files.size() > 20);
+  for (const auto& [file, content] : fast_files) {
+    INFO(file);
+    REQUIRE(slow_files.contains(file));
+    // The receipts name the URL, which is another server's.
+    if (content.find(fast_server.url("")) != std::string::npos) continue;
+    CHECK(slow_files.at(file) == content);
+  }
+  CHECK(fs::status(slow_project.prefix() / "lib/libcudart-data.so").permissions() ==
+        fs::status(fast_project.prefix() / "lib/libcudart-data.so").permissions());
+}
+
+TEST_CASE("a wheel unpacked as it arrives but not the locked bytes leaves nothing behind",
+          "[cli][install][cache]") {
+  if (nginx_missing()) return;
+  InstallProject project;
+  const RedistMirror mirror(project.dir.path() / "www");
+  auto runtime = library_component("cudart", "13.0.96");
+  runtime.files.push_back({.path = "lib/libcudart-data.so", .content = incompressible(1 << 19, 8)});
+  const auto wheel = mirror.add_wheel(runtime, "nvidia_cuda_runtime");
+  FaultServer server;
+  // The middle byte flipped: the entries before it unpack fine, and are thrown away.
+  server.serve("/" + wheel.relative_path, read_text(mirror.root() / wheel.relative_path),
+               {.wrong_bytes = true, .chunk_delay = std::chrono::milliseconds(2)});
+  project.lock({{"cuda", "13.0.2", {lock_artifact(wheel, server.url(""))}}});
+  const auto wrong = project.install();
+  CHECK(wrong.exit_code == 1);
+  CHECK_THAT(wrong.err, Catch::Contains("checksum mismatch"));
+  CHECK_FALSE(fs::exists(project.prefix()));
+  CHECK((!fs::exists(project.entries()) || fs::is_empty(project.entries())));
+  // No staging folder or spooled download is left in the cache either.
+  std::vector<std::string> left;
+  for (const auto& entry : fs::recursive_directory_iterator(project.cache)) {
+    const auto name = entry.path().filename().string();
+    if (name.find("staging") != std::string::npos || name.ends_with(".download")) {
+      left.push_back(entry.path().string());
+    }
+  }
+  CHECK(left.empty());
 }
 
 }  // namespace

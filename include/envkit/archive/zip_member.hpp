@@ -32,6 +32,13 @@ struct ZipMember {
   std::uint64_t offset = 0;  // of its local header
   std::uint64_t compressed_size = 0;
   std::uint64_t size = 0;
+  // As the directory record states them (APPNOTE 4.4): what the unpacker
+  // checks the local header and the data against, and the mode.
+  std::uint16_t method = 0;  // 0 stored, 8 deflate
+  std::uint16_t flags = 0;   // bit 0 encrypted, bit 3 data descriptor, bit 11 UTF-8
+  std::uint32_t crc32 = 0;
+  std::uint16_t made_by = 0;              // the high byte: 3 = Unix, whose modes are in
+  std::uint32_t external_attributes = 0;  // the high 16 bits
 };
 
 // The members a central directory (its bytes) lists, in order.

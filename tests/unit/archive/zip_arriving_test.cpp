@@ -1,0 +1,210 @@
+// A zip unpacked while it is still being written (extract_zip_arriving, what
+// `install` does with a wheel as it downloads) gives exactly what the whole
+// file gives, and what it read early must agree with the central directory.
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <thread>
+
+#include "archive_maker.hpp"
+#include "envkit/archive/extract.hpp"
+#include "envkit/core/sha256.hpp"
+#include "support/temp_dir.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Catch::Matchers::Contains;
+using envkit::archive::ArrivingFile;
+using envkit::archive::ExtractOptions;
+using envkit::archive::ExtractResult;
+using envkit::test::read_bytes;
+using envkit::test::TempDir;
+using envkit::test::tree;
+using envkit::test::ZipBuilder;
+
+ExtractOptions arriving_options() {
+  ExtractOptions options;
+  options.hash_files = true;
+  options.threads = 3;
+  return options;
+}
+
+// A wheel as Python's zipfile writes pip's (deflated, sizes in the local
+// headers, Unix modes): libraries, an executable, many small files, a folder
+// of mode 0700, and a RECORD of them all.
+std::string python_wheel(const TempDir& tmp) {
+  const auto root = tmp.path() / "src";
+  fs::create_directories(root / "demo/lib");
+  fs::create_directories(root / "demo/private");
+  for (int i = 0; i < 3; ++i) {
+    std::ofstream(root / ("demo/lib/libpart" + std::to_string(i) + ".so"), std::ios::binary)
+        << envkit::test::pseudo_random(400'000, static_cast<unsigned>(i + 7))
+        << std::string(std::size_t{1} << 20, 'z');
+  }
+  for (int i = 0; i < 30; ++i)
+    std::ofstream(root / ("demo/m" + std::to_string(i) + ".py")) << "x = " << i << "\n";
+  std::ofstream(root / "demo/run.sh") << "#!/bin/sh\necho hi\n";
+  fs::permissions(root / "demo/run.sh", fs::perms::owner_all | fs::perms::group_read |
+                                            fs::perms::group_exec | fs::perms::others_read |
+                                            fs::perms::others_exec);
+  const auto out = tmp.path() / "made.whl";
+  const std::string script =
+      "import base64,hashlib,os,sys,zipfile\n"
+      "root,out=sys.argv[1],sys.argv[2]\n"
+      "rows=[]\n"
+      "with zipfile.ZipFile(out,'w',zipfile.ZIP_DEFLATED,compresslevel=1) as z:\n"
+      "  i=zipfile.ZipInfo('demo/private/'); i.external_attr=(0o40700<<16)|0x10\n"
+      "  z.writestr(i,b'')\n"
+      "  for d,_,fs in sorted(os.walk(root)):\n"
+      "    for f in sorted(fs):\n"
+      "      p=os.path.join(d,f); r=os.path.relpath(p,root); z.write(p,r)\n"
+      "      b=open(p,'rb').read()\n"
+      "      h=base64.urlsafe_b64encode(hashlib.sha256(b).digest()).rstrip(b'=').decode()\n"
+      "      rows.append('%s,sha256=%s,%d\\n'%(r,h,len(b)))\n"
+      "  rows.append('demo-1.0.dist-info/RECORD,,\\n')\n"
+      "  z.writestr('demo-1.0.dist-info/RECORD',''.join(rows))\n";
+  std::ofstream(tmp.path() / "make_wheel.py") << script;
+  const auto command = "python3 " + (tmp.path() / "make_wheel.py").string() + " " + root.string() +
+                       " " + out.string();
+  REQUIRE(std::system(command.c_str()) == 0);
+  return read_bytes(out);
+}
+
+// Writes `bytes` to `file` a piece at a time, telling `arriving`. Before the
+// last piece (the central directory) it waits until `first_file` is unpacked
+// (true when it was: the entries before it were read as they came).
+bool drip(const std::string& bytes, const fs::path& file, ArrivingFile& arriving, std::size_t whole,
+          const fs::path& first_file) {
+  std::ofstream out(file, std::ios::binary);
+  arriving.grew(0);
+  constexpr std::size_t kPiece = 64 << 10;
+  std::size_t at = 0;
+  for (; at + kPiece < whole; at += kPiece) {
+    out.write(bytes.data() + at, kPiece);
+    out.flush();
+    arriving.grew(at + kPiece);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  bool early = false;
+  if (!first_file.empty()) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!(early = fs::exists(first_file)) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  out.write(bytes.data() + at, static_cast<std::streamsize>(whole - at));
+  out.flush();
+  arriving.grew(whole);
+  arriving.finished(whole == bytes.size());
+  return early;
+}
+
+envkit::Result<ExtractResult> unpack_arriving(const TempDir& tmp, const std::string& bytes,
+                                              const fs::path& destination,
+                                              const std::string& first_file = {},
+                                              std::size_t whole = std::string::npos,
+                                              bool* early = nullptr) {
+  const auto file = tmp.path() / "arriving.whl";
+  ArrivingFile arriving;
+  bool was_early = false;
+  std::optional<envkit::Result<ExtractResult>> result;
+  {
+    std::jthread writer([&] {
+      was_early = drip(bytes, file, arriving, std::min(whole, bytes.size()),
+                       first_file.empty() ? fs::path() : destination / first_file);
+    });
+    result = envkit::archive::extract_zip_arriving(file, arriving, destination, arriving_options());
+  }
+  if (early != nullptr) *early = was_early;
+  return std::move(*result);
+}
+
+void check_same(const ExtractResult& whole, const ExtractResult& arrived) {
+  CHECK(arrived.bytes_written == whole.bytes_written);
+  REQUIRE(arrived.entries.size() == whole.entries.size());
+  for (std::size_t i = 0; i < whole.entries.size(); ++i) {
+    INFO(whole.entries[i].path);
+    CHECK(arrived.entries[i].path == whole.entries[i].path);
+    CHECK(arrived.entries[i].type == whole.entries[i].type);
+    CHECK(arrived.entries[i].size == whole.entries[i].size);
+    CHECK(arrived.entries[i].executable == whole.entries[i].executable);
+    CHECK(arrived.entries[i].sha256 == whole.entries[i].sha256);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a wheel unpacked as it arrives gives what the whole file gives", "[archive][zip]") {
+  TempDir tmp;
+  const auto bytes = python_wheel(tmp);
+  envkit::test::write_bytes(tmp.path() / "whole.whl", bytes);
+  auto whole = envkit::archive::extract_file(tmp.path() / "whole.whl", tmp.path() / "whole",
+                                             arriving_options());
+  REQUIRE(whole.ok());
+  // The first library is unpacked before the central directory is written.
+  bool early = false;
+  auto arrived = unpack_arriving(tmp, bytes, tmp.path() / "arrived", "demo/lib/libpart0.so",
+                                 std::string::npos, &early);
+  INFO((arrived.ok() ? "" : arrived.error().to_string()));
+  REQUIRE(arrived.ok());
+  CHECK(early);
+  check_same(*whole, *arrived);
+  CHECK(tree(tmp.path() / "arrived") == tree(tmp.path() / "whole"));
+  CHECK(envkit::test::mode_of(tmp.path() / "arrived/demo/run.sh") == 0755);
+  CHECK(envkit::test::mode_of(tmp.path() / "arrived/demo/private") == 0700);
+  CHECK(read_bytes(tmp.path() / "arrived/demo/lib/libpart2.so") ==
+        read_bytes(tmp.path() / "whole/demo/lib/libpart2.so"));
+}
+
+TEST_CASE("a zip whose sizes follow its data is unpacked once it has arrived", "[archive][zip]") {
+  // libarchive's writer puts sizes in data descriptors: nothing can be read early.
+  TempDir tmp;
+  const auto bytes = envkit::test::make_archive(
+      envkit::test::Format::zip,
+      {envkit::test::Entry::file("a/one", "1", 0755),
+       envkit::test::Entry::file("a/big", envkit::test::pseudo_random(300'000)),
+       envkit::test::Entry::symlink("a/link", "one")});
+  envkit::test::write_bytes(tmp.path() / "whole.zip", bytes);
+  auto whole = envkit::archive::extract_file(tmp.path() / "whole.zip", tmp.path() / "whole",
+                                             arriving_options());
+  REQUIRE(whole.ok());
+  auto arrived = unpack_arriving(tmp, bytes, tmp.path() / "arrived");
+  REQUIRE(arrived.ok());
+  check_same(*whole, *arrived);
+  CHECK(tree(tmp.path() / "arrived") == tree(tmp.path() / "whole"));
+}
+
+TEST_CASE("a zip unpacked as it arrives is refused where its directory disagrees",
+          "[archive][zip]") {
+  TempDir tmp;
+  SECTION("a local header the central directory does not list") {
+    ZipBuilder zip;
+    zip.add("demo/a.py", "a = 1\n");
+    zip.add("demo/hidden.py", "import os\n");
+    zip.records().pop_back();
+    auto arrived = unpack_arriving(tmp, zip.finish(), tmp.path() / "arrived");
+    REQUIRE_FALSE(arrived.ok());
+    CHECK_THAT(arrived.error().to_string(),
+               Contains("arriving.whl`") &&
+                   Contains("entry `demo/hidden.py`: its local header is one the central "
+                            "directory does not list"));
+  }
+  SECTION("a CRC-32 in the local header the data does not give") {
+    ZipBuilder zip;
+    zip.add("demo/a.py", "a = 1\n");
+    auto bytes = zip.finish();
+    bytes[30 + 9] = 'b';  // the data, after the header and the name
+    auto arrived = unpack_arriving(tmp, bytes, tmp.path() / "arrived");
+    REQUIRE_FALSE(arrived.ok());
+    CHECK_THAT(arrived.error().to_string(), Contains("entry `demo/a.py`: CRC-32 mismatch"));
+  }
+  SECTION("the download ends halfway") {
+    const auto bytes = python_wheel(tmp);
+    auto arrived = unpack_arriving(tmp, bytes, tmp.path() / "arrived", {}, bytes.size() / 2);
+    REQUIRE_FALSE(arrived.ok());
+    CHECK_THAT(arrived.error().to_string(), Contains("the download ended"));
+  }
+}
