@@ -1,15 +1,9 @@
 #include "envkit/recipes/recipe_cache.hpp"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <unistd.h>
-
-#include <cstring>
-#include <random>
 
 #include "envkit/core/sha256.hpp"
 #include "envkit/sys/fs.hpp"
-#include "envkit/sys/unique_fd.hpp"
 
 namespace envkit::recipes {
 
@@ -322,32 +316,6 @@ std::optional<Recipe> decode_payload(std::string_view payload) {
   return recipe;
 }
 
-// Writes `bytes` to `path` through a temporary file and a rename, so that a
-// reader sees the whole entry or none. Not synced: a torn entry fails its checksum.
-bool write_replacing(const fs::path& path, std::string_view bytes) {
-  std::random_device seed;
-  const auto temp =
-      path.parent_path() / fmt::format(".{}.tmp-{:08x}", path.filename().string(), seed());
-  {
-    const sys::UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
-    if (!fd.valid()) return false;
-    for (std::size_t done = 0; done < bytes.size();) {
-      const auto put = ::write(fd.get(), bytes.data() + done, bytes.size() - done);
-      if (put < 0 && errno == EINTR) continue;
-      if (put <= 0) {
-        ::unlink(temp.c_str());
-        return false;
-      }
-      done += static_cast<std::size_t>(put);
-    }
-  }
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
-    ::unlink(temp.c_str());
-    return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 std::string encode_recipe(const Recipe& recipe) {
@@ -395,7 +363,8 @@ void RecipeCache::store(std::string_view key, const Recipe& recipe) const {
   if (!decoded || encode_recipe(*decoded) != bytes) return;
   std::error_code ignored;
   fs::create_directories(dir_, ignored);
-  write_replacing(file_of(key), bytes);
+  // Not synced: an entry torn by a crash fails its checksum and is parsed again.
+  (void)sys::write_file_atomic(file_of(key), bytes, sys::Durability::unsynced);
 }
 
 }  // namespace envkit::recipes

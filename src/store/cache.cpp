@@ -325,7 +325,10 @@ Result<void> Cache::register_prefix(const fs::path& prefix) const {
   std::error_code error;
   fs::create_directories(file.parent_path(), error);
   if (error) return cannot("create", file.parent_path(), error);
-  return sys::write_file_atomic(file, absolute + "\n");
+  // Not synced: the install's receipts, synced later, commit it with them on a
+  // journaling file system, and a registration lost in a crash costs only sharing
+  // (`cache prune` may drop the prefix's entries; its hard links keep the files).
+  return sys::write_file_atomic(file, absolute + "\n", sys::Durability::unsynced);
 }
 
 std::set<std::string> Cache::record_ids() const {

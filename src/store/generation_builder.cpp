@@ -1,10 +1,16 @@
 #include "generation_builder.hpp"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <span>
+#include <thread>
 
 #include "envkit/core/text.hpp"
 #include "fs_error.hpp"
+#include "parallel.hpp"
 
 namespace envkit::store {
 
@@ -35,6 +41,14 @@ std::optional<std::string> cuda_target_dir(specs::Platform platform) {
       return std::nullopt;
   }
   return std::nullopt;
+}
+
+// Threads for `count` independent file-system calls: one below a few dozen
+// (starting a thread costs more than it saves), else up to 4.
+int jobs_for(std::size_t count) {
+  constexpr std::size_t kPerThread = 32;
+  const auto cores = std::max(1U, std::thread::hardware_concurrency());
+  return static_cast<int>(std::min<std::size_t>({count / kPerThread + 1, cores, 4}));
 }
 
 }  // namespace
@@ -81,6 +95,13 @@ Result<void> GenerationBuilder::make_symlink(const std::string& target, const fs
 
 Result<void> GenerationBuilder::place(const std::string& package, const fs::path& source,
                                       const std::vector<FileRecord>& files) {
+  // Folders and symlinks are made in order; the files (most of the work: a link
+  // each) are linked after, on a few threads, where nothing else waits for them.
+  const bool ordered = std::any_of(files.begin(), files.end(), [](const FileRecord& file) {
+    return file.type == archive::EntryType::symlink;
+  });
+  std::vector<fs::path> dirs;  // to make before the files, when not ordered
+  std::vector<const FileRecord*> to_link;
   for (const auto& file : files) {
     auto claimed = claim(package, file);
     if (!claimed) return std::move(claimed).error();
@@ -88,6 +109,10 @@ Result<void> GenerationBuilder::place(const std::string& package, const fs::path
     const auto to = root_ / file.path;
     switch (file.type) {
       case archive::EntryType::directory: {
+        if (!ordered) {
+          note_dirs(to, dirs);
+          break;
+        }
         std::error_code error;
         fs::create_directories(to, error);
         if (error) return cannot("create", to, error);
@@ -98,11 +123,79 @@ Result<void> GenerationBuilder::place(const std::string& package, const fs::path
         if (auto made = make_symlink(file.link_target, to); !made) return made;
         break;
       case archive::EntryType::file:
-        if (auto parent = make_parent(to); !parent) return parent;
-        if (auto placed = linker_.place(source / file.path, to); !placed) return placed;
-        ++files_placed_;
+        if (!ordered) {
+          note_dirs(to.parent_path(), dirs);
+        } else if (auto parent = make_parent(to); !parent) {
+          return parent;
+        }
+        to_link.push_back(&file);
         break;
     }
+  }
+  if (auto made = make_dirs(dirs); !made) return made;
+  return link_files(source, to_link);
+}
+
+// Notes `dir` and its ancestors below the root that are not made yet.
+void GenerationBuilder::note_dirs(const fs::path& dir, std::vector<fs::path>& dirs) {
+  for (auto at = dir; at != root_ && at.has_relative_path() && made_dirs_.insert(at).second;
+       at = at.parent_path()) {
+    dirs.push_back(at);
+  }
+}
+
+// Makes `dirs` (a parent before its children: by depth), each depth's on a few threads.
+Result<void> GenerationBuilder::make_dirs(std::vector<fs::path>& dirs) {
+  const auto depth = [](const fs::path& path) { return std::distance(path.begin(), path.end()); };
+  std::stable_sort(dirs.begin(), dirs.end(),
+                   [&](const fs::path& a, const fs::path& b) { return depth(a) < depth(b); });
+  for (std::size_t begin = 0; begin < dirs.size();) {
+    std::size_t end = begin;
+    while (end < dirs.size() && depth(dirs[end]) == depth(dirs[begin]))
+      ++end;
+    std::vector<int> errors(end - begin, 0);
+    for_each_parallel(end - begin, jobs_for(end - begin), [&](std::size_t i) {
+      const auto& dir = dirs[begin + i];
+      if (::mkdir(dir.c_str(), 0777) == 0) return;
+      const int failure = errno;
+      std::error_code ignored;
+      // There already (through an earlier package's folder or symlink): fine if a folder.
+      if (failure != EEXIST || !fs::is_directory(dir, ignored)) errors[i] = failure;
+    });
+    for (std::size_t i = 0; i < errors.size(); ++i) {
+      if (errors[i] != 0) {
+        return cannot("create", dirs[begin + i],
+                      std::error_code(errors[i], std::generic_category()));
+      }
+    }
+    begin = end;
+  }
+  return {};
+}
+
+// Links `files` from `source`: the first one alone (it settles reflink, hardlink or
+// copy), the others on a few threads in that mode. A file that fails there is placed
+// again alone, so that its error (or the next mode) is what it would have been.
+Result<void> GenerationBuilder::link_files(const fs::path& source,
+                                           const std::vector<const FileRecord*>& files) {
+  if (files.empty()) return {};
+  const auto place_alone = [&](const FileRecord& file) -> Result<void> {
+    if (auto placed = linker_.place(source / file.path, root_ / file.path); !placed) return placed;
+    ++files_placed_;
+    return {};
+  };
+  if (auto placed = place_alone(*files.front()); !placed) return placed;
+  const auto rest = std::span(files).subspan(1);
+  std::vector<char> failed(rest.size(), 0);
+  const LinkMode mode = linker_.mode();
+  for_each_parallel(rest.size(), jobs_for(rest.size()), [&](std::size_t i) {
+    Linker fixed(mode);
+    failed[i] = fixed.place(source / rest[i]->path, root_ / rest[i]->path) ? 0 : 1;
+  });
+  files_placed_ += static_cast<std::size_t>(std::count(failed.begin(), failed.end(), 0));
+  for (std::size_t i = 0; i < rest.size(); ++i) {
+    if (!failed[i]) continue;
+    if (auto placed = place_alone(*rest[i]); !placed) return placed;
   }
   return {};
 }

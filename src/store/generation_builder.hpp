@@ -45,6 +45,10 @@ class GenerationBuilder {
   [[nodiscard]] Result<void> make_parent(const std::filesystem::path& path);
   [[nodiscard]] Result<void> make_symlink(const std::string& target,
                                           const std::filesystem::path& path);
+  void note_dirs(const std::filesystem::path& dir, std::vector<std::filesystem::path>& dirs);
+  [[nodiscard]] Result<void> make_dirs(std::vector<std::filesystem::path>& dirs);
+  [[nodiscard]] Result<void> link_files(const std::filesystem::path& source,
+                                        const std::vector<const FileRecord*>& files);
 
   std::filesystem::path root_;
   Linker linker_;
