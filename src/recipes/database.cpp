@@ -152,7 +152,10 @@ constexpr std::size_t kFactsFiles = 1 + kOverlays.size();
 // The recipe cache's key for what `files` make of `what` (`facts <name>` or
 // `version <name> <version>`): the same files read for another purpose are another entry.
 std::string cache_key(std::string_view what, const std::vector<FileText>& files) {
-  return core::sha256_hex(fmt::format("{}\0{}", what, digest_of(files)));
+  std::string keyed(what);
+  keyed += '\0';
+  keyed += digest_of(files);
+  return core::sha256_hex(keyed);
 }
 
 Result<void> add_artifacts_from(const fs::path& dir, const FileText& file, Recipe& recipe) {
