@@ -1,14 +1,17 @@
 #include "generation_builder.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <map>
 #include <span>
 #include <thread>
 
 #include "envkit/core/text.hpp"
+#include "envkit/sys/unique_fd.hpp"
 #include "fs_error.hpp"
 #include "parallel.hpp"
 
@@ -188,9 +191,31 @@ Result<void> GenerationBuilder::link_files(const fs::path& source,
   const auto rest = std::span(files).subspan(1);
   std::vector<char> failed(rest.size(), 0);
   const LinkMode mode = linker_.mode();
-  for_each_parallel(rest.size(), jobs_for(rest.size()), [&](std::size_t i) {
-    Linker fixed(mode);
-    failed[i] = fixed.place(source / rest[i]->path, root_ / rest[i]->path) ? 0 : 1;
+  // By folder: links into one folder take its lock in turn, so each thread takes
+  // whole folders. Hard links are made relative to the two folders, opened once:
+  // the kernel then walks one name per link, not two paths a dozen folders deep.
+  std::map<fs::path, std::vector<std::size_t>> by_folder;
+  for (std::size_t i = 0; i < rest.size(); ++i)
+    by_folder[fs::path(rest[i]->path).parent_path()].push_back(i);
+  std::vector<const std::pair<const fs::path, std::vector<std::size_t>>*> folders;
+  for (const auto& folder : by_folder)
+    folders.push_back(&folder);
+  for_each_parallel(folders.size(), jobs_for(rest.size()), [&](std::size_t f) {
+    const auto& [parent, indexes] = *folders[f];
+    sys::UniqueFd from, to;
+    if (mode == LinkMode::hardlink) {
+      from = sys::UniqueFd(::open((source / parent).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+      to = sys::UniqueFd(::open((root_ / parent).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    }
+    for (const auto i : indexes) {
+      if (from.valid() && to.valid()) {
+        const auto name = fs::path(rest[i]->path).filename();
+        failed[i] = ::linkat(from.get(), name.c_str(), to.get(), name.c_str(), 0) == 0 ? 0 : 1;
+      } else {
+        Linker fixed(mode);
+        failed[i] = fixed.place(source / rest[i]->path, root_ / rest[i]->path) ? 0 : 1;
+      }
+    }
   });
   files_placed_ += static_cast<std::size_t>(std::count(failed.begin(), failed.end(), 0));
   for (std::size_t i = 0; i < rest.size(); ++i) {
