@@ -98,8 +98,9 @@ Result<void> GenerationBuilder::make_symlink(const std::string& target, const fs
 
 Result<void> GenerationBuilder::place(const std::string& package, const fs::path& source,
                                       const std::vector<FileRecord>& files) {
-  // Folders and symlinks are made in order; the files (most of the work: a link
-  // each) are linked after, on a few threads, where nothing else waits for them.
+  // The files (most of the work: a link each) are linked after the folders, on a few
+  // threads; the folders are made a depth at a time, on threads too, unless the package
+  // has symlinks (a folder may be reached through one): then in order, as listed.
   const bool ordered = std::any_of(files.begin(), files.end(), [](const FileRecord& file) {
     return file.type == archive::EntryType::symlink;
   });
