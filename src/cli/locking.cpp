@@ -94,6 +94,8 @@ Result<Project> open_project(const Context& context,
   if (!inputs) return std::move(inputs).error();
   auto settings = load_settings(context);
   if (!settings) return std::move(settings).error();
+  // Parsed recipes are kept in the cache folder: most of a lock's time is reading YAML.
+  database->use_cache(cache_dir_of(*settings));
   inputs->default_index = settings->index_url.value.value_or("");
   if (!settings->mirrors.value.empty()) inputs->mirror = settings->mirrors.value.front();
   return Project{.database = *std::move(database), .inputs = *std::move(inputs)};

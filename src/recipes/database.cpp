@@ -12,6 +12,7 @@
 #include "envkit/core/env_vars.hpp"
 #include "envkit/core/sha256.hpp"
 #include "envkit/core/text.hpp"
+#include "envkit/recipes/recipe_cache.hpp"
 #include "envkit/sys/fs.hpp"
 #include "yaml_source.hpp"
 
@@ -52,11 +53,18 @@ void prefer_prebuilt(Recipe& recipe) {
   }
 }
 
-// Reads a facts file of package `name` (`<name>.yaml` or its overlay).
-Result<Recipe> read_facts_file(const fs::path& path, std::string_view name) {
-  auto text = yaml::read_file(path);
-  if (!text) return text.error();
-  auto recipe = read_facts(*text, path.string());
+// One database file as read: its path relative to the database and its bytes
+// (nullopt: not there). Parsing and hashing use the same bytes, so a recipe is
+// cached under the digest of exactly what it was made of.
+struct FileText {
+  fs::path relative;
+  std::optional<std::string> text;
+};
+
+// Parses a facts file of package `name` (`<name>.yaml` or its overlay).
+Result<Recipe> parse_facts_file(const fs::path& dir, const FileText& file, std::string_view name) {
+  const fs::path path = dir / file.relative;
+  auto recipe = read_facts(*file.text, path.string());
   if (!recipe) return recipe;
   if (recipe->name != name) {
     return Error::input(
@@ -77,29 +85,82 @@ Error unknown_package(std::string_view name, const fs::path& dir,
   return error;
 }
 
-// Hashes `relative` (a path under `dir`) into `hash` as `<path>\0<length>\0<bytes>`;
-// a file that is not there adds nothing unless `required`.
-Result<void> hash_file(core::Sha256& hash, const fs::path& dir, const fs::path& relative,
+// Reads `relative` (a path under `dir`) into `files`; a file that is not there
+// is recorded as absent unless `required`.
+Result<void> read_into(std::vector<FileText>& files, const fs::path& dir, fs::path relative,
                        bool required) {
   const fs::path path = dir / relative;
   std::error_code ec;
-  if (!required && !fs::exists(path, ec)) return {};
+  if (!required && !fs::exists(path, ec)) {
+    files.push_back({std::move(relative), std::nullopt});
+    return {};
+  }
   auto bytes = yaml::read_file(path);
   if (!bytes) return bytes.error();
-  hash.update(relative.generic_string());
-  hash.update(std::string_view("\0", 1));
-  hash.update(std::to_string(bytes->size()));
-  hash.update(std::string_view("\0", 1));
-  hash.update(*bytes);
+  files.push_back({std::move(relative), *std::move(bytes)});
   return {};
 }
 
-Result<void> add_artifacts_from(const fs::path& path, Recipe& recipe) {
+// The files that describe `package` for a lock, in the digest's order: <name>.yaml (or,
+// for a package read from PyPI alone, its pypi/ overlay), the pypi/ and pyenv/ overlays,
+// then for each of `version_files` its offline, pypi/ and pyenv/ files.
+Result<std::vector<FileText>> package_files(const fs::path& dir, const std::string& package,
+                                            std::span<const std::string> version_files) {
+  std::vector<FileText> files;
   std::error_code ec;
-  if (!fs::exists(path, ec)) return {};
-  auto text = yaml::read_file(path);
-  if (!text) return text.error();
-  return read_artifacts(*text, path.string(), recipe);
+  const bool overlay_only = !fs::exists(dir / (package + ".yaml"), ec);
+  if (auto read = read_into(files, dir, package + ".yaml", !overlay_only); !read) {
+    return read.error();
+  }
+  for (const auto folder : kOverlays) {
+    const bool required = overlay_only && folder == kPypiOverlay;
+    if (auto read = read_into(files, dir, fs::path(folder) / (package + ".yaml"), required);
+        !read) {
+      return read.error();
+    }
+  }
+  for (const auto& file : version_files) {
+    if (auto read = read_into(files, dir, fs::path(package) / file, false); !read) {
+      return read.error();
+    }
+    for (const auto folder : kOverlays) {
+      if (auto read = read_into(files, dir, fs::path(folder) / package / file, false); !read) {
+        return read.error();
+      }
+    }
+  }
+  return files;
+}
+
+// sha256 (hex) over `files` as `<path>\0<length>\0<bytes>` each; an absent file adds nothing.
+std::string digest_of(const std::vector<FileText>& files) {
+  core::Sha256 hash;
+  for (const auto& file : files) {
+    if (!file.text) continue;
+    hash.update(file.relative.generic_string());
+    hash.update(std::string_view("\0", 1));
+    hash.update(std::to_string(file.text->size()));
+    hash.update(std::string_view("\0", 1));
+    hash.update(*file.text);
+  }
+  return hash.hex_digest();
+}
+
+// Where a package's facts files end in package_files(): the version files follow.
+constexpr std::size_t kFactsFiles = 1 + kOverlays.size();
+
+// The recipe cache's key for what `files` make of `what` (`facts <name>` or
+// `version <name> <version>`): the same files read for another purpose are another entry.
+std::string cache_key(std::string_view what, const std::vector<FileText>& files) {
+  std::string keyed(what);
+  keyed += '\0';
+  keyed += digest_of(files);
+  return core::sha256_hex(keyed);
+}
+
+Result<void> add_artifacts_from(const fs::path& dir, const FileText& file, Recipe& recipe) {
+  if (!file.text) return {};
+  return read_artifacts(*file.text, (dir / file.relative).string(), recipe);
 }
 
 }  // namespace
@@ -138,35 +199,56 @@ bool Database::contains(std::string_view name) const {
 namespace {
 
 // A package's facts file with its pypi/ and pyenv/ overlays merged in; the pypi/ overlay
-// alone for a package that has no facts file of its own (jax).
-Result<Recipe> read_merged_facts(const fs::path& dir, std::string_view name) {
-  std::error_code ec;
-  const auto base = dir / (std::string(name) + ".yaml");
-  if (!fs::exists(base, ec)) {
-    return read_facts_file(overlay_path(dir, kPypiOverlay, name), name);
-  }
-  auto recipe = read_facts_file(base, name);
+// alone for a package that has no facts file of its own (jax). `files` as package_files().
+Result<Recipe> parse_merged_facts(const fs::path& dir, std::span<const FileText> files,
+                                  std::string_view name) {
+  if (!files[0].text) return parse_facts_file(dir, files[1], name);
+  auto recipe = parse_facts_file(dir, files[0], name);
   if (!recipe) return recipe.error();
-  for (const auto folder : kOverlays) {
-    if (const auto overlay = overlay_path(dir, folder, name); fs::exists(overlay, ec)) {
-      auto refined = read_facts_file(overlay, name);
-      if (!refined) return refined.error();
-      merge_into(*recipe, *refined);
-    }
+  for (std::size_t i = 1; i < kFactsFiles; ++i) {
+    if (!files[i].text) continue;
+    auto refined = parse_facts_file(dir, files[i], name);
+    if (!refined) return refined.error();
+    merge_into(*recipe, *refined);
   }
   return recipe;
 }
 
+// The merged facts of `name` with the key they are cached under: from the recipe
+// cache where it has them, else parsed (and then kept there).
+struct LoadedFacts {
+  Recipe recipe;
+  std::string key;
+};
+
+Result<LoadedFacts> load_merged_facts(const fs::path& dir, const std::string& name,
+                                      const RecipeCache* cache) {
+  auto files = package_files(dir, name, {});
+  if (!files) return files.error();
+  auto key = cache_key("facts " + name, *files);
+  if (cache) {
+    if (auto cached = cache->load(key)) return LoadedFacts{*std::move(cached), std::move(key)};
+  }
+  auto recipe = parse_merged_facts(dir, *files, name);
+  if (!recipe) return recipe.error();
+  if (cache) cache->store(key, *recipe);
+  return LoadedFacts{*std::move(recipe), std::move(key)};
+}
+
 }  // namespace
 
+void Database::use_cache(const fs::path& cache_root) {
+  recipe_cache_ = std::make_shared<const RecipeCache>(cache_root);
+}
+
 Result<const Recipe*> Database::facts(std::string_view name) const {
-  if (auto it = cache_.find(name); it != cache_.end()) return it->second.get();
+  if (auto it = cache_.find(name); it != cache_.end()) return &it->second.recipe;
   if (!contains(name)) return unknown_package(name, dir_, names_);
-  auto recipe = read_merged_facts(dir_, name);
-  if (!recipe) return recipe.error();
+  auto loaded = load_merged_facts(dir_, std::string(name), recipe_cache_.get());
+  if (!loaded) return loaded.error();
   auto [it, inserted] =
-      cache_.emplace(std::string(name), std::make_unique<Recipe>(*std::move(recipe)));
-  return it->second.get();
+      cache_.emplace(std::string(name), Loaded{std::move(loaded->recipe), std::move(loaded->key)});
+  return &it->second.recipe;
 }
 
 void Database::prefetch(std::span<const std::string> names) const {
@@ -178,15 +260,16 @@ void Database::prefetch(std::span<const std::string> names) const {
     }
   }
   if (wanted.size() < 2) return;  // nothing to overlap
-  std::vector<std::future<Result<Recipe>>> parsed;
+  std::vector<std::future<Result<LoadedFacts>>> parsed;
   for (const auto& name : wanted) {
-    parsed.push_back(
-        std::async(std::launch::async, [this, name] { return read_merged_facts(dir_, name); }));
+    parsed.push_back(std::async(std::launch::async, [this, name] {
+      return load_merged_facts(dir_, name, recipe_cache_.get());
+    }));
   }
   for (std::size_t i = 0; i < wanted.size(); ++i) {
     // A file that fails is left out: facts() reads it again and reports the error.
-    if (auto recipe = parsed[i].get()) {
-      cache_.emplace(wanted[i], std::make_unique<Recipe>(*std::move(recipe)));
+    if (auto loaded = parsed[i].get()) {
+      cache_.emplace(wanted[i], Loaded{std::move(loaded->recipe), std::move(loaded->key)});
     }
   }
 }
@@ -200,6 +283,15 @@ Result<Recipe> Database::load_full(std::string_view name) const {
 }
 
 Result<Recipe> Database::load_version(std::string_view name, const specs::Version& version) const {
+  if (!contains(name)) return unknown_package(name, dir_, names_);
+  const std::string package(name);
+  const std::string version_file[] = {file_name_of(version)};
+  auto files = package_files(dir_, package, version_file);
+  if (!files) return files.error();
+  const auto key = cache_key(fmt::format("version {} {}", package, version.original()), *files);
+  if (recipe_cache_) {
+    if (auto cached = recipe_cache_->load(key)) return *std::move(cached);
+  }
   auto facts_of = facts(name);
   if (!facts_of) return facts_of.error();
   const RecipeVersion* found = (*facts_of)->find(version);
@@ -209,55 +301,45 @@ Result<Recipe> Database::load_version(std::string_view name, const specs::Versio
   }
   Recipe recipe = **facts_of;
   recipe.versions = {*found};
-  if (auto added = add_version_files(recipe); !added) return added.error();
+  // The version's files as read above, in package_files() order.
+  for (std::size_t i = kFactsFiles; i < files->size(); ++i) {
+    if (auto added = add_artifacts_from(dir_, (*files)[i], recipe); !added) return added.error();
+  }
+  prefer_prebuilt(recipe);
+  canonicalize(recipe);
+  // Kept only when the facts were made of the same bytes as read here (a file
+  // edited in between is read again next time).
+  const std::vector<FileText> facts_files(files->begin(), files->begin() + kFactsFiles);
+  if (recipe_cache_ && cache_.at(package).key == cache_key("facts " + package, facts_files)) {
+    recipe_cache_->store(key, recipe);
+  }
   return recipe;
 }
 
 Result<std::string> Database::digest(std::string_view name,
                                      std::span<const specs::Version> versions) const {
   if (!contains(name)) return unknown_package(name, dir_, names_);
-  const std::string package(name);
-  std::vector<std::string> files;
+  std::vector<std::string> version_files;
   for (const auto& version : versions)
-    files.push_back(file_name_of(version));
-  std::sort(files.begin(), files.end());
-  files.erase(std::unique(files.begin(), files.end()), files.end());
-
-  core::Sha256 hash;
-  // <name>.yaml exists, or for a package read from PyPI alone (jax) its pypi/ overlay.
-  std::error_code ec;
-  const bool overlay_only = !fs::exists(dir_ / (package + ".yaml"), ec);
-  if (auto hashed = hash_file(hash, dir_, package + ".yaml", !overlay_only); !hashed) {
-    return hashed.error();
-  }
-  for (const auto folder : kOverlays) {
-    const bool required = overlay_only && folder == kPypiOverlay;
-    if (auto hashed = hash_file(hash, dir_, fs::path(folder) / (package + ".yaml"), required);
-        !hashed) {
-      return hashed.error();
-    }
-  }
-  for (const auto& file : files) {
-    if (auto hashed = hash_file(hash, dir_, fs::path(package) / file, false); !hashed) {
-      return hashed.error();
-    }
-    for (const auto folder : kOverlays) {
-      if (auto hashed = hash_file(hash, dir_, fs::path(folder) / package / file, false); !hashed) {
-        return hashed.error();
-      }
-    }
-  }
-  return "sha256:" + hash.hex_digest();
+    version_files.push_back(file_name_of(version));
+  std::sort(version_files.begin(), version_files.end());
+  version_files.erase(std::unique(version_files.begin(), version_files.end()), version_files.end());
+  auto files = package_files(dir_, std::string(name), version_files);
+  if (!files) return files.error();
+  return "sha256:" + digest_of(*files);
 }
 
 Result<void> Database::add_version_files(Recipe& recipe) const {
   for (const auto& version : std::vector<RecipeVersion>(recipe.versions)) {
     const auto file = file_name_of(version.version);
-    if (auto added = add_artifacts_from(dir_ / recipe.name / file, recipe); !added) return added;
+    std::vector<FileText> files;
+    if (auto read = read_into(files, dir_, fs::path(recipe.name) / file, false); !read) return read;
     for (const auto folder : kOverlays) {
-      if (auto added = add_artifacts_from(dir_ / folder / recipe.name / file, recipe); !added) {
-        return added;
-      }
+      if (auto read = read_into(files, dir_, fs::path(folder) / recipe.name / file, false); !read)
+        return read;
+    }
+    for (const auto& read : files) {
+      if (auto added = add_artifacts_from(dir_, read, recipe); !added) return added;
     }
   }
   prefer_prebuilt(recipe);

@@ -330,7 +330,10 @@ Result<void> Cache::register_prefix(const fs::path& prefix) const {
   std::error_code error;
   fs::create_directories(file.parent_path(), error);
   if (error) return cannot("create", file.parent_path(), error);
-  return sys::write_file_atomic(file, absolute + "\n");
+  // Not synced: the install's receipts, synced later, commit it with them on a
+  // journaling file system, and a registration lost in a crash costs only sharing
+  // (`cache prune` may drop the prefix's entries; its hard links keep the files).
+  return sys::write_file_atomic(file, absolute + "\n", sys::Durability::unsynced);
 }
 
 std::set<std::string> Cache::record_ids() const {
@@ -360,6 +363,7 @@ Result<CacheInfo> Cache::info() const {
   std::error_code error;
   for (fs::directory_iterator it(store_ / "prefixes", error), end; !error && it != end;
        it.increment(error)) {
+    if (it->path().filename().string().starts_with('.')) continue;  // being written
     if (auto text = sys::read_file(it->path()))
       info.prefixes.emplace_back(std::string(text::trim(*text)));
   }
@@ -411,18 +415,25 @@ Result<CleanReport> Cache::prune() const {
   std::error_code error;
   for (fs::directory_iterator it(store_ / "prefixes", error), end; !error && it != end;
        it.increment(error)) {
+    // `.NAME.tmp-…`: a registration being written (write_file_atomic), not ours to judge.
+    if (it->path().filename().string().starts_with('.')) continue;
     auto text = sys::read_file(it->path());
     if (!text) continue;
     const fs::path prefix_path(std::string(text::trim(*text)));
     auto prefix = Prefix::open(prefix_path);
     std::error_code ignored;
-    if (!prefix || !fs::exists(prefix_path, ignored)) {
+    if (!prefix || !fs::exists(prefix->lock_path().parent_path(), ignored)) {
+      fs::remove(it->path(), ignored);  // the prefix is gone, and its folder
+      continue;
+    }
+    // An install in progress holds this lock (it registers before it makes the
+    // prefix): wait for it, so that its entries count and its prefix exists.
+    auto lock = sys::FileLock::acquire(prefix->lock_path(), sys::FileLock::Mode::shared);
+    if (!lock) return std::move(lock).error();
+    if (!fs::exists(prefix_path, ignored)) {
       fs::remove(it->path(), ignored);  // the prefix is gone
       continue;
     }
-    // An install in progress holds this lock; wait for it so its entries count.
-    auto lock = sys::FileLock::acquire(prefix->lock_path(), sys::FileLock::Mode::shared);
-    if (!lock) return std::move(lock).error();
     auto state = prefix->state();
     if (!state) return std::move(state).error();
     if (!*state) continue;

@@ -1,12 +1,20 @@
 #include "generation_builder.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
+#include <map>
+#include <span>
+#include <thread>
 
 #include "envkit/core/text.hpp"
+#include "envkit/sys/unique_fd.hpp"
 #include "fs_error.hpp"
+#include "parallel.hpp"
 
 namespace envkit::store {
 
@@ -37,6 +45,14 @@ std::optional<std::string> cuda_target_dir(specs::Platform platform) {
       return std::nullopt;
   }
   return std::nullopt;
+}
+
+// Threads for `count` independent file-system calls: one below a few dozen
+// (starting a thread costs more than it saves), else up to 4.
+int jobs_for(std::size_t count) {
+  constexpr std::size_t kPerThread = 32;
+  const auto cores = std::max(1U, std::thread::hardware_concurrency());
+  return static_cast<int>(std::min<std::size_t>({count / kPerThread + 1, cores, 4}));
 }
 
 }  // namespace
@@ -81,44 +97,159 @@ Result<void> GenerationBuilder::make_symlink(const std::string& target, const fs
   return {};
 }
 
-Result<void> GenerationBuilder::place_one(const std::string& package, const fs::path& source,
-                                          const FileRecord& file) {
-  auto claimed = claim(package, file);
-  if (!claimed) return std::move(claimed).error();
-  if (!*claimed) return {};
-  const auto to = root_ / file.path;
-  switch (file.type) {
-    case archive::EntryType::directory: {
-      std::error_code error;
-      fs::create_directories(to, error);
-      if (error) return cannot("create", to, error);
-      made_dirs_.insert(to);
-      break;
-    }
-    case archive::EntryType::symlink:
-      if (auto made = make_symlink(file.link_target, to); !made) return made;
-      break;
-    case archive::EntryType::file:
-      if (auto parent = make_parent(to); !parent) return parent;
-      if (auto placed = linker_.place(source, to); !placed) return placed;
-      ++files_placed_;
-      break;
-  }
-  return {};
-}
-
 Result<void> GenerationBuilder::place(const std::string& package, const fs::path& source,
                                       const std::vector<FileRecord>& files) {
-  for (const auto& file : files) {
-    if (auto placed = place_one(package, source / file.path, file); !placed) return placed;
-  }
-  return {};
+  std::vector<Placing> placing;
+  placing.reserve(files.size());
+  for (const auto& file : files)
+    placing.push_back({source / file.path, &file});
+  return place_all(package, placing);
 }
 
 Result<void> GenerationBuilder::place(const std::string& package,
                                       const std::vector<Mapped>& files) {
-  for (const auto& [source, file] : files) {
-    if (auto placed = place_one(package, source, file); !placed) return placed;
+  std::vector<Placing> placing;
+  placing.reserve(files.size());
+  for (const auto& mapped : files)
+    placing.push_back({mapped.source, &mapped.file});
+  return place_all(package, placing);
+}
+
+Result<void> GenerationBuilder::place_all(const std::string& package,
+                                          const std::vector<Placing>& files) {
+  // The files (most of the work: a link each) are linked after the folders, on a few
+  // threads; the folders are made a depth at a time, on threads too, unless the package
+  // has symlinks (a folder may be reached through one): then in order, as listed.
+  const bool ordered = std::any_of(files.begin(), files.end(), [](const Placing& placing) {
+    return placing.file->type == archive::EntryType::symlink;
+  });
+  std::vector<fs::path> dirs;  // to make before the files, when not ordered
+  std::vector<const Placing*> to_link;
+  for (const auto& placing : files) {
+    const auto& file = *placing.file;
+    auto claimed = claim(package, file);
+    if (!claimed) return std::move(claimed).error();
+    if (!*claimed) continue;
+    const auto to = root_ / file.path;
+    switch (file.type) {
+      case archive::EntryType::directory: {
+        if (!ordered) {
+          note_dirs(to, dirs);
+          break;
+        }
+        std::error_code error;
+        fs::create_directories(to, error);
+        if (error) return cannot("create", to, error);
+        made_dirs_.insert(to);
+        break;
+      }
+      case archive::EntryType::symlink:
+        if (auto made = make_symlink(file.link_target, to); !made) return made;
+        break;
+      case archive::EntryType::file:
+        if (!ordered) {
+          note_dirs(to.parent_path(), dirs);
+        } else if (auto parent = make_parent(to); !parent) {
+          return parent;
+        }
+        to_link.push_back(&placing);
+        break;
+    }
+  }
+  if (auto made = make_dirs(dirs); !made) return made;
+  return link_files(to_link);
+}
+
+// Notes `dir` and its ancestors below the root that are not made yet.
+void GenerationBuilder::note_dirs(const fs::path& dir, std::vector<fs::path>& dirs) {
+  for (auto at = dir; at != root_ && at.has_relative_path() && made_dirs_.insert(at).second;
+       at = at.parent_path()) {
+    dirs.push_back(at);
+  }
+}
+
+// Makes `dirs` (a parent before its children: by depth), each depth's on a few threads.
+Result<void> GenerationBuilder::make_dirs(std::vector<fs::path>& dirs) {
+  const auto depth = [](const fs::path& path) { return std::distance(path.begin(), path.end()); };
+  std::stable_sort(dirs.begin(), dirs.end(),
+                   [&](const fs::path& a, const fs::path& b) { return depth(a) < depth(b); });
+  for (std::size_t begin = 0; begin < dirs.size();) {
+    std::size_t end = begin;
+    while (end < dirs.size() && depth(dirs[end]) == depth(dirs[begin]))
+      ++end;
+    std::vector<int> errors(end - begin, 0);
+    for_each_parallel(end - begin, jobs_for(end - begin), [&](std::size_t i) {
+      const auto& dir = dirs[begin + i];
+      if (::mkdir(dir.c_str(), 0777) == 0) return;
+      const int failure = errno;
+      std::error_code ignored;
+      // There already (through an earlier package's folder or symlink): fine if a folder.
+      if (failure != EEXIST || !fs::is_directory(dir, ignored)) errors[i] = failure;
+    });
+    for (std::size_t i = 0; i < errors.size(); ++i) {
+      if (errors[i] != 0) {
+        return cannot("create", dirs[begin + i],
+                      std::error_code(errors[i], std::generic_category()));
+      }
+    }
+    begin = end;
+  }
+  return {};
+}
+
+// Links `files` from `source`: the first one alone (it settles reflink, hardlink or
+// copy), the others on a few threads in that mode. A file that fails there is placed
+// again alone, so that its error (or the next mode) is what it would have been.
+Result<void> GenerationBuilder::link_files(const std::vector<const Placing*>& files) {
+  if (files.empty()) return {};
+  const auto place_alone = [&](const Placing& placing) -> Result<void> {
+    if (auto placed = linker_.place(placing.source, root_ / placing.file->path); !placed)
+      return placed;
+    ++files_placed_;
+    return {};
+  };
+  if (auto placed = place_alone(*files.front()); !placed) return placed;
+  const auto rest = std::span(files).subspan(1);
+  std::vector<char> failed(rest.size(), 0);
+  const LinkMode mode = linker_.mode();
+  // By folder: links into one folder take its lock in turn, so each thread takes
+  // whole folders. Hard links are made relative to the two folders, opened once:
+  // the kernel then walks one name per link, not two paths a dozen folders deep.
+  using Folders = std::pair<fs::path, fs::path>;  // source's, destination's
+  std::map<Folders, std::vector<std::size_t>> by_folder;
+  for (std::size_t i = 0; i < rest.size(); ++i) {
+    by_folder[{rest[i]->source.parent_path(), fs::path(rest[i]->file->path).parent_path()}]
+        .push_back(i);
+  }
+  std::vector<const std::pair<const Folders, std::vector<std::size_t>>*> folders;
+  for (const auto& folder : by_folder)
+    folders.push_back(&folder);
+  for_each_parallel(folders.size(), jobs_for(rest.size()), [&](std::size_t f) {
+    const auto& [parents, indexes] = *folders[f];
+    sys::UniqueFd from, to;
+    if (mode == LinkMode::hardlink) {
+      from = sys::UniqueFd(::open(parents.first.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+      to =
+          sys::UniqueFd(::open((root_ / parents.second).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    }
+    for (const auto i : indexes) {
+      const auto& placing = *rest[i];
+      const auto destination = root_ / placing.file->path;
+      if (from.valid() && to.valid()) {
+        const auto source_name = placing.source.filename();
+        const auto name = destination.filename();
+        failed[i] =
+            ::linkat(from.get(), source_name.c_str(), to.get(), name.c_str(), 0) == 0 ? 0 : 1;
+      } else {
+        Linker fixed(mode);
+        failed[i] = fixed.place(placing.source, destination) ? 0 : 1;
+      }
+    }
+  });
+  files_placed_ += static_cast<std::size_t>(std::count(failed.begin(), failed.end(), 0));
+  for (std::size_t i = 0; i < rest.size(); ++i) {
+    if (!failed[i]) continue;
+    if (auto placed = place_alone(*rest[i]); !placed) return placed;
   }
   return {};
 }

@@ -59,12 +59,20 @@ class GenerationBuilder {
     std::string package;
     std::string fingerprint;  // sha256 of a file, target of a link
   };
-  [[nodiscard]] Result<void> place_one(const std::string& package,
-                                       const std::filesystem::path& source, const FileRecord& file);
+  // A file to place: where its content is, and its record in the generation.
+  struct Placing {
+    std::filesystem::path source;
+    const FileRecord* file = nullptr;
+  };
+  [[nodiscard]] Result<void> place_all(const std::string& package,
+                                       const std::vector<Placing>& files);
   [[nodiscard]] Result<bool> claim(const std::string& package, const FileRecord& file);
   [[nodiscard]] Result<void> make_parent(const std::filesystem::path& path);
   [[nodiscard]] Result<void> make_symlink(const std::string& target,
                                           const std::filesystem::path& path);
+  void note_dirs(const std::filesystem::path& dir, std::vector<std::filesystem::path>& dirs);
+  [[nodiscard]] Result<void> make_dirs(std::vector<std::filesystem::path>& dirs);
+  [[nodiscard]] Result<void> link_files(const std::vector<const Placing*>& files);
 
   std::filesystem::path root_;
   Linker linker_;

@@ -80,9 +80,10 @@ bool fails_as_disk_full(const fs::path& path) {
   return pattern && !pattern->empty() && path.string().find(*pattern) != std::string::npos;
 }
 
-// Creates `path` with `content`, flushed: 0, or the errno of what failed
-// (nothing is left of the file then).
-int write_synced(const fs::path& path, std::string_view content) {
+// Creates `path` with `content`, flushed unless `durability` says not: 0, or the
+// errno of what failed (nothing is left of the file then).
+int write_synced(const fs::path& path, std::string_view content,
+                 Durability durability = Durability::synced) {
   const int fd = fails_as_disk_full(path)
                      ? ::open("/dev/full", O_WRONLY | O_CLOEXEC)
                      : ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -96,7 +97,7 @@ int write_synced(const fs::path& path, std::string_view content) {
       failure = errno;
     }
   }
-  if (failure == 0 && ::fsync(fd) != 0) failure = errno;
+  if (failure == 0 && durability == Durability::synced && ::fsync(fd) != 0) failure = errno;
   if (::close(fd) != 0 && failure == 0) failure = errno;
   if (failure != 0) ::unlink(path.c_str());
   return failure;
@@ -112,11 +113,12 @@ Result<void> write_new_file(const fs::path& path, std::string_view content) {
   return {};
 }
 
-Result<void> write_file_atomic(const fs::path& path, std::string_view content) {
+Result<void> write_file_atomic(const fs::path& path, std::string_view content,
+                               Durability durability) {
   const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
   std::random_device seed;
   const fs::path temp = dir / fmt::format(".{}.tmp-{:08x}", path.filename().string(), seed());
-  if (const int failure = write_synced(temp, content); failure != 0) {
+  if (const int failure = write_synced(temp, content, durability); failure != 0) {
     return Error::failed(fmt::format("cannot write {}", path.string()))
         .because(std::strerror(failure));
   }

@@ -724,3 +724,42 @@ TEST_CASE("lock: jax's cuda12 and cuda13 builds are both on PyPI and the driver 
   CHECK(got.at("jax") == expected.first);
   CHECK(got.at("cuda") == expected.second);
 }
+
+TEST_CASE("lock writes the same bytes with the recipe cache empty, filled, damaged or unusable",
+          "[cli][lock][recipe-cache]") {
+  TempDir dir;
+  // manifests/two-platforms: the slowest reference lock before the cache.
+  const std::string manifest =
+      "framework: torch 2.12.*\nplatforms: [linux-x86_64, windows-x86_64]\n"
+      "system:\n  driver: \">=560.94\"\n  cuda-arch: [\"8.6\"]\n";
+  const auto p = project(dir, manifest);
+  const auto cache = dir.path() / "cache";
+  const auto lock_with = [&](const fs::path& cache_dir) {
+    fs::remove(p / "envkit.lock");
+    auto run = envkit_in(p, {"--cache-dir", cache_dir.string(), "lock"});
+    INFO(run.err);
+    REQUIRE(run.exit_code == 0);
+    return run.err + "\n" + read(p / "envkit.lock");
+  };
+  // Without it: a cache folder that cannot be made (a file is there).
+  const auto unusable = dir.write("not-a-folder", "");
+  const auto expected = lock_with(unusable);
+  CHECK(fs::is_regular_file(unusable));
+
+  CHECK(lock_with(cache) == expected);  // parses, fills the cache
+  std::vector<fs::path> entries;
+  for (const auto& entry : fs::recursive_directory_iterator(cache / "recipes")) {
+    if (entry.path().extension() == ".bin") entries.push_back(entry.path());
+  }
+  // The facts of cuda, cudnn, python, torch, zlib and each locked version's files.
+  CHECK(entries.size() >= 8);
+  CHECK(lock_with(cache) == expected);  // read from the cache
+
+  for (const auto& entry : entries) {
+    auto bytes = read(entry);
+    for (std::size_t i = bytes.size() / 3; i < bytes.size(); i += 97)
+      bytes[i] = static_cast<char>(bytes[i] ^ 0x5a);
+    REQUIRE(envkit::sys::write_file_atomic(entry, bytes));
+  }
+  CHECK(lock_with(cache) == expected);  // damaged: parsed again
+}

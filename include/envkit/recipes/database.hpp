@@ -14,6 +14,8 @@
 
 namespace envkit::recipes {
 
+class RecipeCache;
+
 // A recipe database directory (docs/recipes.md):
 //   <name>.yaml                  facts of a package (what the solver reads)
 //   <name>/<version>.yaml        archives, runfiles, sources of a version
@@ -31,6 +33,10 @@ class Database {
   [[nodiscard]] static Result<Database> open(const std::filesystem::path& dir);
 
   [[nodiscard]] const std::filesystem::path& dir() const { return dir_; }
+  // Keeps parsed facts and versions in the recipe cache under `cache_root` (envkit's
+  // cache folder, recipe_cache.hpp) and reads them from there when the files are
+  // unchanged. Without it every file is parsed.
+  void use_cache(const std::filesystem::path& cache_root);
   [[nodiscard]] const std::vector<std::string>& names() const { return names_; }
   [[nodiscard]] bool contains(std::string_view name) const;
 
@@ -60,9 +66,16 @@ class Database {
   // Reads the per-version files of every version `recipe` holds.
   [[nodiscard]] Result<void> add_version_files(Recipe& recipe) const;
 
+  // Facts read in this process, with the recipe cache's key for them.
+  struct Loaded {
+    Recipe recipe;
+    std::string key;
+  };
+
   std::filesystem::path dir_;
   std::vector<std::string> names_;
-  mutable std::map<std::string, std::unique_ptr<Recipe>, std::less<>> cache_;
+  std::shared_ptr<const RecipeCache> recipe_cache_;
+  mutable std::map<std::string, Loaded, std::less<>> cache_;
 };
 
 // Writes `recipe` into the database at `dir`: with ArtifactSet::offline the

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -29,10 +30,17 @@ inline constexpr std::size_t kMaxInputFileBytes = std::size_t{64} << 20;
 [[nodiscard]] Result<void> write_new_file(const std::filesystem::path& path,
                                           std::string_view content);
 
+// Whether a write waits for the disk (fsync): `unsynced` for what may be lost in a
+// crash without harm (a cache that is checked when read, a hint), as it costs a
+// journal commit, milliseconds on a busy disk.
+enum class Durability : std::uint8_t { synced, unsynced };
+
 // Writes to a temporary file beside `path`, then renames it over `path`, so a
-// reader sees the old content or the new, never half of it.
+// reader sees the old content or the new, never half of it (after a crash, an
+// `unsynced` file may be empty or absent).
 [[nodiscard]] Result<void> write_file_atomic(const std::filesystem::path& path,
-                                             std::string_view content);
+                                             std::string_view content,
+                                             Durability durability = Durability::synced);
 
 // `<prefix>/share/envkit/<name>` beside the running executable
 // (`<prefix>/bin/envkit`), when it exists: the data `cmake --install` puts there

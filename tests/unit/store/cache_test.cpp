@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "envkit/core/sha256.hpp"
 #include "envkit/sys/fs.hpp"
@@ -227,4 +228,72 @@ TEST_CASE("cache verify hashes every file against its record, and --repair remov
 }
 
 }  // namespace
+}  // namespace envkit::store
+
+namespace envkit::store {
+
+TEST_CASE("an entry record reads back field for field, with or without keys envkit does not know",
+          "[store][cache][records]") {
+  const EntryRecord record{
+      .id = "abc-nvidia-redist",
+      .sha256 = std::string(64, 'a'),
+      .url = "https://example.invalid/cuda.tar.xz",
+      .package = "cuda",
+      .component = "cuda_cudart",
+      .layout = "nvidia-redist",
+      .patches = {{.sha256 = std::string(64, 'b'), .url = "https://example.invalid/p1.run"},
+                  {.sha256 = std::string(64, 'c'), .url = ""}},
+      .files = {{.path = "bin", .type = archive::EntryType::directory},
+                {.path = "bin/nvcc",
+                 .size = 12345678901,
+                 .executable = true,
+                 .sha256 = std::string(64, 'd')},
+                {.path = "lib/libcudart.so",
+                 .type = archive::EntryType::symlink,
+                 .link_target = "libcudart.so.12"},
+                {.path = "include/\"quoted\" \\ name.h",
+                 .size = 0,
+                 .sha256 = std::string(64, 'e')}},
+      .stamps = {{"bin/nvcc", {.size = 12345678901, .inode = 42, .mtime_ns = -5, .ctime_ns = 7}},
+                 {"include/\"quoted\" \\ name.h",
+                  {.size = 0,
+                   .inode = 1ULL << 40,
+                   .mtime_ns = 1'700'000'000'123'456'789,
+                   .ctime_ns = 0}}}};
+  const auto same = [&](const EntryRecord& read) {
+    CHECK(read.id == record.id);
+    CHECK(read.sha256 == record.sha256);
+    CHECK(read.url == record.url);
+    CHECK(read.package == record.package);
+    CHECK(read.component == record.component);
+    CHECK(read.layout == record.layout);
+    REQUIRE(read.patches.size() == record.patches.size());
+    for (std::size_t i = 0; i < read.patches.size(); ++i) {
+      CHECK(read.patches[i].sha256 == record.patches[i].sha256);
+      CHECK(read.patches[i].url == record.patches[i].url);
+    }
+    CHECK(read.files == record.files);
+    CHECK(read.stamps == record.stamps);
+  };
+  const auto text = to_json(record);
+  same(parse_entry_record(text, "entry.json").value());
+
+  // A key from a later envkit: read by the general path, to the same record.
+  auto extended = nlohmann::json::parse(text);
+  extended["made-by"] = "envkit 9";
+  extended["files"][1]["mode"] = 493;
+  same(parse_entry_record(extended.dump(), "entry.json").value());
+
+  // Damaged: refused by both paths, with the file named.
+  for (const auto& bad : {text.substr(0, text.size() / 2), text + "]", std::string("{}")}) {
+    const auto read = parse_entry_record(bad, "entry.json");
+    REQUIRE_FALSE(read);
+    CHECK_THAT(read.error().to_string(),
+               Catch::Contains("entry.json") && Catch::Contains("is damaged"));
+  }
+  auto no_inode = nlohmann::json::parse(text);
+  no_inode["stamps"]["bin/nvcc"].erase("inode");
+  CHECK_FALSE(parse_entry_record(no_inode.dump(), "entry.json"));
+}
+
 }  // namespace envkit::store
