@@ -27,11 +27,13 @@ mkdir -p "$work"
 run=$(mktemp -d)
 trap 'kill $(cat "$run/nginx.pid" 2>/dev/null) 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$run"' EXIT
 
-# The project: torch 2.4.1 from PyPI (as manifests/torch-2.4.1-pypi) on this machine's python3.
+# The project: torch 2.4.1 from PyPI (as manifests/torch-2.4.1-pypi) on this machine's python3
+# and zlib (Debian's 1.2.13): what is measured is the Python closure, and zlib's source
+# (zlib.net) is not on PyPI.
 mkdir -p "$run/project"
 cat >"$run/project/envkit.yaml" <<'YAML'
 framework: torch ==2.4.1
-external: {python: system}
+external: {python: system, zlib: "1.2.13"}
 indexes: [https://pypi.org/simple]
 system:
   driver: 550.54.15
@@ -69,7 +71,24 @@ for wheel in wheels:
         os.symlink(path, flat)
     pins.append(f"{wheel['name']}=={wheel['version']}\n")
     total += os.path.getsize(path)
+# The CUDA stack's own artifacts that the closure does not provide (cuda_nvcc's and
+# cuda_cccl's wheels): envkit installs them too, uv is not asked to.
+extra = 0
+closure_urls = {wheel["url"] for wheel in wheels}
+for package in platform.get("packages", []):
+    for artifact in package.get("artifacts", []):
+        url = urllib.parse.urlsplit(artifact.get("url", ""))
+        path = os.path.join(work, "mirror", url.netloc, url.path.lstrip("/"))
+        # Its wheels (on PyPI; the lock's redist archives are the other packaging).
+        if artifact.get("kind") != "wheel" or artifact["url"] in closure_urls:
+            continue
+        if not os.path.exists(path):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            subprocess.run(["curl", "-sSfLo", path + ".part", artifact["url"]], check=True)
+            os.rename(path + ".part", path)
+        extra += os.path.getsize(path)
 open(f"{run}/requirements.txt", "w").write("".join(pins))
+print(f"CUDA stack artifacts beyond the closure (envkit only): {extra} bytes")
 print(f"wheels: {len(wheels)}, bytes: {total}")
 PY
 

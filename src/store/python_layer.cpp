@@ -194,6 +194,56 @@ Result<InterpreterCheck> check_interpreter(const fs::path& root) {
   }
 }
 
+namespace {
+
+constexpr std::string_view kEnsurepipScript = R"py(import ensurepip, glob, json, os, sys
+names = ["pip"] if sys.version_info >= (3, 12) else ["setuptools", "pip"]
+folders = [getattr(ensurepip, "_WHEEL_PKG_DIR", None),
+           os.path.join(os.path.dirname(ensurepip.__file__), "_bundled")]
+found = {}
+for folder in filter(None, folders):
+    for wheel in sorted(glob.glob(os.path.join(folder, "*.whl"))):
+        name = os.path.basename(wheel).split("-")[0].lower()
+        if name in names and name not in found:
+            found[name] = wheel
+print(json.dumps([found[name] for name in names if name in found]))
+)py";
+
+constexpr std::string_view kVenvHint =
+    "Debian and Ubuntu ship venv and ensurepip apart: `apt-get install python3-venv`; "
+    "or let envkit install a Python (remove `python` from `external:`)";
+
+}  // namespace
+
+Result<std::vector<fs::path>> ensurepip_wheels(const fs::path& base) {
+  auto output = sys::run_process(isolated(base, {"-B", "-c", std::string(kEnsurepipScript)}),
+                                 {.timeout = kCheckTimeout});
+  if (!output) {
+    return Error::failed(fmt::format("cannot run {}", text::quoted(base.string())))
+        .because(output.error().message());
+  }
+  std::vector<fs::path> wheels;
+  try {
+    if (output->exit_code == 0) {
+      for (const auto& wheel : nlohmann::json::parse(output->out))
+        wheels.emplace_back(wheel.get<std::string>());
+    }
+  } catch (const nlohmann::json::exception&) {
+    wheels.clear();
+  }
+  const bool has_pip = std::any_of(wheels.begin(), wheels.end(), [](const fs::path& wheel) {
+    return wheel.filename().string().starts_with("pip-");
+  });
+  if (!has_pip) {
+    return process_failed(
+               fmt::format("{} has no ensurepip wheel of pip for the prefix's environment",
+                           base.string()),
+               *output)
+        .hint(std::string(kVenvHint));
+  }
+  return wheels;
+}
+
 // venv writes its own path into the activate scripts and pyvenv.cfg: the
 // generation's, which goes away with the next install.
 Result<void> point_at_prefix(const fs::path& file, const fs::path& root,
@@ -223,8 +273,8 @@ Result<std::vector<FileRecord>> make_venv(const fs::path& base, const fs::path& 
   for (fs::recursive_directory_iterator it(root, error), end; !error && it != end;
        it.increment(error))
     before.insert(it->path().lexically_relative(root).generic_string());
-  auto output =
-      sys::run_process(isolated(base, {"-m", "venv", root.string()}), {.timeout = kVenvTimeout});
+  auto output = sys::run_process(isolated(base, {"-m", "venv", "--without-pip", root.string()}),
+                                 {.timeout = kVenvTimeout});
   if (!output) {
     return Error::failed(fmt::format("cannot run {}", text::quoted(base.string())))
         .because(output.error().message());
@@ -233,9 +283,7 @@ Result<std::vector<FileRecord>> make_venv(const fs::path& base, const fs::path& 
     return process_failed(
                fmt::format("{} -m venv failed to make the prefix's environment", base.string()),
                *output)
-        .hint(
-            "Debian and Ubuntu ship venv and ensurepip apart: `apt-get install python3-venv`; "
-            "or let envkit install a Python (remove `python` from `external:`)");
+        .hint(std::string(kVenvHint));
   }
   std::vector<FileRecord> made;
   for (fs::recursive_directory_iterator it(root, error), end; !error && it != end;

@@ -46,9 +46,18 @@ struct InterpreterCheck {
 // printed; a module that fails to import is reported, not an error.
 [[nodiscard]] Result<InterpreterCheck> check_interpreter(const std::filesystem::path& root);
 
-// Makes `root` a venv of `base` (the machine's Python), with pip. Returns the
-// files, folders and links it made, relative to `root`.
-// The activate scripts name `stable_root` (the prefix), not the generation.
+// The wheels `python -m venv` of `base` would install (pip; before Python 3.12
+// setuptools too): ensurepip's, from its wheel folder (Debian's
+// /usr/share/python-wheels) or its _bundled/. None is an error with the hint
+// Debian's python3-venv needs.
+[[nodiscard]] Result<std::vector<std::filesystem::path>> ensurepip_wheels(
+    const std::filesystem::path& base);
+
+// Makes `root` a venv of `base` (the machine's Python) without pip: envkit
+// installs ensurepip's wheels itself, from the cache (`venv` with pip takes
+// seconds: ensurepip runs pip). Returns the files, folders and links it made,
+// relative to `root`. The activate scripts name `stable_root` (the prefix), not
+// the generation.
 [[nodiscard]] Result<std::vector<FileRecord>> make_venv(const std::filesystem::path& base,
                                                         const std::filesystem::path& root,
                                                         const std::filesystem::path& stable_root);

@@ -9,6 +9,7 @@
 #include "envkit/store/sdist_build.hpp"
 #include "envkit/sys/process.hpp"
 #include "python_layer.hpp"
+#include "wheel_entry.hpp"
 #include "wheel_install.hpp"
 
 namespace envkit::store {
@@ -50,16 +51,55 @@ PackageReceipt receipt_of(const PlannedPackage& package) {
                         .files = {}};
 }
 
-Result<void> make_venvs(const PythonStepInput& input) {
+// A new venv and the ensurepip wheels it is to get.
+struct NewVenv {
+  std::string package;
+  std::vector<fs::path> wheels;
+};
+
+Result<std::vector<NewVenv>> make_venvs(const PythonStepInput& input) {
+  std::vector<NewVenv> made;
   for (const auto& package : input.plan->packages) {
     if (package.packaging != Packaging::venv || package.unchanged) continue;
     auto base = base_interpreter(package.external, input.project_dir);
     if (!base) return std::move(base).error();
+    auto wheels = python::ensurepip_wheels(*base);
+    if (!wheels) return std::move(wheels).error();
     auto files = python::make_venv(*base, input.root, input.prefix);
     if (!files) return std::move(files).error();
     auto receipt = receipt_of(package);
     receipt.files = *std::move(files);
     (*input.receipts)[package.name] = std::move(receipt);
+    made.push_back({.package = package.name, .wheels = *std::move(wheels)});
+  }
+  return made;
+}
+
+// What `venv` with pip would have installed, by envkit from the cache: ensurepip's
+// wheels, each unpacked once, except those the closure brings itself (its pip wins).
+Result<void> install_venv_wheels(const PythonStepInput& input,
+                                 const python::InterpreterCheck& check,
+                                 const std::vector<NewVenv>& venvs) {
+  std::set<std::string> closure;
+  for (const auto& package : input.plan->packages) {
+    if (package.packaging == Packaging::pip) closure.insert(package.name);
+  }
+  for (const auto& venv : venvs) {
+    auto& receipt = input.receipts->at(venv.package);
+    for (const auto& wheel : venv.wheels) {
+      const auto name = std::string(text::split(wheel.filename().string(), '-').front());
+      if (closure.contains(name)) continue;
+      auto entry = local_wheel_entry(*input.cache, wheel, name);
+      if (!entry) return std::move(entry).error();
+      auto placed = python::place_wheel(
+          *input.builder, check,
+          {.name = name, .dir = input.cache->entry_dir(entry->id), .files = &entry->files});
+      if (!placed) return std::move(placed).error();
+      if (auto written = python::write_record(*input.builder, *placed); !written) return written;
+      receipt.files.insert(receipt.files.end(), placed->files.begin(), placed->files.end());
+    }
+    std::sort(receipt.files.begin(), receipt.files.end(),
+              [](const FileRecord& a, const FileRecord& b) { return a.path < b.path; });
   }
   return {};
 }
@@ -203,7 +243,8 @@ bool needs_python_step(const InstallPlan& plan) {
 
 Result<PythonStepOutcome> run_python_step(const PythonStepInput& input) {
   PythonStepOutcome outcome;
-  if (auto made = make_venvs(input); !made) return std::move(made).error();
+  auto venvs = make_venvs(input);
+  if (!venvs) return std::move(venvs).error();
   const auto& packages = input.plan->packages;
   if (std::none_of(packages.begin(), packages.end(),
                    [](const PlannedPackage& p) { return p.name == "python"; }))
@@ -215,6 +256,8 @@ Result<PythonStepOutcome> run_python_step(const PythonStepInput& input) {
                                            check->version,
                                            text::join(check->failed_imports, ", ")));
   }
+  if (auto installed = install_venv_wheels(input, *check, *venvs); !installed)
+    return std::move(installed).error();
   if (auto installed = install_wheels(input, *check); !installed)
     return std::move(installed).error();
   if (auto linked = link_provided(input, check->site_packages); !linked)

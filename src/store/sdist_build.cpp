@@ -9,6 +9,7 @@
 #include "envkit/core/text.hpp"
 #include "envkit/store/source_build.hpp"
 #include "fs_error.hpp"
+#include "wheel_entry.hpp"
 
 namespace envkit::store {
 
@@ -99,59 +100,29 @@ Result<EntryRecord> sdist_wheel_entry(const Cache& cache, const std::string& nam
   if (!found) return std::move(found).error();
   if (*found) return **std::move(found);
 
+  // Beside the entry's staging folder (the cache's tmp/: leftovers are cleaned).
   auto staging = cache.fresh_staging(id);
   if (!staging) return std::move(staging).error();
-  const auto discard = [&] {
-    std::error_code ignored;
-    fs::remove_all(*staging, ignored);
-  };
   const fs::path out = staging->string() + ".wheel";
   const auto discard_out = [&] {
     std::error_code ignored;
     fs::remove_all(out, ignored);
   };
+  discard_out();
   auto wheel = build_sdist({.label = fmt::format("{} {}", name, version),
                             .sdist = cache.entry_dir(sdist.id) / sdist.files.front().path,
                             .out = out,
                             .log = cache.build_log(id),
                             .context = context});
   if (!wheel) {
-    discard();
     discard_out();
     return std::move(wheel).error();
   }
   // Unpacked as a downloaded wheel is: the install places its files.
-  const auto wheel_sha256 = core::sha256_file(*wheel);
-  auto unpacked = archive::extract_file(*wheel, *staging, {.hash_files = true});
+  auto record = commit_unpacked_wheel(
+      cache, *wheel,
+      {.id = id, .url = sdist.url, .package = name, .component = name, .layout = "none"});
   discard_out();
-  if (!unpacked || !wheel_sha256) {
-    discard();
-    if (!unpacked) return std::move(unpacked).error();
-    return Error::failed(fmt::format("cannot read the wheel built for {} {}", name, version));
-  }
-  auto files = record_tree(*staging);
-  if (!files) {
-    discard();
-    return std::move(files).error();
-  }
-  for (const auto& file : *files) {
-    if (file.type != archive::EntryType::file) continue;
-    std::error_code ignored;
-    fs::permissions(*staging / file.path,
-                    fs::perms::owner_write | fs::perms::group_write | fs::perms::others_write,
-                    fs::perm_options::remove, ignored);
-  }
-  EntryRecord record{.id = id,
-                     .sha256 = *wheel_sha256,
-                     .url = sdist.url,
-                     .package = name,
-                     .component = name,
-                     .layout = "none",
-                     .files = *std::move(files)};
-  if (auto committed = cache.commit(*staging, record); !committed) {
-    discard();
-    return std::move(committed).error();
-  }
   return record;
 }
 

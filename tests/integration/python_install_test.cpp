@@ -214,6 +214,20 @@ TEST_CASE("envkit install puts the closure in the prefix, with one copy of cuDNN
   const auto listed = fixture.project.envkit({"run", "--", "python", "-m", "pip", "list"});
   CHECK_THAT(listed.out, Contains("nvidia-cudnn-cu12"));
   CHECK_THAT(listed.out, Contains("torch"));
+  // The venv's own pip is ensurepip's wheel, installed by envkit from the cache (`venv`
+  // with pip runs pip for seconds): pip knows it, and its files are the cache's.
+  std::optional<fs::path> pip_dist_info;
+  for (const auto& entry : fs::directory_iterator(site)) {
+    if (entry.path().filename().string().starts_with("pip-") &&
+        entry.path().extension() == ".dist-info")
+      pip_dist_info = entry.path();
+  }
+  REQUIRE(pip_dist_info);
+  CHECK(read_text(*pip_dist_info / "INSTALLER") == "envkit\n");
+  CHECK(fs::hard_link_count(site / "pip" / "__init__.py") >= 2);
+  const auto pip_version = fixture.project.envkit({"run", "--", "pip", "--version"});
+  CHECK(pip_version.exit_code == 0);
+  CHECK_THAT(pip_version.out, Catch::Matchers::StartsWith("pip ") && Contains("site-packages/pip"));
   // A console script runs, whatever the generation's folder is called.
   const auto hello = fixture.project.envkit({"run", "--", "fakedep-hello"});
   CHECK(hello.out == "hello from fakedep\n");
