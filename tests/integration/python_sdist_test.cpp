@@ -16,6 +16,7 @@
 #include "envkit/lock/lockfile.hpp"
 #include "envkit/sys/process.hpp"
 #include "isolated_project.hpp"
+#include "support/closure_lock.hpp"
 #include "support/http_server.hpp"
 #include "support/python_index.hpp"
 
@@ -104,28 +105,13 @@ struct SdistProject {
 
   [[nodiscard]] lock::PythonWheel locked(const std::string& name, const std::string& version,
                                          const fs::path& file, lock::Distribution kind) const {
-    return {.name = name,
-            .version = version,
-            .kind = kind,
-            .url = server->url("/files/" + file.filename().string()),
-            .sha256 = PythonIndex::sha256_of(file),
-            .size = fs::file_size(file),
-            .provides = {}};
+    return locked_distribution(name, version, file,
+                               server->url("/files/" + file.filename().string()), kind);
   }
 
   // envkit.lock: the machine's python3 as a venv, and `packages` as its closure.
   void write_lock(std::vector<lock::PythonWheel> packages) const {
-    lock::Lockfile lockfile{.manifest_hash = "sha256:" + std::string(64, '0'),
-                            .system = {.source = envkit::specs::FactSource::none}};
-    lock::PlatformLock platform{.platform = specs::Platform::linux_x86_64};
-    platform.packages.push_back(
-        {.name = "python", .version = specs::Version::parse("3.11").value(), .external = "system"});
-    platform.python = lock::PythonClosure{.inputs = "sha256:" + std::string(64, '1'),
-                                          .resolver = "test",
-                                          .python = "3.11",
-                                          .packages = std::move(packages)};
-    lockfile.platforms.push_back(std::move(platform));
-    project.write(project.root / "envkit.lock", lock::write(lockfile));
+    project.write(project.root / "envkit.lock", venv_closure_lock(std::move(packages)));
   }
 
   void write_tiny_lock() const {
