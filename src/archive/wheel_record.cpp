@@ -36,6 +36,38 @@ std::optional<std::string> record_hash_hex(std::string_view field) {
   return hex;
 }
 
+std::string record_hash_field(std::string_view hex) {
+  constexpr std::string_view kAlphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::vector<unsigned char> bytes;
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
+    bytes.push_back(
+        static_cast<unsigned char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16)));
+  std::string out = "sha256=";
+  unsigned buffer = 0;
+  int bits = 0;
+  for (const auto byte : bytes) {
+    buffer = (buffer << 8) | byte;
+    bits += 8;
+    while (bits >= 6) {
+      bits -= 6;
+      out += kAlphabet[(buffer >> bits) & 0x3F];
+    }
+  }
+  if (bits > 0) out += kAlphabet[(buffer << (6 - bits)) & 0x3F];
+  return out;
+}
+
+std::string csv_field(std::string_view field) {
+  if (field.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(field);
+  std::string quoted = "\"";
+  for (const char c : field) {
+    if (c == '"') quoted += '"';
+    quoted += c;
+  }
+  return quoted + "\"";
+}
+
 std::vector<std::string> csv_fields(std::string_view line) {
   std::vector<std::string> fields(1);
   bool quoted = false;

@@ -10,6 +10,7 @@
 #include <optional>
 #include <thread>
 
+#include "entry_files.hpp"
 #include "envkit/archive/layout.hpp"
 #include "envkit/archive/runfile.hpp"
 #include "envkit/core/sha256.hpp"
@@ -139,37 +140,6 @@ Error located(Error error, const fs::path& staging) {
       .hint(std::string(kDiskFullHint));
 }
 
-// Read-only from now on: prefixes hard-link these files, and a prefix must
-// not be able to change the cache's copy by writing to its own. Only write
-// bits go: a file the archive keeps from others (0600, 0750) stays so.
-void make_read_only(const fs::path& root, const std::vector<FileRecord>& files) {
-  for (const auto& file : files) {
-    if (file.type != archive::EntryType::file) continue;
-    const auto path = root / file.path;
-    struct stat info {};
-    if (::lstat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) continue;
-    ::chmod(path.c_str(), info.st_mode & 0555);
-  }
-}
-
-// What was unpacked, one record per path (a later tar entry replaces an earlier one).
-std::vector<FileRecord> records_of(const std::vector<archive::ExtractedEntry>& entries) {
-  std::map<std::string, FileRecord> by_path;
-  for (const auto& entry : entries) {
-    by_path[entry.path] = FileRecord{.path = entry.path,
-                                     .type = entry.type,
-                                     .size = entry.size,
-                                     .executable = entry.executable,
-                                     .sha256 = entry.sha256,
-                                     .link_target = entry.link_target};
-  }
-  std::vector<FileRecord> files;
-  files.reserve(by_path.size());
-  for (auto& [path, record] : by_path)
-    files.push_back(std::move(record));
-  return files;
-}
-
 // A wheel's large libraries inflate side by side on every core: inflating is
 // most of a cold wheel install, and one cuDNN wheel holds 1 GB of them.
 unsigned unpack_threads() {
@@ -255,20 +225,15 @@ Result<archive::ExtractResult> spool_unpack(const ArtifactTarget& target, net::B
   return std::move(*extracted);
 }
 
-// The file name of a closure package's download, as pip needs it: a wheel's
-// tags, an sdist's archive suffix.
+// The file name of a closure package's sdist, as pip needs it (its archive
+// suffix): only sdists are kept whole, a wheel is unpacked.
 Result<std::string> kept_file_name(const ArtifactTarget& target) {
   const auto name = url::file_name(target.artifact.url);
-  const bool wheel = target.artifact.kind == specs::ArtifactKind::wheel;
-  if ((wheel && !name.ends_with(".whl")) || (!wheel && name.ends_with(".whl")) || name.empty() ||
-      name.starts_with('.') ||
+  if (name.ends_with(".whl") || name.empty() || name.starts_with('.') ||
       name.find_first_of(std::string_view("/\0", 2)) != std::string::npos) {
-    return Error::failed(fmt::format("{}: {} does not name a {} file", target.label(),
-                                     url::redacted(target.artifact.url),
-                                     wheel ? "wheel" : "source distribution"))
-        .hint(wheel
-                  ? "a Python package's URL ends in its wheel's file name, `NAME-VERSION-TAGS.whl`"
-                  : "an sdist's URL ends in its file name, `NAME-VERSION.tar.gz`");
+    return Error::failed(fmt::format("{}: {} does not name a source distribution file",
+                                     target.label(), url::redacted(target.artifact.url)))
+        .hint("an sdist's URL ends in its file name, `NAME-VERSION.tar.gz`");
   }
   return name;
 }

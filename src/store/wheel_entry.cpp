@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "entry_files.hpp"
 #include "envkit/archive/extract.hpp"
 #include "envkit/core/sha256.hpp"
 #include "envkit/core/text.hpp"
@@ -18,31 +19,22 @@ Result<EntryRecord> commit_unpacked_wheel(const Cache& cache, const fs::path& wh
     std::error_code ignored;
     fs::remove_all(*staging, ignored);
   };
-  const auto sha256 = core::sha256_file(wheel);
-  if (!sha256) {
-    discard();
-    return Error::failed(fmt::format("cannot read the wheel {}", text::quoted(wheel.string())));
+  if (record.sha256.empty()) {
+    auto sha256 = core::sha256_file(wheel);
+    if (!sha256) {
+      discard();
+      return Error::failed(fmt::format("cannot read the wheel {}", text::quoted(wheel.string())));
+    }
+    record.sha256 = *std::move(sha256);
   }
+  // Each file's sha256 is taken as it is written (and checked against RECORD).
   auto unpacked = archive::extract_file(wheel, *staging, {.hash_files = true});
   if (!unpacked) {
     discard();
     return std::move(unpacked).error();
   }
-  auto files = record_tree(*staging);
-  if (!files) {
-    discard();
-    return std::move(files).error();
-  }
-  // Read-only, as every entry: prefixes hard-link these files.
-  for (const auto& file : *files) {
-    if (file.type != archive::EntryType::file) continue;
-    std::error_code ignored;
-    fs::permissions(*staging / file.path,
-                    fs::perms::owner_write | fs::perms::group_write | fs::perms::others_write,
-                    fs::perm_options::remove, ignored);
-  }
-  record.sha256 = *sha256;
-  record.files = *std::move(files);
+  record.files = records_of(unpacked->entries);
+  make_read_only(*staging, record.files);
   if (auto committed = cache.commit(*staging, record); !committed) {
     discard();
     return std::move(committed).error();

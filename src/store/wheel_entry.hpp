@@ -14,8 +14,8 @@
 namespace envkit::store {
 
 // Unpacks `wheel` into a fresh staging folder of entry `record.id` and commits
-// it with `record` (its sha256 and files filled in). The caller holds the
-// entry's lock (Cache::lock_entry) and found no entry.
+// it with `record` (its files filled in, and its sha256 where empty). The caller
+// holds the entry's lock (Cache::lock_entry) and found no entry.
 [[nodiscard]] Result<EntryRecord> commit_unpacked_wheel(const Cache& cache,
                                                         const std::filesystem::path& wheel,
                                                         EntryRecord record);

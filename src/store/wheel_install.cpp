@@ -40,39 +40,6 @@ std::string read_file(const fs::path& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-// A sha256 (hex) as RECORD writes it: `sha256=<urlsafe base64, no padding>`.
-std::string record_hash(const std::string& hex) {
-  constexpr std::string_view kAlphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  std::vector<unsigned char> bytes;
-  for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
-    bytes.push_back(static_cast<unsigned char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
-  std::string out = "sha256=";
-  unsigned buffer = 0;
-  int bits = 0;
-  for (const auto byte : bytes) {
-    buffer = (buffer << 8) | byte;
-    bits += 8;
-    while (bits >= 6) {
-      bits -= 6;
-      out += kAlphabet[(buffer >> bits) & 0x3F];
-    }
-  }
-  if (bits > 0) out += kAlphabet[(buffer << (6 - bits)) & 0x3F];
-  return out;
-}
-
-// A field as Python's csv writer (QUOTE_MINIMAL) writes it.
-std::string csv_field(const std::string& field) {
-  if (field.find_first_of(",\"\r\n") == std::string::npos) return field;
-  std::string quoted = "\"";
-  for (const char c : field) {
-    if (c == '"') quoted += '"';
-    quoted += c;
-  }
-  return quoted + "\"";
-}
-
 // `key = value` lines of an INI section, as importlib.metadata reads entry_points.txt.
 std::map<std::string, std::string> ini_section(std::string_view text, std::string_view section) {
   std::map<std::string, std::string> values;
@@ -324,7 +291,7 @@ Result<PlacedWheel> place_wheel(GenerationBuilder& builder, const InterpreterChe
   for (const auto& [record, content] : written)
     by_path[record.path] = &record;
   const auto row_of = [&](const FileRecord& record) {
-    return std::pair{record_hash(record.sha256), std::to_string(record.size)};
+    return std::pair{archive::record_hash_field(record.sha256), std::to_string(record.size)};
   };
   const auto wheel_record = read_file(wheel.dir / info->dist_info / "RECORD");
   for (const auto raw : text::split(wheel_record, '\n')) {
@@ -453,8 +420,8 @@ Result<std::size_t> remove_installed(const fs::path& root, const std::string& li
 Result<void> write_record(GenerationBuilder& builder, PlacedWheel& wheel) {
   std::string text;
   for (const auto& [path, row] : wheel.rows)
-    text +=
-        fmt::format("{},{},{}\r\n", csv_field(path), csv_field(row.first), csv_field(row.second));
+    text += fmt::format("{},{},{}\r\n", archive::csv_field(path), archive::csv_field(row.first),
+                        archive::csv_field(row.second));
   const auto record = generated_record(wheel.dist_info + "/RECORD", text, false);
   if (auto wrote = builder.write(wheel.name, record, text); !wrote) return wrote;
   wheel.files.push_back(record);

@@ -14,8 +14,9 @@
 
 // Filling a cache entry: one streaming pass from the socket through sha256
 // into the extractor and onto disk in staging; the entry appears only when the
-// hash matches. Tar archives stream; zips and wheels keep their directory at
-// the end, so they are spooled to a file (hashed on the way) and unpacked from it.
+// hash matches. Tar archives stream; zips and wheels are spooled to a file
+// (hashed on the way) and unpacked from it while it arrives, entry by entry from
+// their local headers; their central directory, at the end, is checked last.
 namespace envkit::store {
 
 struct FillContext {

@@ -226,6 +226,19 @@ TEST_CASE("RECORD rows are read as CSV with paths normalized", "[archive][zip]")
   CHECK_FALSE(envkit::archive::is_wheel_record("demo/demo-1.0.dist-info/RECORD"));
 }
 
+TEST_CASE("RECORD rows are written as pip writes them and read back", "[archive][zip]") {
+  const auto empty = envkit::core::sha256_hex("");
+  // What pip writes for an empty __init__.py.
+  CHECK(envkit::archive::record_hash_field(empty) ==
+        "sha256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU");
+  const auto hex = envkit::core::sha256_hex("import os\n");
+  CHECK(envkit::archive::record_hash_hex(envkit::archive::record_hash_field(hex)) == hex);
+  CHECK(envkit::archive::csv_field("demo/a.py") == "demo/a.py");
+  CHECK(envkit::archive::csv_field("demo/a,b.py") == "\"demo/a,b.py\"");
+  CHECK(envkit::archive::csv_fields(envkit::archive::csv_field("say \"hi\",now")) ==
+        std::vector<std::string>{"say \"hi\",now"});
+}
+
 namespace {
 
 // The peak resident memory since the last reset, in KiB (nullopt off Linux).
