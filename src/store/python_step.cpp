@@ -75,15 +75,21 @@ Result<std::vector<NewVenv>> make_venvs(const PythonStepInput& input) {
   return made;
 }
 
+// The closure's package names.
+std::set<std::string> closure_names(const InstallPlan& plan) {
+  std::set<std::string> names;
+  for (const auto& package : plan.packages) {
+    if (package.packaging == Packaging::pip) names.insert(package.name);
+  }
+  return names;
+}
+
 // What `venv` with pip would have installed, by envkit from the cache: ensurepip's
 // wheels, each unpacked once, except those the closure brings itself (its pip wins).
 Result<void> install_venv_wheels(const PythonStepInput& input,
                                  const python::InterpreterCheck& check,
                                  const std::vector<NewVenv>& venvs) {
-  std::set<std::string> closure;
-  for (const auto& package : input.plan->packages) {
-    if (package.packaging == Packaging::pip) closure.insert(package.name);
-  }
+  const auto closure = closure_names(*input.plan);
   for (const auto& venv : venvs) {
     auto& receipt = input.receipts->at(venv.package);
     for (const auto& wheel : venv.wheels) {
@@ -108,15 +114,6 @@ Result<void> install_venv_wheels(const PythonStepInput& input,
 bool is_sdist(const PlannedPackage& package) {
   return !package.artifacts.empty() &&
          package.artifacts.front().kind == specs::ArtifactKind::source;
-}
-
-// The closure's package names.
-std::set<std::string> closure_names(const InstallPlan& plan) {
-  std::set<std::string> names;
-  for (const auto& package : plan.packages) {
-    if (package.packaging == Packaging::pip) names.insert(package.name);
-  }
-  return names;
 }
 
 // The wheels of `sdists`, from the cache or built there by the environment's
