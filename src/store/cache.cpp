@@ -1,5 +1,6 @@
 #include "envkit/store/cache.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <sys/stat.h>
@@ -10,13 +11,16 @@
 #include <map>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "envkit/core/env_vars.hpp"
 #include "envkit/core/sha256.hpp"
 #include "envkit/core/text.hpp"
 #include "envkit/store/prefix.hpp"
 #include "envkit/sys/fs.hpp"
+#include "envkit/sys/unique_fd.hpp"
 #include "fs_error.hpp"
+#include "parallel.hpp"
 
 namespace envkit::store {
 
@@ -46,16 +50,49 @@ std::string layout_key(const ArtifactTarget& target) {
   return key;
 }
 
-// A regular file's stamp, or nullopt when `path` is not one (gone, replaced by a link).
-std::optional<FileStamp> stamp_of(const fs::path& path) {
-  struct stat info {};
-  if (::lstat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) return std::nullopt;
+std::optional<FileStamp> stamp_from(const struct stat& info) {
+  if (!S_ISREG(info.st_mode)) return std::nullopt;
   constexpr std::int64_t kNs = 1'000'000'000;
   return FileStamp{.size = static_cast<std::uint64_t>(info.st_size),
                    .inode = static_cast<std::uint64_t>(info.st_ino),
                    .mtime_ns = info.st_mtim.tv_sec * kNs + info.st_mtim.tv_nsec,
                    .ctime_ns = info.st_ctim.tv_sec * kNs + info.st_ctim.tv_nsec};
 }
+
+// A regular file's stamp, or nullopt when `path` is not one (gone, replaced by a link).
+std::optional<FileStamp> stamp_of(const fs::path& path) {
+  struct stat info {};
+  if (::lstat(path.c_str(), &info) != 0) return std::nullopt;
+  return stamp_from(info);
+}
+
+// Stamps of files under one root, each folder opened once (O_PATH) and kept
+// while the next files are in it too.
+class FolderLookup {
+ public:
+  explicit FolderLookup(fs::path root) : root_(std::move(root)) {}
+
+  std::optional<FileStamp> stamp_of(const std::string& relative) {
+    const auto slash = relative.rfind('/');
+    const auto folder = slash == std::string::npos ? std::string() : relative.substr(0, slash);
+    if (!folder_fd_.valid() || folder != folder_) {
+      folder_ = folder;
+      folder_fd_ =
+          sys::UniqueFd(::open((root_ / folder).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    }
+    if (!folder_fd_.valid()) return std::nullopt;
+    struct stat info {};
+    const auto name = slash == std::string::npos ? relative : relative.substr(slash + 1);
+    if (::fstatat(folder_fd_.get(), name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0)
+      return std::nullopt;
+    return stamp_from(info);
+  }
+
+ private:
+  fs::path root_;
+  std::string folder_;
+  sys::UniqueFd folder_fd_;
+};
 
 Result<std::map<std::string, FileStamp>> stamps_of(const fs::path& root,
                                                    const std::vector<FileRecord>& files) {
@@ -238,19 +275,37 @@ Result<void> Cache::commit(const fs::path& staging, EntryRecord record) const {
   return {};
 }
 
+// Stat'ing each path whole walks every folder again (CCCL: 1,850 files ten
+// folders deep), so each folder is opened once and its files are looked up in
+// it; a big entry is split over the cores. A warm install checks every entry.
 std::vector<std::string> Cache::changed_files(const EntryRecord& record) const {
-  std::vector<std::string> changed;
   const auto root = entry_dir(record.id);
-  for (const auto& [path, stamp] : record.stamps) {
-    const auto now = stamp_of(root / path);
-    if (!now) {
-      changed.push_back(path + " (missing)");
-    } else if (now->size != stamp.size || now->mtime_ns != stamp.mtime_ns) {
-      changed.push_back(path + " (modified)");
-    } else if (now->inode != stamp.inode) {
-      changed.push_back(path + " (replaced)");
-    }
-  }
+  const std::vector<std::pair<std::string, FileStamp>> stamps(record.stamps.begin(),
+                                                              record.stamps.end());
+  constexpr std::size_t kPerTask = 512;
+  const std::size_t tasks = (stamps.size() + kPerTask - 1) / kPerTask;
+  std::vector<std::vector<std::string>> changed_by_task(tasks);
+  for_each_parallel(
+      tasks, static_cast<int>(std::thread::hardware_concurrency()), [&](std::size_t task) {
+        const auto begin = stamps.begin() + static_cast<std::ptrdiff_t>(task * kPerTask);
+        const auto end = stamps.begin() + static_cast<std::ptrdiff_t>(
+                                              std::min(stamps.size(), (task + 1) * kPerTask));
+        FolderLookup folders(root);
+        for (auto it = begin; it != end; ++it) {
+          const auto& [path, stamp] = *it;
+          const auto now = folders.stamp_of(path);
+          if (!now) {
+            changed_by_task[task].push_back(path + " (missing)");
+          } else if (now->size != stamp.size || now->mtime_ns != stamp.mtime_ns) {
+            changed_by_task[task].push_back(path + " (modified)");
+          } else if (now->inode != stamp.inode) {
+            changed_by_task[task].push_back(path + " (replaced)");
+          }
+        }
+      });
+  std::vector<std::string> changed;
+  for (auto& some : changed_by_task)
+    changed.insert(changed.end(), some.begin(), some.end());
   return changed;
 }
 

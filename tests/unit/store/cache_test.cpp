@@ -1,6 +1,7 @@
 #include "envkit/store/cache.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -87,6 +88,35 @@ TEST_CASE(
   CHECK(cache.changed_files(record) == std::vector<std::string>{"lib/libcudart.so.12 (modified)"});
   fs::remove(cache.entry_dir("entry-one") / "include" / "cuda.h");
   CHECK(cache.changed_files(record).size() == 2);
+}
+
+TEST_CASE(
+    "a big entry (CCCL's 1,850 headers) is checked in parts, and every changed file is named "
+    "in path order",
+    "[store][cache]") {
+  TempDir dir;
+  const Cache cache(dir.path() / "cache");
+  StagedEntry staged(cache, "entry-big");
+  for (int folder = 0; folder < 30; ++folder) {
+    for (int file = 0; file < 60; ++file)
+      staged.add(fmt::format("include/cub/d{:02}/h{:02}.cuh", folder, file), "// header\n");
+  }
+  REQUIRE(cache.commit(staged.staging, staged.record));
+  const auto record = cache.find("entry-big").value().value();
+  REQUIRE(record.stamps.size() == 1802);
+  CHECK(cache.changed_files(record).empty());
+
+  const auto root = cache.entry_dir("entry-big");
+  write_through(root / "include/cub/d00/h00.cuh", "// HEADER\n");
+  write_through(root / "include/cub/d29/h59.cuh", "// a longer header\n");
+  fs::remove(root / "include/cub/d15/h30.cuh");
+  fs::remove_all(root / "include/cub/d20");  // a whole folder: its 60 files
+  const auto changed = cache.changed_files(record);
+  REQUIRE(changed.size() == 63);
+  CHECK(changed.front() == "include/cub/d00/h00.cuh (modified)");
+  CHECK(changed[1] == "include/cub/d15/h30.cuh (missing)");
+  CHECK(changed[2] == "include/cub/d20/h00.cuh (missing)");
+  CHECK(changed.back() == "include/cub/d29/h59.cuh (modified)");
 }
 
 TEST_CASE("a record that cannot be written (full disk) leaves no entry and names the path",
