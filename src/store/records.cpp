@@ -357,19 +357,25 @@ Result<void> write_state(const fs::path& root, const PrefixState& state) {
         .because(error.message());
   }
   json names = json::array();
+  std::vector<std::string> contents;
+  std::vector<fs::path> paths;
   for (const auto& receipt : state.packages) {
     names.push_back(receipt.name);
-    auto written = sys::write_file_atomic(receipts_dir(root) / (receipt.name + ".json"),
-                                          receipt_json(receipt).dump(1) + "\n");
-    if (!written) return written;
+    paths.push_back(receipts_dir(root) / (receipt.name + ".json"));
+    contents.push_back(receipt_json(receipt).dump(1) + "\n");
   }
   const json object = {{"generation", state.generation},
                        {"platform", state.platform},
                        {"link-mode", state.link_mode},
                        {"packages", names},
                        {"links", files_json(state.links)}};
-  // Written last: a generation without state.json is not finished.
-  return sys::write_file_atomic(state_file(root), object.dump(1) + "\n");
+  // Renamed last: a generation without state.json is not finished.
+  paths.push_back(state_file(root));
+  contents.push_back(object.dump(1) + "\n");
+  std::vector<sys::FileContent> files;
+  for (std::size_t i = 0; i < paths.size(); ++i)
+    files.push_back({paths[i], contents[i]});
+  return sys::write_files_atomic(files);
 }
 
 Result<std::optional<PrefixState>> read_state(const fs::path& root) {

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 #include <random>
+#include <thread>
+#include <vector>
 
 #include "envkit/core/env_vars.hpp"
 
@@ -115,18 +117,59 @@ Result<void> write_new_file(const fs::path& path, std::string_view content) {
 
 Result<void> write_file_atomic(const fs::path& path, std::string_view content,
                                Durability durability) {
-  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  const std::vector<FileContent> one{{path, content}};
+  return write_files_atomic(one, durability);
+}
+
+// Each file is written unsynced, then all are synced at once from their own
+// threads: the journal commits them together (a warm install's receipts and
+// state cost one commit, not one each), and only then is any renamed.
+Result<void> write_files_atomic(std::span<const FileContent> files, Durability durability) {
   std::random_device seed;
-  const fs::path temp = dir / fmt::format(".{}.tmp-{:08x}", path.filename().string(), seed());
-  if (const int failure = write_synced(temp, content, durability); failure != 0) {
-    return Error::failed(fmt::format("cannot write {}", path.string()))
-        .because(std::strerror(failure));
+  std::vector<fs::path> temps;
+  const auto remove_temps = [&] {
+    for (const auto& temp : temps)
+      ::unlink(temp.c_str());
+  };
+  for (const auto& file : files) {
+    const fs::path dir = file.path.has_parent_path() ? file.path.parent_path() : fs::path(".");
+    temps.push_back(dir / fmt::format(".{}.tmp-{:08x}", file.path.filename().string(), seed()));
+    if (const int failure = write_synced(temps.back(), file.content, Durability::unsynced);
+        failure != 0) {
+      temps.pop_back();
+      remove_temps();
+      return Error::failed(fmt::format("cannot write {}", file.path.string()))
+          .because(std::strerror(failure));
+    }
   }
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
-    const int saved = errno;
-    ::unlink(temp.c_str());
-    return Error::failed(fmt::format("cannot replace {}", path.string()))
-        .because(std::strerror(saved));
+  if (durability == Durability::synced) {
+    std::vector<int> failures(temps.size(), 0);
+    {
+      std::vector<std::jthread> syncs;
+      for (std::size_t i = 0; i < temps.size(); ++i) {
+        syncs.emplace_back([&, i] {
+          const int fd = ::open(temps[i].c_str(), O_RDONLY | O_CLOEXEC);
+          if (fd < 0 || ::fsync(fd) != 0) failures[i] = errno;
+          if (fd >= 0) ::close(fd);
+        });
+      }
+    }
+    for (std::size_t i = 0; i < temps.size(); ++i) {
+      if (failures[i] != 0) {
+        remove_temps();
+        return Error::failed(fmt::format("cannot write {}", files[i].path.string()))
+            .because(std::strerror(failures[i]));
+      }
+    }
+  }
+  for (std::size_t i = 0; i < temps.size(); ++i) {
+    if (::rename(temps[i].c_str(), files[i].path.c_str()) != 0) {
+      const int saved = errno;
+      for (std::size_t j = i; j < temps.size(); ++j)
+        ::unlink(temps[j].c_str());
+      return Error::failed(fmt::format("cannot replace {}", files[i].path.string()))
+          .because(std::strerror(saved));
+    }
   }
   return {};
 }

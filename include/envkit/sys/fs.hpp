@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -41,6 +42,17 @@ enum class Durability : std::uint8_t { synced, unsynced };
 [[nodiscard]] Result<void> write_file_atomic(const std::filesystem::path& path,
                                              std::string_view content,
                                              Durability durability = Durability::synced);
+
+struct FileContent {
+  std::filesystem::path path;
+  std::string_view content;
+};
+
+// write_file_atomic for several files, renamed in their order once every one
+// is written (and synced): a reader that finds the last one finds the others.
+// A failure leaves none of the new ones.
+[[nodiscard]] Result<void> write_files_atomic(std::span<const FileContent> files,
+                                              Durability durability = Durability::synced);
 
 // `<prefix>/share/envkit/<name>` beside the running executable
 // (`<prefix>/bin/envkit`), when it exists: the data `cmake --install` puts there

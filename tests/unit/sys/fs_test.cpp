@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
+#include <vector>
 
 #include "support/temp_dir.hpp"
 
@@ -28,6 +29,33 @@ TEST_CASE("write_file_atomic fails cleanly where it cannot write", "[sys][fs]") 
   REQUIRE_FALSE(result);
   CHECK(result.error().message() == "cannot write " + missing.string());
   CHECK(result.error().causes().at(0) == "No such file or directory");
+}
+
+TEST_CASE(
+    "write_files_atomic writes several files, and one that cannot be written leaves none of "
+    "them",
+    "[sys][fs]") {
+  TempDir dir;
+  const auto receipt = dir.path() / "cuda.json";
+  const auto state = dir.path() / "state.json";
+  REQUIRE(envkit::sys::write_file_atomic(receipt, "old receipt\n").ok());
+  const std::vector<envkit::sys::FileContent> both{{receipt, "new receipt\n"}, {state, "state\n"}};
+  REQUIRE(envkit::sys::write_files_atomic(both).ok());
+  CHECK(envkit::sys::read_file(receipt).value() == "new receipt\n");
+  CHECK(envkit::sys::read_file(state).value() == "state\n");
+
+  // The second cannot be written: the first keeps its old content, no temp stays.
+  const auto missing = dir.path() / "no-such-dir" / "state.json";
+  const std::vector<envkit::sys::FileContent> broken{{receipt, "newer receipt\n"},
+                                                     {missing, "state\n"}};
+  auto result = envkit::sys::write_files_atomic(broken);
+  REQUIRE_FALSE(result);
+  CHECK(result.error().message() == "cannot write " + missing.string());
+  CHECK(envkit::sys::read_file(receipt).value() == "new receipt\n");
+  std::size_t entries = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir.path()))
+    ++entries;
+  CHECK(entries == 2);
 }
 
 TEST_CASE("read_file names the path it could not read", "[sys][fs]") {
