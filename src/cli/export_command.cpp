@@ -104,15 +104,34 @@ Result<Installed> installed_as_locked(const Context& context, const ExportFlags&
                    .state = **std::move(state)};
 }
 
+// DIR[:REF] (REF holds no '/', a path may hold ':'): the folder and the ref, if any.
+std::pair<std::string, std::optional<std::string>> layout_and_ref(const std::string& target) {
+  const auto colon = target.rfind(':');
+  if (colon == std::string::npos || target.find('/', colon) != std::string::npos)
+    return {target, std::nullopt};
+  return {target.substr(0, colon), target.substr(colon + 1)};
+}
+
+// --base LAYOUT:REF read, its glibc checked against the lock's wheels; nullopt
+// without --base or with --base none.
+Result<std::optional<oci::BaseImage>> base_image(const Context& context, const ExportFlags& flags,
+                                                 const lock::Lockfile& lockfile) {
+  if (!flags.base || *flags.base == "none") return std::optional<oci::BaseImage>{};
+  const auto [layout, ref] = layout_and_ref(*flags.base);
+  auto base = oci::read_base_image(in_project(context, layout), ref.value_or("latest"),
+                                   specs::host_platform());
+  if (!base) return std::move(base).error();
+  for (const auto& locked : lockfile.platforms) {
+    if (locked.platform != specs::host_platform()) continue;
+    if (auto fits = oci::check_base_glibc(*base, locked); !fits) return std::move(fits).error();
+  }
+  return std::optional(*std::move(base));
+}
+
 int run_export_oci(Context& context, const ExportFlags& flags) {
   if (auto platforms = check_platforms(flags.platforms); !platforms)
     return report(context, platforms.error());
   const auto compression = oci::parse_compression(flags.compress);
-  if (flags.base && *flags.base != "none") {
-    return report(context, Error::input("--base LAYOUT:REF is not supported yet")
-                               .hint("export without --base (or --base none): the image then "
-                                     "has no base layers"));
-  }
   auto settings = load_settings(context);
   if (!settings) return report(context, settings.error());
   const auto lock_path = (context.options.directory / lock::kFileName).lexically_normal();
@@ -125,6 +144,8 @@ int run_export_oci(Context& context, const ExportFlags& flags) {
   if (!lockfile) return report(context, lockfile.error());
   auto installed = installed_as_locked(context, flags, *lockfile, *settings);
   if (!installed) return report(context, installed.error());
+  auto base = base_image(context, flags, *lockfile);
+  if (!base) return report(context, base.error());
   const auto out = fs::absolute(in_project(context, *flags.oci)).lexically_normal();
   const oci::ExportOptions options{
       .out = out,
@@ -135,6 +156,7 @@ int run_export_oci(Context& context, const ExportFlags& flags) {
       .lockfile = &*lockfile,
       .jobs = static_cast<int>(std::max(1U, std::thread::hardware_concurrency())),
       .archive = flags.archive ? std::optional(in_project(context, *flags.archive)) : std::nullopt,
+      .base = *std::move(base),
       .note = [&](const std::string& line) {
         if (!context.options.quiet) context.console.info(line);
       }};
@@ -158,14 +180,7 @@ int run_export_oci(Context& context, const ExportFlags& flags) {
 }
 
 int run_export_verify(Context& context, const std::string& target) {
-  // DIR:REF, where REF holds no '/' (a path may hold ':').
-  auto dir = target;
-  std::optional<std::string> ref;
-  if (const auto colon = target.rfind(':');
-      colon != std::string::npos && target.find('/', colon) == std::string::npos) {
-    dir = target.substr(0, colon);
-    ref = target.substr(colon + 1);
-  }
+  const auto [dir, ref] = layout_and_ref(target);
   auto verified = oci::verify_layout(in_project(context, dir), ref);
   if (!verified) return report(context, verified.error());
   context.console.info(fmt::format("{}: {} image(s), {} blob(s) verified", dir, verified->manifests,

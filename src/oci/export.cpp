@@ -34,9 +34,20 @@ const lock::PlatformLock* platform_lock(const lock::Lockfile& lockfile, specs::P
   return nullptr;
 }
 
-std::vector<activation::Assignment> image_assignments(bool has_python) {
-  return activation::assignments(fs::path(kImageRoot), {.has_python = has_python},
-                                 {{"PATH", std::string(kSystemPath)}});
+// The prefix's activation at /opt/envkit over the base image's variables.
+std::vector<activation::Assignment> image_assignments(bool has_python,
+                                                      const std::vector<std::string>& base_env) {
+  activation::Environment inherited = {{"PATH", std::string(kSystemPath)}};
+  for (const auto& assignment : base_env) {
+    const auto eq = assignment.find('=');
+    if (eq != std::string::npos) inherited[assignment.substr(0, eq)] = assignment.substr(eq + 1);
+  }
+  return activation::assignments(fs::path(kImageRoot), {.has_python = has_python}, inherited);
+}
+
+const std::vector<std::string>& base_env_of(const ExportOptions& options) {
+  static const std::vector<std::string> none;
+  return options.base ? options.base->env : none;
 }
 
 // A folder removed on scope exit.
@@ -89,7 +100,7 @@ Result<PlannedLayer> image_layer(const PrefixPaths& paths, const store::PrefixSt
   };
   layer.entries.push_back(
       {.path = at("envkit.lock"), .content = options.lock_text, .owner = owner});
-  const auto changes = image_assignments(has_python);
+  const auto changes = image_assignments(has_python, base_env_of(options));
   layer.entries.push_back({.path = at("activate.sh"),
                            .content = activation::activation_script(activation::Shell::bash,
                                                                     fs::path(kImageRoot), changes),
@@ -191,16 +202,16 @@ std::string nvidia_require_cuda(const lock::Lockfile& lockfile, specs::Platform 
 }
 
 std::vector<std::string> image_env(const lock::Lockfile& lockfile, specs::Platform platform,
-                                   bool has_python) {
+                                   bool has_python, const std::vector<std::string>& base_env) {
   std::vector<std::string> env;
-  for (const auto& change : image_assignments(has_python)) {
+  for (const auto& change : image_assignments(has_python, base_env)) {
     if (change.value) env.push_back(change.name + "=" + *change.value);
   }
   env.emplace_back("NVIDIA_VISIBLE_DEVICES=all");
   env.emplace_back("NVIDIA_DRIVER_CAPABILITIES=compute,utility");
   if (auto require = nvidia_require_cuda(lockfile, platform); !require.empty())
     env.push_back("NVIDIA_REQUIRE_CUDA=" + require);
-  return env;
+  return merged_env(base_env, env);
 }
 
 Result<ExportReport> export_image(const PrefixPaths& paths, const store::PrefixState& state,
@@ -218,12 +229,15 @@ Result<ExportReport> export_image(const PrefixPaths& paths, const store::PrefixS
   ExportReport report;
   auto layers = layers_of(*planned, options, report);
   if (!layers) return std::move(layers).error();
-  report.layers = layers->size();
+  std::vector<Layer> all;
+  if (options.base) all = options.base->layers;
+  all.insert(all.end(), layers->begin(), layers->end());
+  report.layers = all.size();
   Image image{.ref = options.ref,
               .platform = *platform,
-              .env = image_env(*options.lockfile, *platform, has_python),
+              .env = image_env(*options.lockfile, *platform, has_python, base_env_of(options)),
               .labels = {{"dev.envkit.lock.sha256", core::sha256_hex(options.lock_text)}},
-              .layers = *std::move(layers)};
+              .layers = std::move(all)};
   auto digest = write_image(options.out, image);
   if (!digest) return std::move(digest).error();
   report.manifest_digest = *digest;

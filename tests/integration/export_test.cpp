@@ -95,11 +95,23 @@ TEST_CASE("export --oci: one lock installed from two caches gives one image, as 
   CHECK(std::find(env.begin(), env.end(), "CUDA_HOME=/opt/envkit") != env.end());
   CHECK(std::find(env.begin(), env.end(), "NVIDIA_VISIBLE_DEVICES=all") != env.end());
 
-  // A second export of the same lock compresses nothing.
-  const auto again = export_json(first, first.dir.path() / "again");
+  // A second export of the same lock compresses nothing; --archive is the layout as one tar.
+  const auto archive = first.dir.path() / "image.tar";
+  const auto r = first.envkit({"export", "--oci", (first.dir.path() / "again").string(),
+                               "--archive", archive.string(), "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto again = json::parse(r.out);
   CHECK(again.at("built") == 0);
   CHECK(again.at("cached") == 3);
   CHECK(again.at("manifest") == exported.at("manifest"));
+  REQUIRE(fs::exists(archive));
+
+  // zstd layers are other blobs of the same tars.
+  const auto zstd = first.dir.path() / "zstd";
+  const auto compressed = first.envkit({"export", "--oci", zstd.string(), "--compress", "zstd"});
+  REQUIRE(compressed.exit_code == 0);
+  CHECK(first.envkit({"export", "--verify", zstd.string()}).exit_code == 0);
 
   const auto verified = first.envkit({"export", "--verify", one.string() + ":latest"});
   INFO(verified.err);
@@ -128,6 +140,14 @@ TEST_CASE("export --oci: one lock installed from two caches gives one image, as 
   INFO(copied->err);
   REQUIRE(copied->exit_code == 0);
   CHECK(index_of(copy).at("manifests").at(0).at("digest") == exported.at("manifest"));
+  const auto from_archive = first.dir.path() / "from-archive";
+  const auto read =
+      sys::run_process({"skopeo", "copy", "oci-archive:" + archive.string() + ":latest",
+                        "oci:" + from_archive.string() + ":latest"});
+  REQUIRE(read);
+  INFO(read->err);
+  REQUIRE(read->exit_code == 0);
+  CHECK(index_of(from_archive).at("manifests").at(0).at("digest") == exported.at("manifest"));
 }
 
 TEST_CASE("export --oci refuses a prefix that is not what envkit.lock says", "[cli][export]") {

@@ -10,6 +10,7 @@
 
 #include "envkit/core/result.hpp"
 #include "envkit/lock/lockfile.hpp"
+#include "envkit/oci/base_image.hpp"
 #include "envkit/oci/layer_encoder.hpp"
 #include "envkit/oci/layer_plan.hpp"
 #include "envkit/store/records.hpp"
@@ -26,6 +27,7 @@ struct ExportOptions {
   const lock::Lockfile* lockfile = nullptr;
   int jobs = 1;
   std::optional<std::filesystem::path> archive;  // also the layout as one tar (oci-archive)
+  std::optional<BaseImage> base;                 // its layers first, its Env merged
   std::function<void(const std::string&)> note;
 };
 
@@ -41,8 +43,10 @@ struct ExportReport {
 // usual system PATH, and what the NVIDIA container toolkit, enroot and
 // `apptainer --nv` read (NVIDIA_VISIBLE_DEVICES, NVIDIA_DRIVER_CAPABILITIES,
 // NVIDIA_REQUIRE_CUDA from the lock's CUDA and driver floor).
+// `base_env` is the base image's (none: a bare image, the usual system PATH).
 [[nodiscard]] std::vector<std::string> image_env(const lock::Lockfile& lockfile,
-                                                 specs::Platform platform, bool has_python);
+                                                 specs::Platform platform, bool has_python,
+                                                 const std::vector<std::string>& base_env = {});
 
 // "cuda>=12.4 driver>=525.60.13": the lock's CUDA release and, when the lock
 // states a driver floor (">=X"), that floor; empty without a locked CUDA.
