@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <map>
 
 #include "support/temp_dir.hpp"
 
@@ -129,6 +130,43 @@ TEST_CASE("layer plan: the cache key follows content and paths, not order", "[oc
   changed = entries;
   changed[1].executable = true;
   CHECK(layer_key(changed) != layer_key(entries));
+}
+
+}  // namespace
+}  // namespace envkit::oci
+
+namespace envkit::oci {
+namespace {
+
+TEST_CASE("layer plan: a venv's own files point at /opt/envkit, a package's bytes stay",
+          "[oci][plan]") {
+  const test::TempDir dir;
+  const PrefixPaths paths{.generation = dir.path() / ".env.generations" / "2",
+                          .prefix = dir.path() / "env"};
+  const auto cfg = "home = /usr/bin\nprompt = " + paths.prefix.string() + "\n";
+  const auto activate = "VIRTUAL_ENV=\"" + paths.prefix.string() + "\"\n";
+  dir.write(".env.generations/2/pyvenv.cfg", cfg);
+  dir.write(".env.generations/2/bin/activate", activate);
+  dir.write(".env.generations/2/bin/activate-tool", activate);
+  const std::vector<store::FileRecord> files = {file_record("pyvenv.cfg", "aa"),
+                                                file_record("bin/activate", "bb")};
+  auto venv = plan_package_layers({receipt("python", "venv", files)}, paths);
+  REQUIRE(venv);
+  std::map<std::string, std::string> content;
+  for (const auto& entry : venv->front().entries)
+    content[entry.path] =
+        entry.source.empty() ? entry.content : "<from " + entry.source.string() + ">";
+  CHECK(content["opt/envkit/pyvenv.cfg"] == "home = /usr/bin\nprompt = /opt/envkit\n");
+  CHECK(content["opt/envkit/bin/activate"] == "VIRTUAL_ENV=\"/opt/envkit\"\n");
+
+  // The same name in a wheel is the wheel's file, read as it is.
+  auto wheel = plan_package_layers(
+      {receipt("tool", "pip", {file_record("bin/activate-tool", "cc")})}, paths);
+  REQUIRE(wheel);
+  for (const auto& entry : wheel->front().entries) {
+    if (entry.path == "opt/envkit/bin/activate-tool")
+      CHECK(entry.source == paths.generation / "bin" / "activate-tool");
+  }
 }
 
 }  // namespace
