@@ -76,7 +76,7 @@ TEST_CASE("--base: a glibc older than the wheels' manylinux tag is refused, nami
       lock_with_wheel("numpy-1.26.4-cp311-cp311-manylinux2014_x86_64.manylinux_2_17_x86_64.whl")));
 }
 
-TEST_CASE("--base: glibc versions from names and banners; Env merged by name", "[oci][base]") {
+TEST_CASE("--base: glibc versions from names and banners, Env merged by name", "[oci][base]") {
   CHECK(glibc_version_of("libc-2.31.so", "") == "2.31");
   CHECK(glibc_version_of("libc.so.6", "xx release version 2.39.\n") == "2.39");
   CHECK_FALSE(glibc_version_of("libc.so.6", "no banner"));

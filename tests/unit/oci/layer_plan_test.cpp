@@ -53,7 +53,7 @@ TEST_CASE("layer plan: the most stable packages first, the framework last", "[oc
                                                     "torch 1.0"});
 }
 
-TEST_CASE("layer plan: paths under opt/envkit with their folders; absolute links made relative",
+TEST_CASE("layer plan: paths under opt/envkit with their folders, absolute links made relative",
           "[oci][plan]") {
   const TempDir dir;
   const PrefixPaths paths{.generation = dir.path() / ".env.generations" / "3",
