@@ -40,7 +40,7 @@ lock::PlatformLock lock_with_wheel(const std::string& file) {
   return {.platform = specs::Platform::linux_x86_64, .python = closure};
 }
 
-TEST_CASE("--base: a local layout's layers, Env and glibc", "[oci][base]") {
+TEST_CASE("export base image: a local layout's layers, Env and glibc", "[oci][base]") {
   const TempDir dir;
   const auto layout =
       base_layout(dir, "GNU C Library (Debian GLIBC 2.36-9) stable release version 2.36.\n");
@@ -58,7 +58,7 @@ TEST_CASE("--base: a local layout's layers, Env and glibc", "[oci][base]") {
   CHECK_THAT(missing.error().message(), Catch::Contains("no such image"));
 }
 
-TEST_CASE("--base: a glibc older than the wheels' manylinux tag is refused, naming both",
+TEST_CASE("export base image: a glibc older than the wheels' manylinux tag is refused, naming both",
           "[oci][base]") {
   const TempDir dir;
   const auto layout =
@@ -76,7 +76,8 @@ TEST_CASE("--base: a glibc older than the wheels' manylinux tag is refused, nami
       lock_with_wheel("numpy-1.26.4-cp311-cp311-manylinux2014_x86_64.manylinux_2_17_x86_64.whl")));
 }
 
-TEST_CASE("--base: glibc versions from names and banners, Env merged by name", "[oci][base]") {
+TEST_CASE("export base image: glibc versions from names and banners, Env merged by name",
+          "[oci][base]") {
   CHECK(glibc_version_of("libc-2.31.so", "") == "2.31");
   CHECK(glibc_version_of("libc.so.6", "xx release version 2.39.\n") == "2.39");
   CHECK_FALSE(glibc_version_of("libc.so.6", "no banner"));
