@@ -117,6 +117,7 @@ int run(int argc, char** argv) {
   register_install(app, commands);
   register_activation(app, commands);
   register_mirror(app, commands);
+  register_export(app, commands);
   register_config(app, commands);
   register_doctor(app, commands);
   register_smoke(app, commands);

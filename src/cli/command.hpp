@@ -25,6 +25,7 @@ void register_why(CLI::App& root, Commands& out);
 void register_install(CLI::App& root, Commands& out);
 void register_activation(CLI::App& root, Commands& out);  // run, shell, activate
 void register_mirror(CLI::App& root, Commands& out);
+void register_export(CLI::App& root, Commands& out);
 void register_config(CLI::App& root, Commands& out);
 void register_doctor(CLI::App& root, Commands& out);
 void register_smoke(CLI::App& root, Commands& out);

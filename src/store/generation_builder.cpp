@@ -12,9 +12,9 @@
 #include <thread>
 
 #include "envkit/core/text.hpp"
+#include "envkit/sys/parallel.hpp"
 #include "envkit/sys/unique_fd.hpp"
 #include "fs_error.hpp"
-#include "parallel.hpp"
 
 namespace envkit::store {
 
@@ -178,7 +178,7 @@ Result<void> GenerationBuilder::make_dirs(std::vector<fs::path>& dirs) {
     while (end < dirs.size() && depth(dirs[end]) == depth(dirs[begin]))
       ++end;
     std::vector<int> errors(end - begin, 0);
-    for_each_parallel(end - begin, jobs_for(end - begin), [&](std::size_t i) {
+    sys::for_each_parallel(end - begin, jobs_for(end - begin), [&](std::size_t i) {
       const auto& dir = dirs[begin + i];
       if (::mkdir(dir.c_str(), 0777) == 0) return;
       const int failure = errno;
@@ -224,7 +224,7 @@ Result<void> GenerationBuilder::link_files(const std::vector<const Placing*>& fi
   std::vector<const std::pair<const Folders, std::vector<std::size_t>>*> folders;
   for (const auto& folder : by_folder)
     folders.push_back(&folder);
-  for_each_parallel(folders.size(), jobs_for(rest.size()), [&](std::size_t f) {
+  sys::for_each_parallel(folders.size(), jobs_for(rest.size()), [&](std::size_t f) {
     const auto& [parents, indexes] = *folders[f];
     sys::UniqueFd from, to;
     if (mode == LinkMode::hardlink) {

@@ -14,8 +14,8 @@
 #include "envkit/core/url.hpp"
 #include "envkit/store/fill.hpp"
 #include "envkit/store/prefix.hpp"
+#include "envkit/sys/parallel.hpp"
 #include "generation_builder.hpp"
-#include "parallel.hpp"
 #include "python_step.hpp"
 
 namespace envkit::store {
@@ -80,7 +80,7 @@ void fill_all(std::vector<PackageFill>& fills, const Cache& cache, const FillCon
     return size(a) > size(b);
   });
   std::mutex notes;
-  for_each_parallel(tasks.size(), jobs, [&](std::size_t i) {
+  sys::for_each_parallel(tasks.size(), jobs, [&](std::size_t i) {
     const auto& [fill, index] = tasks[i];
     const ArtifactTarget target{.package = fill->package->name,
                                 .version = fill->package->version,

@@ -11,8 +11,8 @@
 #include "envkit/core/url.hpp"
 #include "envkit/store/fill.hpp"
 #include "envkit/sys/file_lock.hpp"
+#include "envkit/sys/parallel.hpp"
 #include "fs_error.hpp"
-#include "parallel.hpp"
 #include "spool.hpp"
 
 namespace envkit::store {
@@ -260,7 +260,7 @@ Result<MirrorReport> mirror(const lock::Lockfile& lockfile, const MirrorOptions&
   const auto staging = options.out / kStaging;
   std::vector<Outcome> outcomes(files.size());
   std::mutex notes;
-  for_each_parallel(files.size(), options.jobs, [&](std::size_t i) {
+  sys::for_each_parallel(files.size(), options.jobs, [&](std::size_t i) {
     outcomes[i] = mirror_one(files[i], staging / fmt::format("{}.part", i), options);
     if (!outcomes[i].error && outcomes[i].done != Done::skipped) {
       note(options, notes, fmt::format("mirrored {}", files[i].target.label()));

@@ -14,6 +14,7 @@
 #include "envkit/core/sha256.hpp"
 #include "envkit/core/text.hpp"
 #include "envkit/specs/package_name.hpp"
+#include "envkit/store/relocation.hpp"
 #include "envkit/sys/process.hpp"
 
 namespace envkit::store::python {
@@ -250,17 +251,9 @@ Result<void> point_at_prefix(const fs::path& file, const fs::path& root,
                              const fs::path& stable_root) {
   std::ifstream in(file, std::ios::binary);
   std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const auto from = root.string();
-  if (content.find(from) == std::string::npos) return {};
-  std::string out;
-  for (std::size_t at = 0;;) {
-    const auto next = content.find(from, at);
-    out += content.substr(at, next - at);
-    if (next == std::string::npos) break;
-    out += stable_root.string();
-    at = next + from.size();
-  }
-  std::ofstream(file, std::ios::binary | std::ios::trunc) << out;
+  if (content.find(root.string()) == std::string::npos) return {};
+  std::ofstream(file, std::ios::binary | std::ios::trunc)
+      << replace_path(content, root.string(), stable_root.string());
   return {};
 }
 
@@ -295,8 +288,7 @@ Result<std::vector<FileRecord>> make_venv(const fs::path& base, const fs::path& 
       made.push_back({.path = relative, .type = archive::EntryType::directory});
       continue;
     }
-    if (relative.starts_with("bin/activate") || relative.starts_with("bin/Activate") ||
-        relative == "pyvenv.cfg") {
+    if (names_its_prefix(relative)) {
       if (auto pointed = point_at_prefix(it->path(), root, stable_root); !pointed)
         return std::move(pointed).error();
     } else if (relative.starts_with("bin/") && fs::is_regular_file(status)) {

@@ -1,6 +1,6 @@
 #pragma once
 
-// Internal to store: running independent tasks on a few threads.
+// Running independent tasks on a few threads (the store's fills, export's layers).
 
 #include <algorithm>
 #include <atomic>
@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-namespace envkit::store {
+namespace envkit::sys {
 
 // Calls task(i) for every i in [0, count) on up to `jobs` threads (this one
 // among them), each taking the next index as it finishes one: a slow task
@@ -29,4 +29,4 @@ void for_each_parallel(std::size_t count, int jobs, const Task& task) {
   work();
 }
 
-}  // namespace envkit::store
+}  // namespace envkit::sys
