@@ -18,9 +18,9 @@
 #include "envkit/core/text.hpp"
 #include "envkit/store/prefix.hpp"
 #include "envkit/sys/fs.hpp"
+#include "envkit/sys/parallel.hpp"
 #include "envkit/sys/unique_fd.hpp"
 #include "fs_error.hpp"
-#include "parallel.hpp"
 
 namespace envkit::store {
 
@@ -285,7 +285,7 @@ std::vector<std::string> Cache::changed_files(const EntryRecord& record) const {
   constexpr std::size_t kPerTask = 512;
   const std::size_t tasks = (stamps.size() + kPerTask - 1) / kPerTask;
   std::vector<std::vector<std::string>> changed_by_task(tasks);
-  for_each_parallel(
+  sys::for_each_parallel(
       tasks, static_cast<int>(std::thread::hardware_concurrency()), [&](std::size_t task) {
         const auto begin = stamps.begin() + static_cast<std::ptrdiff_t>(task * kPerTask);
         const auto end = stamps.begin() + static_cast<std::ptrdiff_t>(
