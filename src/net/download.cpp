@@ -443,6 +443,7 @@ Verdict Download::verdict_of(CURLcode code) {
   }
   if (!checked_) check_response();  // an empty body
   if (verdict_) return *verdict_;
+  if (error_status_ != 0) return verdict_of_error_status();
   if (skip_ > 0) {
     return Verdict::next_url(
         fmt::format("the body ended before byte {}, where the previous try stopped", from_));
