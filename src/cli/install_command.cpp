@@ -196,6 +196,8 @@ int run_install(Context& context, const InstallFlags& flags) {
   if (!flags.offline) {
     auto transfer = transport_options(settings->jobs.value, flags.cacert);
     if (!transfer) return report(context, transfer.error());
+    if (auto authorized = authorize_registries(*transfer, settings->mirrors.value); !authorized)
+      return report(context, authorized.error());
     transfer->on_warning = [&warn](const std::string& line) {
       if (warn) warn(line);
     };
@@ -387,8 +389,9 @@ void register_install(CLI::App& root, Commands& out) {
                     "receipts and each RECORD)");
   install
       ->add_option("--mirror", flags->mirrors,
-                   "Fetch https://HOST/PATH from MIRROR/HOST/PATH first (repeatable; replaces "
-                   "the configured mirrors)")
+                   "Fetch https://HOST/PATH from MIRROR/HOST/PATH first, or from the registry "
+                   "oci://HOST/REPO as the blob of its sha256 (repeatable; replaces the "
+                   "configured mirrors)")
       ->option_text("URL");
   install->add_option("--jobs,-j", flags->jobs, "Downloads at once (default: jobs, else 8)")
       ->check(CLI::Range(1, config::kMaxJobs));

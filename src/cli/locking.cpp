@@ -9,6 +9,7 @@
 #include "envkit/core/env_vars.hpp"
 #include "envkit/core/text.hpp"
 #include "envkit/core/url.hpp"
+#include "envkit/net/registry_url.hpp"
 #include "envkit/net/transport.hpp"
 #include "envkit/python/uv.hpp"
 #include "envkit/store/cache.hpp"
@@ -57,6 +58,8 @@ Result<python::Uv> locking_uv(const Context& context, const LockInputs& inputs) 
   if (!settings) return std::move(settings).error();
   auto transfer = transport_options(settings->jobs.value, std::nullopt);
   if (!transfer) return std::move(transfer).error();
+  if (auto authorized = authorize_registries(*transfer, settings->mirrors.value); !authorized)
+    return std::move(authorized).error();
   net::Transport transport(*transfer);
   const store::Cache cache(cache_dir_of(*settings));
   const auto& release = store::pinned_uv();
@@ -97,7 +100,12 @@ Result<Project> open_project(const Context& context,
   // Parsed recipes are kept in the cache folder: most of a lock's time is reading YAML.
   database->use_cache(cache_dir_of(*settings));
   inputs->default_index = settings->index_url.value.value_or("");
-  if (!settings->mirrors.value.empty()) inputs->mirror = settings->mirrors.value.front();
+  // uv reads an index through a mirror of files; a registry holds blobs, not pages.
+  for (const auto& mirror : settings->mirrors.value) {
+    if (net::is_registry_mirror(mirror)) continue;
+    inputs->mirror = mirror;
+    break;
+  }
   return Project{.database = *std::move(database), .inputs = *std::move(inputs)};
 }
 

@@ -6,6 +6,8 @@
 
 #include "envkit/core/env_vars.hpp"
 #include "envkit/core/text.hpp"
+#include "envkit/net/registry_url.hpp"
+#include "envkit/oci/registry_auth.hpp"
 #include "envkit/recipes/import_pypi.hpp"
 #include "envkit/store/cache.hpp"
 
@@ -75,6 +77,28 @@ Result<net::TransportOptions> transport_options(
     if (!applied) return std::move(applied).error();
   }
   return options;
+}
+
+net::FetchOptions registry_fetch_options(const net::TransportOptions& transfer) {
+  return {.connect_timeout = transfer.connect_timeout,
+          .attempts = transfer.attempts,
+          .first_retry_delay = transfer.first_retry_delay,
+          .ca_file = transfer.ca_file};
+}
+
+Result<void> authorize_registries(net::TransportOptions& transfer,
+                                  const std::vector<std::string>& mirrors) {
+  std::vector<net::RegistryRepo> registries;
+  for (const auto& mirror : mirrors) {
+    if (!net::is_registry_mirror(mirror)) continue;
+    auto registry = net::parse_registry(mirror);
+    if (!registry) return std::move(registry).error();
+    registries.push_back(*std::move(registry));
+  }
+  if (registries.empty()) return {};
+  transfer.authorizer = std::make_shared<oci::RegistryAuth>(
+      std::move(registries), "pull", oci::credential_files(), registry_fetch_options(transfer));
+  return {};
 }
 
 store::Packaging packaging_from(std::string_view text) {

@@ -13,6 +13,7 @@
 
 #include "context.hpp"
 #include "envkit/config/config.hpp"
+#include "envkit/net/fetch.hpp"
 #include "envkit/net/transport.hpp"
 #include "envkit/store/plan.hpp"
 
@@ -36,6 +37,17 @@ namespace envkit::cli {
 // and the CA bundle; a tuning variable that is not a number is an input error.
 [[nodiscard]] Result<net::TransportOptions> transport_options(
     int jobs, const std::optional<std::filesystem::path>& cacert);
+
+// The options of a registry's small requests (tokens, HEAD, uploads): the
+// transport's CA and connect timeout.
+[[nodiscard]] net::FetchOptions registry_fetch_options(const net::TransportOptions& transfer);
+
+// The registries among `mirrors` (oci://HOST/REPO) with their credentials
+// (docker's and podman's files), set as `transfer`'s authorizer for `actions`
+// ("pull"); nothing when there are none. A registry mirror that cannot be
+// parsed is an input error.
+[[nodiscard]] Result<void> authorize_registries(net::TransportOptions& transfer,
+                                                const std::vector<std::string>& mirrors);
 
 // `archive` or `wheel` (a checked setting or flag) as the store names it.
 [[nodiscard]] store::Packaging packaging_from(std::string_view text);

@@ -181,6 +181,9 @@ CURL* Download::start_attempt() {
   skip_ = 0;
   ranged_ = from_ > 0 && !whole_body_;
   checked_ = false;
+  error_status_ = 0;
+  error_body_.clear();
+  challenge_.clear();
   verdict_.reset();
   range_start_.reset();
   range_total_.reset();
@@ -210,6 +213,16 @@ CURL* Download::start_attempt() {
   curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
   curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, &Download::on_progress);
   curl_easy_setopt(curl, CURLOPT_XFERINFODATA, this);
+  // A registry's credentials: libcurl (7.58 on) sends a custom Authorization
+  // to the URL's own host and port only, never to the storage a blob redirects to.
+  sent_headers_.clear();
+  header_list_.reset();
+  if (const auto& authorizer = options.authorizer) {
+    sent_headers_ = authorizer->headers_for(request_.urls[url_index_]);
+    for (const auto& header : sent_headers_)
+      header_list_.reset(curl_slist_append(header_list_.release(), header.c_str()));
+    if (header_list_) curl_easy_setopt(curl, CURLOPT_HTTPHEADER, header_list_.get());
+  }
   return curl;
 }
 
@@ -243,6 +256,10 @@ int Download::on_progress(void* self, curl_off_t, curl_off_t dlnow, curl_off_t, 
 std::size_t Download::take_body(std::span<const std::byte> bytes) {
   if (!checked_) check_response();
   if (verdict_) return 0;  // ends the attempt (CURLE_WRITE_ERROR); verdict_ says why
+  if (error_status_ != 0) {
+    take_error_body(bytes);
+    return verdict_ ? 0 : bytes.size();
+  }
   std::lock_guard lock(core_->mutex);
   if (unread() > 0 && unread() >= core_->options.buffer_bytes) {
     paused_ = true;
@@ -262,11 +279,24 @@ std::size_t Download::take_body(std::span<const std::byte> bytes) {
   return whole;
 }
 
+// Enough of an error's body for a registry's error JSON; the rest is not read.
+constexpr std::size_t kErrorBodyBytes = 4096;
+
+void Download::take_error_body(std::span<const std::byte> bytes) {
+  const auto room = kErrorBodyBytes - error_body_.size();
+  const auto count = std::min(room, bytes.size());
+  error_body_.append(reinterpret_cast<const char*>(bytes.data()), count);
+  if (error_body_.size() >= kErrorBodyBytes) verdict_ = verdict_of_error_status();
+}
+
 void Download::take_header(std::string_view line) {
   // A new status line: a redirect's headers do not describe the final body.
   if (line.starts_with("HTTP/")) {
     range_start_.reset();
     range_total_.reset();
+    challenge_.clear();
+  } else if (text::starts_with_icase(line, "www-authenticate:") && challenge_.empty()) {
+    challenge_ = std::string(text::trim(line.substr(std::strlen("www-authenticate:"))));
   } else if (text::starts_with_icase(line, "content-range:")) {
     const auto range = parse_content_range(line.substr(std::strlen("content-range:")));
     range_start_ = range.start;
@@ -311,7 +341,7 @@ void Download::check_response() {
     verdict_ = verdict_of_416();
     return;
   } else if (status != 0 && (status < 200 || status > 299)) {
-    verdict_ = verdict_of_status(status);
+    error_status_ = status;  // decided once its body (a registry's error JSON) is read
     return;
   } else if (status == 0) {  // file://: libcurl started reading at from_
     if (length >= 0) total = from_ + static_cast<std::uint64_t>(length);
@@ -385,14 +415,35 @@ Verdict Download::verdict_of_partial(CURLcode code) const {
   return is_transient(code) ? Verdict::retry(reason) : Verdict::next_url(reason);
 }
 
+// A 401 the authorizer can answer (a registry's token) is asked again at once
+// with the new credentials, once per URL; any other status is what it was.
+Verdict Download::verdict_of_error_status() {
+  const auto& url = request_.urls[url_index_];
+  const auto& authorizer = core_->options.authorizer;
+  if (error_status_ == 401 && authorizer && !reauthorized_ &&
+      authorizer->challenged(url, challenge_, sent_headers_)) {
+    reauthorized_ = true;
+    again_now_ = true;
+    return Verdict::retry("the server asked for credentials (HTTP 401)");
+  }
+  auto verdict = verdict_of_status(error_status_);
+  if (authorizer) {
+    if (auto more = authorizer->explain(url, error_status_, error_body_); !more.empty())
+      verdict.reason += ": " + more;
+  }
+  return verdict;
+}
+
 Verdict Download::verdict_of(CURLcode code) {
   if (verdict_) return *verdict_;
+  if (error_status_ != 0) return verdict_of_error_status();
   if (code != CURLE_OK) {
     tls_failed_ = tls_failed_ || is_tls_failure(code);
     return verdict_of_partial(code);
   }
   if (!checked_) check_response();  // an empty body
   if (verdict_) return *verdict_;
+  if (error_status_ != 0) return verdict_of_error_status();
   if (skip_ > 0) {
     return Verdict::next_url(
         fmt::format("the body ended before byte {}, where the previous try stopped", from_));
@@ -412,6 +463,12 @@ void Download::attempt_over(CURLcode code, std::minstd_rand& random) {
       return;
     }
     case Verdict::Kind::retry:
+      if (again_now_) {
+        again_now_ = false;
+        --tries_;
+        due_ = Clock::now();
+        return;
+      }
       if (tries_ < std::max(core_->options.attempts, 1)) {
         retry_later(std::chrono::seconds(retry_after), random);
         return;
@@ -435,6 +492,7 @@ void Download::next_url(std::string reason) {
   reasons_[url_index_] = tries_ > 1 ? fmt::format("{} ({} tries)", reason, tries_) : reason;
   tries_ = 0;
   whole_body_ = false;
+  reauthorized_ = false;
   backoff_ = core_->options.first_retry_delay;
   due_ = Clock::now();
   if (request_.on_url_failed && url_index_ + 1 < request_.urls.size())

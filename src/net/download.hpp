@@ -107,6 +107,8 @@ class Download {
   void warn_if_plain_http(const std::string& url) const;
   [[nodiscard]] Verdict verdict_of(CURLcode code);
   [[nodiscard]] Verdict verdict_of_416() const;
+  [[nodiscard]] Verdict verdict_of_error_status();
+  void take_error_body(std::span<const std::byte> bytes);
   [[nodiscard]] std::optional<Verdict> verdict_of_206();
   [[nodiscard]] Verdict verdict_of_partial(CURLcode code) const;
   [[nodiscard]] Verdict complete_or_short() const;
@@ -154,6 +156,17 @@ class Download {
   bool checked_ = false;            // the response's status and range were looked at
   std::optional<Verdict> verdict_;  // decided by a callback, ends the attempt
   std::optional<std::uint64_t> range_start_, range_total_;  // Content-Range
+  // An error status (4xx, 5xx) and the start of its body (a registry's error
+  // JSON), and the last WWW-Authenticate, for the verdict at the end.
+  long error_status_ = 0;
+  std::string error_body_;
+  std::string challenge_;
+  // The authorizer's headers for this attempt, and libcurl's copy of them.
+  std::vector<std::string> sent_headers_;
+  HeaderList header_list_;
+  // The current URL's 401 was answered with new credentials once already.
+  bool reauthorized_ = false;
+  bool again_now_ = false;  // the next attempt carries new credentials: no wait, no try counted
   curl_off_t last_dlnow_ = 0;
   Clock::time_point last_activity_;
 };

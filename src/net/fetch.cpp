@@ -3,6 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <new>
 #include <optional>
 #include <string>
@@ -24,7 +28,41 @@ struct Sink {
   std::string body;
   std::uint64_t limit = 0;
   bool too_large = false;
+  std::vector<std::pair<std::string, std::string>> headers;
 };
+
+// The request body: from memory, or from a file as libcurl asks for it.
+struct Source {
+  std::string_view bytes;
+  std::FILE* file = nullptr;
+};
+
+std::size_t read_from_source(char* data, std::size_t size, std::size_t count, void* user) {
+  auto* source = static_cast<Source*>(user);
+  const std::size_t room = size * count;
+  if (source->file) {
+    const auto got = std::fread(data, 1, room, source->file);
+    if (got == 0 && std::ferror(source->file)) return CURL_READFUNC_ABORT;
+    return got;
+  }
+  const auto taken = std::min(room, source->bytes.size());
+  std::memcpy(data, source->bytes.data(), taken);
+  source->bytes.remove_prefix(taken);
+  return taken;
+}
+
+std::size_t take_header(char* data, std::size_t size, std::size_t count, void* user) {
+  auto* sink = static_cast<Sink*>(user);
+  const std::string_view line(data, size * count);
+  // A new status line (after a redirect or a 100 Continue): the headers so far were another's.
+  if (line.starts_with("HTTP/")) {
+    sink->headers.clear();
+  } else if (const auto colon = line.find(':'); colon != std::string_view::npos) {
+    sink->headers.emplace_back(std::string(text::trim(line.substr(0, colon))),
+                               std::string(text::trim(line.substr(colon + 1))));
+  }
+  return size * count;
+}
 
 std::size_t append_to_sink(char* data, std::size_t size, std::size_t count, void* user) {
   auto* sink = static_cast<Sink*>(user);
@@ -43,6 +81,7 @@ struct Attempt {
   std::string detail;  // libcurl's error buffer
   Response response;
   std::chrono::seconds retry_after{0};
+  std::optional<std::string> unreadable;  // the body file could not be opened
   bool too_large = false;
   std::optional<std::string> downgrade;  // the https->http redirect refused
 };
@@ -58,8 +97,16 @@ HeaderList header_list(const std::vector<std::string>& headers) {
   return list;
 }
 
+bool sends_body(const FetchOptions& options) {
+  return options.method == "POST" || options.method == "PUT" || options.method == "PATCH";
+}
+
+// A transfer that moves nothing for this long is broken (an upload may take hours).
+constexpr long kLowSpeedSeconds = 60;
+
 void set_options(CURL* curl, const std::string& url, const FetchOptions& options,
-                 curl_slist* headers, Sink& sink, char* error_buffer) {
+                 curl_slist* headers, Sink& sink, Source& source, std::uint64_t body_size,
+                 char* error_buffer) {
   detail::set_common_options(
       curl, url, {.connect_timeout = options.connect_timeout, .ca_file = options.ca_file},
       error_buffer);
@@ -68,7 +115,27 @@ void set_options(CURL* curl, const std::string& url, const FetchOptions& options
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, append_to_sink);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &sink);
+  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, take_header);
+  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &sink);
+  if (!options.follow_redirects) curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
+  if (options.method == "HEAD") {
+    curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+  } else if (sends_body(options)) {
+    curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, options.method.c_str());
+    curl_easy_setopt(curl, CURLOPT_READFUNCTION, read_from_source);
+    curl_easy_setopt(curl, CURLOPT_READDATA, &source);
+    curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(body_size));
+    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, kLowSpeedSeconds);
+  } else if (options.method != "GET") {
+    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, options.method.c_str());
+  }
 }
+
+struct FileCloser {
+  void operator()(std::FILE* file) const { std::fclose(file); }
+};
 
 void read_response_info(CURL* curl, Attempt& attempt) {
   long status = 0;
@@ -91,10 +158,24 @@ Attempt try_once(const std::string& url, const FetchOptions& options) {
   EasyHandle curl = detail::make_easy();
   HeaderList headers = header_list(options.headers);
   Sink sink{.limit = options.max_bytes};
-  char error_buffer[CURL_ERROR_SIZE] = {};
-  set_options(curl.get(), url, options, headers.get(), sink, error_buffer);
-
+  Source source{.bytes = options.body};
+  std::uint64_t body_size = options.body.size();
+  std::unique_ptr<std::FILE, FileCloser> file;
   Attempt attempt;
+  if (options.body_file && sends_body(options)) {
+    file.reset(std::fopen(options.body_file->c_str(), "rb"));
+    std::error_code error;
+    body_size = std::filesystem::file_size(*options.body_file, error);
+    if (!file || error) {
+      attempt.code = CURLE_READ_ERROR;
+      attempt.unreadable = std::strerror(errno);
+      return attempt;
+    }
+    source.file = file.get();
+  }
+  char error_buffer[CURL_ERROR_SIZE] = {};
+  set_options(curl.get(), url, options, headers.get(), sink, source, body_size, error_buffer);
+
   attempt.code = curl_easy_perform(curl.get());
   attempt.detail = error_buffer;
   attempt.too_large = sink.too_large;
@@ -102,6 +183,7 @@ Attempt try_once(const std::string& url, const FetchOptions& options) {
   if (attempt.code == CURLE_OK) {
     read_response_info(curl.get(), attempt);
     attempt.response.body = std::move(sink.body);
+    attempt.response.headers = std::move(sink.headers);
   }
   return attempt;
 }
@@ -115,6 +197,8 @@ Error transfer_error(const std::string& url, const Attempt& attempt, int tries) 
   Error error = Error::failed("cannot fetch " + text::quoted(url::redacted(url)));
   if (attempt.too_large) return error.because("the response is larger than the limit");
   if (attempt.downgrade) return error.because(*attempt.downgrade);
+  if (attempt.unreadable)
+    return error.because("cannot read the body to send: " + *attempt.unreadable);
   error.because(detail::curl_reason(attempt.code, attempt.detail.c_str(), url));
   if (tries > 1) error.because(fmt::format("gave up after {} tries", tries));
   if (detail::is_tls_failure(attempt.code)) error.hint(detail::kTlsHint);
@@ -141,6 +225,13 @@ Result<Response> fetch(const std::string& url, const FetchOptions& options) {
     std::this_thread::sleep_for(next_delay(delay, attempt, options));
     delay = std::min(delay * 2, options.max_retry_delay);
   }
+}
+
+std::optional<std::string> Response::header(std::string_view name) const {
+  for (const auto& [key, value] : headers) {
+    if (text::iequals(key, name)) return value;
+  }
+  return std::nullopt;
 }
 
 Result<std::string> fetch_text(const std::string& url, const FetchOptions& options) {

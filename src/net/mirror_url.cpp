@@ -6,6 +6,7 @@
 
 #include "envkit/core/text.hpp"
 #include "envkit/core/url.hpp"
+#include "envkit/net/registry_url.hpp"
 #include "envkit/net/transport.hpp"
 
 namespace envkit::net {
@@ -40,6 +41,16 @@ std::string mirror_url(std::string_view mirror, std::string_view url) {
   while (mirror.ends_with('/') && !mirror.ends_with("://"))
     mirror.remove_suffix(1);
   return std::string(mirror) + "/" + mirror_path(url);
+}
+
+// A registry that cannot be parsed was refused where the mirrors were read
+// (the CLI); here it would give a URL libcurl refuses, which fails over to the next.
+std::string artifact_mirror_url(std::string_view mirror, std::string_view url,
+                                std::string_view sha256) {
+  if (!is_registry_mirror(mirror)) return mirror_url(mirror, url);
+  auto registry = parse_registry(mirror);
+  if (!registry) return mirror_url(mirror, url);
+  return registry->blob_url(sha256);
 }
 
 // Each segment is decoded on its own, so an escaped `/` (`%2F`) cannot make

@@ -297,10 +297,11 @@ struct Unpacked {
 std::unique_ptr<net::ByteStream> open_download(const ArtifactTarget& target,
                                                const FillContext& context) {
   const auto& artifact = target.artifact;
-  return context.transport->open({.urls = candidate_urls(context.mirrors, artifact.url),
-                                  .expected_size = artifact.size,
-                                  .label = target.label(),
-                                  .on_url_failed = warn_url_failed(context.note, target.label())});
+  return context.transport->open(
+      {.urls = candidate_urls(context.mirrors, artifact.url, artifact.sha256),
+       .expected_size = artifact.size,
+       .label = target.label(),
+       .on_url_failed = warn_url_failed(context.note, target.label())});
 }
 
 // A runfile whose payload is not laid out as its era's is refused, not installed empty.
@@ -506,10 +507,10 @@ FillOutcome build_from_source_entry(const Cache& cache, const ArtifactTarget& ta
 }  // namespace
 
 std::vector<std::string> candidate_urls(const std::vector<std::string>& mirrors,
-                                        const std::string& url) {
+                                        const std::string& url, const std::string& sha256) {
   std::vector<std::string> urls;
   for (const auto& mirror : mirrors)
-    urls.push_back(net::mirror_url(mirror, url));
+    urls.push_back(net::artifact_mirror_url(mirror, url, sha256));
   urls.push_back(url);
   return urls;
 }

@@ -113,34 +113,6 @@ Result<std::optional<std::string>> present(const fs::path& file) {
   return sha;
 }
 
-// Downloads `file` to `part`, verifies it, and renames it to `destination`.
-Result<std::uint64_t> download(const MirrorFile& file, const fs::path& part,
-                               const fs::path& destination, const MirrorOptions& options) {
-  const auto& artifact = file.target.artifact;
-  std::error_code error;
-  fs::create_directories(destination.parent_path(), error);
-  if (error) return cannot("create", destination.parent_path(), error);
-  TempFile temporary(part);
-  auto stream = options.transport->open(
-      {.urls = candidate_urls(options.mirrors, artifact.url),
-       .expected_size = artifact.size,
-       .label = file.target.label(),
-       .on_url_failed = warn_url_failed(options.note, file.target.label())});
-  bool unreachable = false;
-  auto spooled = spool(*stream, temporary.path(), unreachable);
-  if (!spooled) return std::move(spooled).error();
-  if (spooled->sha256 != artifact.sha256) {
-    return checksum_mismatch(file.target.label(), artifact.sha256, spooled->sha256, stream->url())
-        .hint(fmt::format("nothing was written to {}; the file changed on the server or in "
-                          "transit. If a mirror serves it, check the mirror's copy",
-                          text::quoted(options.out.string())));
-  }
-  fs::rename(temporary.path(), destination, error);
-  if (error) return cannot("move into place", destination, error);
-  temporary.keep();
-  return spooled->bytes;
-}
-
 Outcome mirror_one(const MirrorFile& file, const fs::path& part, const MirrorOptions& options) {
   const auto destination = options.out / file.path;
   auto found = present(destination);
@@ -150,7 +122,7 @@ Outcome mirror_one(const MirrorFile& file, const fs::path& part, const MirrorOpt
     if (**found == file.target.artifact.sha256) return outcome;
     outcome.actual = **found;
   }
-  auto downloaded = download(file, part, destination, options);
+  auto downloaded = download_verified(file, part, destination, options);
   if (!downloaded) return {.error = std::move(downloaded).error()};
   outcome.done = outcome.actual.empty() ? Done::downloaded : Done::repaired;
   outcome.bytes = *downloaded;
@@ -201,6 +173,33 @@ void note(const MirrorOptions& options, std::mutex& mutex, const std::string& li
 }
 
 }  // namespace
+
+Result<std::uint64_t> download_verified(const MirrorFile& file, const fs::path& part,
+                                        const fs::path& destination, const MirrorOptions& options) {
+  const auto& artifact = file.target.artifact;
+  std::error_code error;
+  fs::create_directories(destination.parent_path(), error);
+  if (error) return cannot("create", destination.parent_path(), error);
+  TempFile temporary(part);
+  auto stream = options.transport->open(
+      {.urls = candidate_urls(options.mirrors, artifact.url, artifact.sha256),
+       .expected_size = artifact.size,
+       .label = file.target.label(),
+       .on_url_failed = warn_url_failed(options.note, file.target.label())});
+  bool unreachable = false;
+  auto spooled = spool(*stream, temporary.path(), unreachable);
+  if (!spooled) return std::move(spooled).error();
+  if (spooled->sha256 != artifact.sha256) {
+    return checksum_mismatch(file.target.label(), artifact.sha256, spooled->sha256, stream->url())
+        .hint(fmt::format("nothing was written to {}; the file changed on the server or in "
+                          "transit. If a mirror serves it, check the mirror's copy",
+                          text::quoted(options.out.string())));
+  }
+  fs::rename(temporary.path(), destination, error);
+  if (error) return cannot("move into place", destination, error);
+  temporary.keep();
+  return spooled->bytes;
+}
 
 Result<std::vector<MirrorFile>> mirror_files(const lock::Lockfile& lockfile,
                                              const MirrorSelection& selection) {

@@ -207,8 +207,8 @@ Result<void> fetch_wheel(const ToolRelease& release, const ToolFile& file, const
                          const ToolOptions& options) {
   tell(options, fmt::format("downloading {} ({:.1f} MB) for {}", label_of(release),
                             static_cast<double>(file.size) / 1e6, specs::to_string(file.host)));
-  auto fetched =
-      download_wheel(release, file, candidate_urls(options.mirrors, file.url), wheel, options);
+  auto fetched = download_wheel(
+      release, file, candidate_urls(options.mirrors, file.url, file.sha256), wheel, options);
   if (fetched.ok()) return {};
   if (fetched.fatal) return std::move(*fetched.fatal);
   if (!options.indexes.empty()) {

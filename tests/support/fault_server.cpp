@@ -155,7 +155,7 @@ void FaultServer::handle(int client) {
       heads_.push_back(head);
     }
     begin_request();
-    send_reply(client, reply_for(request_path(head), header_value(head, "range")));
+    send_reply(client, reply_for(request_path(head), head));
   }
   std::lock_guard lock(mutex_);
   clients_.erase(client);  // before close: the destructor never shuts down a reused number
@@ -163,13 +163,28 @@ void FaultServer::handle(int client) {
   ::close(client);
 }
 
-FaultServer::Reply FaultServer::reply_for(const std::string& path, const std::string& range) {
+FaultServer::Reply FaultServer::reply_for(const std::string& path, const std::string& request) {
+  const auto range = header_value(request, "range");
   std::lock_guard lock(mutex_);
-  const auto found = routes_.find(path);
+  auto found = routes_.find(path);
+  if (found == routes_.end()) found = routes_.find(path.substr(0, path.find('?')));
   if (found == routes_.end()) return {.head = status_line(404) + "Content-Length: 0\r\n\r\n"};
   Route& route = found->second;
   route.ranges.push_back(range);
   const Behaviour& behaviour = route.behaviour;
+  if (!behaviour.authorization.empty() &&
+      header_value(request, "authorization") != behaviour.authorization) {
+    auto body = std::make_shared<const std::string>(behaviour.error_body);
+    return {.head = status_line(401) + "WWW-Authenticate: " + behaviour.challenge +
+                    "\r\nContent-Type: application/json\r\nContent-Length: " +
+                    std::to_string(body->size()) + "\r\n\r\n",
+            .holder = body,
+            .body = *body};
+  }
+  if (!behaviour.redirect_to.empty()) {
+    return {.head = status_line(302) + "Location: " + behaviour.redirect_to +
+                    "\r\nContent-Length: 0\r\n\r\n"};
+  }
 
   // Which fault this request gets: the first ones of each kind, in order.
   int index = route.requests++;

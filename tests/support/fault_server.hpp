@@ -53,6 +53,14 @@ struct Behaviour {
   std::string content_type = "application/octet-stream";
   // A pause after each 16 KiB of body, so that transfers last a while.
   std::chrono::milliseconds chunk_delay{0};
+  // A request whose Authorization header is not this (when set) is answered
+  // 401 with `challenge` as its WWW-Authenticate and `error_body` as its body,
+  // before any fault above: a registry, or its token service.
+  std::string authorization;
+  std::string challenge;
+  std::string error_body;
+  // Answer 302 to this URL (after the Authorization check): a blob kept on other storage.
+  std::string redirect_to;
 };
 
 class FaultServer {
@@ -62,7 +70,8 @@ class FaultServer {
   FaultServer(const FaultServer&) = delete;
   FaultServer& operator=(const FaultServer&) = delete;
 
-  // Serves `body` at `path` (e.g. "/a.tar.xz"); other paths answer 404.
+  // Serves `body` at `path` (e.g. "/a.tar.xz"); other paths answer 404. A
+  // request with a query string is answered by its path's route when it has none of its own.
   void serve(const std::string& path, std::string body, Behaviour behaviour = {});
 
   [[nodiscard]] int port() const { return port_; }
@@ -91,7 +100,7 @@ class FaultServer {
 
   void accept_loop();
   void handle(int client);
-  Reply reply_for(const std::string& path, const std::string& range);
+  Reply reply_for(const std::string& path, const std::string& head);
   void send_reply(int client, const Reply& reply);
   bool send_all(int client, std::string_view bytes, std::chrono::milliseconds chunk_delay);
   void wait_for_close(int client) const;

@@ -26,7 +26,9 @@ std::optional<fs::path> nginx_binary() {
   return std::nullopt;
 }
 
-// A port the kernel just handed out; nginx binds it right after.
+}  // namespace
+
+// A port the kernel just handed out; the server binds it right after.
 int free_port() {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
@@ -53,6 +55,8 @@ bool accepts_connections(int port) {
   ::close(fd);
   return ok;
 }
+
+namespace {
 
 // One process (master_process off) as the calling user, everything under `dir`.
 std::string config(const fs::path& dir, const fs::path& root, int port,

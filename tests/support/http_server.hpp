@@ -21,6 +21,11 @@ struct Tls {
   std::filesystem::path key;
 };
 
+// A free TCP port on 127.0.0.1 (a server started next binds it), and
+// whether something accepts connections on one.
+int free_port();
+bool accepts_connections(int port);
+
 // A self-signed certificate for 127.0.0.1 made in `dir` with the openssl
 // command; nullopt where there is no openssl.
 std::optional<Tls> make_test_certificate(const std::filesystem::path& dir);

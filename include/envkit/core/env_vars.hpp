@@ -115,6 +115,16 @@ inline constexpr Variable kCc{"CC", "the C compiler source packages are built wi
 inline constexpr Variable kLdflags{"LDFLAGS",
                                    "linker flags for source builds (CPython: after its rpath)"};
 
+// Where registry credentials are read from (`oci://` mirrors, `mirror --oci-push`;
+// docs/install.md), as docker, podman and skopeo read them. Not settings of
+// envkit's own, so not in kAll.
+inline constexpr Variable kDockerConfig{"DOCKER_CONFIG",
+                                        "folder of docker's config.json (default ~/.docker)"};
+inline constexpr Variable kRegistryAuthFile{"REGISTRY_AUTH_FILE",
+                                            "podman/skopeo's registry credentials file"};
+inline constexpr Variable kXdgRuntimeDir{
+    "XDG_RUNTIME_DIR", "holds containers/auth.json, podman's default credentials file"};
+
 inline constexpr Variable kAll[] = {kRecipes,
                                     kCacheDir,
                                     kOverrideDriver,

@@ -11,7 +11,8 @@
 #include "envkit/core/result.hpp"
 
 // Fetching one small document (an index page, a metadata file) over
-// https/http/file with libcurl. TLS verification is always on; proxies come
+// https/http/file with libcurl, or sending one request with a body (a
+// registry's blob upload, streamed from a file). TLS verification is always on; proxies come
 // from the usual variables (http_proxy, https_proxy, no_proxy), which libcurl
 // reads itself.
 namespace envkit::net {
@@ -32,6 +33,15 @@ struct FetchOptions {
   std::optional<std::filesystem::path> ca_file;
   // A body larger than this is refused (these are documents, not downloads).
   std::uint64_t max_bytes = std::uint64_t{256} << 20;
+  // "GET", or "HEAD", "POST", "PUT", "PATCH", "DELETE".
+  std::string method = "GET";
+  // What POST/PUT/PATCH send: these bytes, else the file's, read as they go
+  // out (never whole in memory); nothing when neither is set.
+  std::string body;
+  std::optional<std::filesystem::path> body_file;
+  // Redirects are followed (libcurl keeps custom Authorization headers to the
+  // first host). Off for a registry's upload steps, whose Location is an answer.
+  bool follow_redirects = true;
 };
 
 // What the server answered. Any HTTP status is a response; only failing to
@@ -41,6 +51,11 @@ struct Response {
   std::string content_type;  // as sent, e.g. "application/vnd.pypi.simple.v1+json"
   std::string url;           // after redirects
   std::string body;
+  // The final response's headers in order, names as sent.
+  std::vector<std::pair<std::string, std::string>> headers;
+
+  // The first header called `name` (any case); nullopt when absent.
+  [[nodiscard]] std::optional<std::string> header(std::string_view name) const;
 };
 
 // Fetches `url`, following redirects. Errors name the URL (credentials

@@ -22,6 +22,28 @@
 // are the right ones is the reader's sha256 to decide.
 namespace envkit::net {
 
+// What a transport asks about requests that need credentials of their own
+// (an OCI registry's token flow, oci::RegistryAuth). Called on the transport's
+// thread (and by whoever else shares the object: implementations lock).
+// Header values never reach a log or an error.
+class RequestAuthorizer {
+ public:
+  virtual ~RequestAuthorizer() = default;
+  // Headers for the next attempt at `url` ("Authorization: Bearer ..."); none
+  // for URLs it does not know. libcurl sends them to `url`'s host only, never
+  // to another host a redirect leads to.
+  [[nodiscard]] virtual std::vector<std::string> headers_for(const std::string& url) = 0;
+  // `url` answered 401 with this WWW-Authenticate (may be empty), after
+  // `sent` (what headers_for gave that attempt). True when another attempt
+  // is worth it: new credentials were got (a token, Basic ones).
+  [[nodiscard]] virtual bool challenged(const std::string& url, const std::string& www_authenticate,
+                                        const std::vector<std::string>& sent) = 0;
+  // More words for an error status of `url` (the registry's error JSON in
+  // `body`, a hint for a 401), appended to "the server answered HTTP N"; may be empty.
+  [[nodiscard]] virtual std::string explain(const std::string& url, long status,
+                                            std::string_view body) = 0;
+};
+
 struct TransportOptions {
   // Transfers running at once; more streams wait their turn.
   int jobs = 8;
@@ -45,6 +67,8 @@ struct TransportOptions {
   // stop a download: a "warning: ..." line once per host reached over plain
   // http (is_plain_http_remote). Empty: nothing is said.
   std::function<void(const std::string& line)> on_warning;
+  // Credentials for URLs that need more than netrc (registries); null: none.
+  std::shared_ptr<RequestAuthorizer> authorizer;
 };
 
 struct DownloadRequest {
@@ -118,6 +142,12 @@ class Transport {
 // Where mirror `mirror` keeps `url`: MIRROR/ + mirror_path(url) (CLI.md).
 // The mirror may end with '/' or not.
 [[nodiscard]] std::string mirror_url(std::string_view mirror, std::string_view url);
+
+// Where mirror `mirror` keeps the artifact at `url` whose sha256 is `sha256`:
+// a registry (oci://HOST/REPO, registry_url.hpp) as the blob of that digest,
+// any other mirror as mirror_url(mirror, url).
+[[nodiscard]] std::string artifact_mirror_url(std::string_view mirror, std::string_view url,
+                                              std::string_view sha256);
 
 // The same place as a file in a mirror folder (`envkit mirror --out DIR`
 // writes DIR/mirror_file(url)): mirror_path() with its percent escapes decoded,

@@ -56,8 +56,10 @@ struct FillOutcome {
 [[nodiscard]] FillOutcome fill_entry(const Cache& cache, const ArtifactTarget& target,
                                      const FillContext& context);
 
-// The URLs to try for `url`: each mirror's copy, then the original.
+// The URLs to try for the artifact at `url` whose sha256 is `sha256`: each
+// mirror's copy (a registry's blob of that digest), then the original.
 [[nodiscard]] std::vector<std::string> candidate_urls(const std::vector<std::string>& mirrors,
-                                                      const std::string& url);
+                                                      const std::string& url,
+                                                      const std::string& sha256);
 
 }  // namespace envkit::store

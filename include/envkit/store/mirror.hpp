@@ -64,6 +64,14 @@ struct MirrorReport {
 [[nodiscard]] Result<std::vector<MirrorFile>> mirror_files(const lock::Lockfile& lockfile,
                                                            const MirrorSelection& selection);
 
+// Downloads `file` (options.mirrors first) to `part`, checks its sha256
+// against the lock, and renames it to `destination`; nothing reaches
+// `destination` otherwise. `options.out` is named in the hint of a mismatch.
+[[nodiscard]] Result<std::uint64_t> download_verified(const MirrorFile& file,
+                                                      const std::filesystem::path& part,
+                                                      const std::filesystem::path& destination,
+                                                      const MirrorOptions& options);
+
 [[nodiscard]] Result<MirrorReport> mirror(const lock::Lockfile& lockfile,
                                           const MirrorOptions& options);
 
