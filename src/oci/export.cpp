@@ -14,6 +14,7 @@
 #include "envkit/oci/image_layout.hpp"
 #include "envkit/oci/layer_cache.hpp"
 #include "envkit/oci/layout_archive.hpp"
+#include "envkit/store/prefix.hpp"
 #include "envkit/sys/fs.hpp"
 #include "envkit/sys/parallel.hpp"
 
@@ -77,7 +78,7 @@ store::PrefixState image_state(store::PrefixState state, const std::vector<Plann
     }
   }
   state.generation = 1;
-  state.link_mode = "copy";
+  state.link_mode = std::string(store::kImageLinkMode);
   for (auto& package : state.packages) {
     for (auto& file : package.files) {
       const auto found = relocated.find(file.path);

@@ -45,6 +45,12 @@ Result<Prefix> Prefix::open(const fs::path& path) {
         .hint("choose another --prefix; envkit never repoints a link it did not make");
   }
   if (fs::exists(normal / ".envkit" / "state.json", ignored)) {
+    // An environment unpacked from an image `envkit export` wrote: read where it is.
+    auto state = read_state(normal);
+    if (state && *state && (*state)->link_mode == kImageLinkMode) {
+      prefix.image_ = true;
+      return prefix;
+    }
     return Error::failed(
                fmt::format("{} was made by another envkit version", text::quoted(normal.string())))
         .hint("remove it and run `envkit install` again");
@@ -63,10 +69,12 @@ fs::path Prefix::lock_path() const {
 }
 
 fs::path Prefix::generation_root(int generation) const {
+  if (image_) return path_;
   return generations_dir() / std::to_string(generation);
 }
 
 std::optional<int> Prefix::current_generation() const {
+  if (image_) return 1;
   std::error_code error;
   const auto target = fs::read_symlink(path_, error);
   if (error) return std::nullopt;
@@ -83,6 +91,12 @@ Result<std::optional<PrefixState>> Prefix::state() const {
 }
 
 Result<fs::path> Prefix::begin(int generation) const {
+  if (image_) {
+    return Error::input(fmt::format("{} holds an environment unpacked from an image (`envkit "
+                                    "export`): envkit reads it but does not change it",
+                                    text::quoted(path_.string())))
+        .hint("install into another --prefix, or export a new image");
+  }
   const auto root = generation_root(generation);
   std::error_code error;
   fs::remove_all(root, error);

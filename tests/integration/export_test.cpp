@@ -131,6 +131,17 @@ TEST_CASE("export --oci: one lock installed from two caches gives one image, as 
   CHECK(got.erase("activate.sh") == 1);
   CHECK(got == expected);
   CHECK(fs::exists(rootfs / ".envkit" / "receipts" / "cudnn.json"));
+  // envkit reads the unpacked environment where it is, as it reads a prefix...
+  const auto doctor = first.envkit({"doctor", "--json", "--prefix", rootfs.string()});
+  INFO(doctor.out + doctor.err);
+  const auto prefix_findings = doctor_messages(doctor, "prefix");
+  REQUIRE(prefix_findings.size() == 1);
+  CHECK_THAT(prefix_findings.front(), Catch::Contains("match"));
+  CHECK(doctor_messages(doctor, "cache").empty());
+  // ...and never changes it.
+  const auto refused = first.install({"--prefix", rootfs.string(), "--reinstall"});
+  CHECK(refused.exit_code == 2);
+  CHECK_THAT(refused.err, Catch::Contains("unpacked from an image"));
 
   if (export_tool_missing("skopeo")) return;
   const auto copy = first.dir.path() / "copy";

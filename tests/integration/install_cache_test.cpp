@@ -24,16 +24,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 // doctor's findings of `id`, their messages.
-std::vector<std::string> doctor_messages(const sys::ProcessOutput& run, const std::string& id) {
-  std::vector<std::string> messages;
-  const auto report = json::parse(run.out);
-  for (const auto& finding : report.at("findings")) {
-    if (finding.at("id").get<std::string>() == id)
-      messages.push_back(finding.at("message").get<std::string>());
-  }
-  return messages;
-}
-
 TEST_CASE(
     "a file written through a prefix's hard link is found, kept from new prefixes, and "
     "repaired",

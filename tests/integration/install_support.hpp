@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
@@ -144,6 +145,18 @@ struct InstallProject {
     return count;
   }
 };
+
+// The messages of `envkit doctor --json`'s findings with id `id`.
+inline std::vector<std::string> doctor_messages(const sys::ProcessOutput& run,
+                                                const std::string& id) {
+  std::vector<std::string> messages;
+  const auto report = nlohmann::json::parse(run.out);
+  for (const auto& finding : report.at("findings")) {
+    if (finding.at("id").get<std::string>() == id)
+      messages.push_back(finding.at("message").get<std::string>());
+  }
+  return messages;
+}
 
 // Tests that serve files with nginx skip, saying why, where it is not installed.
 inline bool nginx_missing() {

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <string_view>
 
 #include "envkit/core/result.hpp"
 #include "envkit/store/records.hpp"
@@ -15,6 +16,11 @@
 // a new symlink over the old one, so a reader (or a `kill -9`) sees the old
 // environment or the new, never a mix.
 namespace envkit::store {
+
+// The link mode an exported image's state.json records (`envkit export`): its
+// files came out of image layers, at /opt/envkit, with no generations beside
+// it. Such a prefix is read (doctor, list, run) where it is, never changed.
+inline constexpr std::string_view kImageLinkMode = "image";
 
 class Prefix {
  public:
@@ -42,6 +48,7 @@ class Prefix {
  private:
   explicit Prefix(std::filesystem::path path) : path_(std::move(path)) {}
   std::filesystem::path path_;
+  bool image_ = false;
 };
 
 }  // namespace envkit::store
