@@ -33,8 +33,8 @@ std::string exported_manifest(const InstallProject& project, const fs::path& lay
 }
 
 sys::ProcessOutput skopeo_copy(const std::string& from, const std::string& to) {
-  auto copied = sys::run_process({"skopeo", "copy", "--dest-tls-verify=false",
-                                  "--src-tls-verify=false", from, to});
+  auto copied = sys::run_process(
+      {"skopeo", "copy", "--dest-tls-verify=false", "--src-tls-verify=false", from, to});
   REQUIRE(copied);
   INFO(copied->out + copied->err);
   REQUIRE(copied->exit_code == 0);
