@@ -8,6 +8,7 @@
 #   envkit install --frozen --prefix <second>                 (warm: a second environment)
 #   uv pip install --no-index --no-deps --find-links <local> -r <the locked pins>
 #                                                             (cold, then warm: a second venv)
+#   the same with each pin's --hash=sha256 (cold): the locked wheels checked as envkit checks them
 # Each run's time is the install command's (uv's venv is made before the clock
 # starts; envkit's venv of python3 is part of its install). The second
 # environment's disk is what it adds beyond the first (du of both minus du of
@@ -53,7 +54,7 @@ lock = yaml.safe_load(open(f"{run}/project/envkit.lock"))
 platform = next(p for p in lock["platforms"] if p["platform"] == "linux-x86_64")
 wheels = platform["python"]["packages"]
 os.makedirs(f"{work}/flat", exist_ok=True)
-pins, total = [], 0
+pins, hashed, total = [], [], 0
 for wheel in wheels:
     url = urllib.parse.urlsplit(wheel["url"])
     path = os.path.join(work, "mirror", url.netloc, url.path.lstrip("/"))
@@ -70,6 +71,7 @@ for wheel in wheels:
     if not os.path.lexists(flat):
         os.symlink(path, flat)
     pins.append(f"{wheel['name']}=={wheel['version']}\n")
+    hashed.append(f"{wheel['name']}=={wheel['version']} --hash=sha256:{wheel['sha256']}\n")
     total += os.path.getsize(path)
 # The CUDA stack's own artifacts that the closure does not provide (cuda_nvcc's and
 # cuda_cccl's wheels): envkit installs them too, uv is not asked to.
@@ -88,6 +90,7 @@ for package in platform.get("packages", []):
             os.rename(path + ".part", path)
         extra += os.path.getsize(path)
 open(f"{run}/requirements.txt", "w").write("".join(pins))
+open(f"{run}/requirements-hashed.txt", "w").write("".join(hashed))
 print(f"CUDA stack artifacts beyond the closure (envkit only): {extra} bytes")
 print(f"wheels: {len(wheels)}, bytes: {total}")
 PY
@@ -109,10 +112,10 @@ def timed(args, **kw):
 def envkit_install(cache, prefix):
     return timed([envkit, "-q", "-C", f"{run}/project", "--cache-dir", cache, "install", "--frozen",
                   "--mirror", f"{base}/mirror", "--prefix", prefix])
-def uv_install(cache, venv):
+def uv_install(cache, venv, requirements="requirements.txt"):
     subprocess.run([uv, "venv", "-q", venv, "--python", sys.executable], **quiet)
     return timed([uv, "pip", "install", "-q", "--python", f"{venv}/bin/python", "--no-index",
-                  "--no-deps", "--find-links", f"{base}/flat/", "-r", f"{run}/requirements.txt"],
+                  "--no-deps", "--find-links", f"{base}/flat/", "-r", f"{run}/{requirements}"],
                  env=dict(os.environ, UV_CACHE_DIR=cache))
 def kib(*paths):
     # du counts a hard-linked inode once across its arguments.
@@ -120,10 +123,10 @@ def kib(*paths):
     return int(out.stdout.strip().splitlines()[-1].split()[0])
 def extra_mib(first, second):
     return (kib(first, second) - kib(first)) / 1024
-results = {k: [] for k in ["envkit cold", "envkit warm", "uv cold", "uv warm"]}
+results = {k: [] for k in ["envkit cold", "envkit warm", "uv cold", "uv warm", "uv+hashes cold"]}
 disk = {"envkit second env MiB": [], "uv second env MiB": []}
 for i in range(int(os.environ["RUNS"])):
-    for path in [f"{run}/ek-cache", f"{run}/uv-cache"]:
+    for path in [f"{run}/ek-cache", f"{run}/uv-cache", f"{run}/uvh-cache"]:
         shutil.rmtree(path, ignore_errors=True)
     results["envkit cold"].append(envkit_install(f"{run}/ek-cache", f"{run}/ek-{i}-cold"))
     results["envkit warm"].append(envkit_install(f"{run}/ek-cache", f"{run}/ek-{i}-warm"))
@@ -131,14 +134,18 @@ for i in range(int(os.environ["RUNS"])):
     results["uv cold"].append(uv_install(f"{run}/uv-cache", f"{run}/uv-{i}-cold"))
     results["uv warm"].append(uv_install(f"{run}/uv-cache", f"{run}/uv-{i}-warm"))
     disk["uv second env MiB"].append(extra_mib(f"{run}/uv-{i}-cold", f"{run}/uv-{i}-warm"))
+    # The same locked wheels with their sha256 (`--hash`), which uv then checks as envkit does.
+    results["uv+hashes cold"].append(uv_install(f"{run}/uvh-cache", f"{run}/uvh-{i}-cold",
+                                                "requirements-hashed.txt"))
     for path in os.listdir(run):
-        if path.startswith(("ek-", "uv-")) and "cache" not in path:
+        if path.startswith(("ek-", "uv-", "uvh-")) and "cache" not in path:
             shutil.rmtree(os.path.join(run, path), ignore_errors=True)
 medians = {k: statistics.median(v) for k, v in results.items()}
 for k, v in results.items():
     print(f"{k:12s} median {medians[k]:7.2f} s   runs: {', '.join(f'{t:.2f}' for t in v)}")
 for k, v in disk.items():
     print(f"{k:22s} {', '.join(f'{m:.1f}' for m in v)}")
+print(f"envkit/uv+hashes: cold {medians['envkit cold'] / medians['uv+hashes cold']:.2f}")
 print(f"envkit/uv: cold {medians['envkit cold'] / medians['uv cold']:.2f}, "
       f"warm {medians['envkit warm'] / medians['uv warm']:.2f}")
 out = {"uv": os.environ.get("UV_VERSION", ""), "medians_s": medians, "runs_s": results,

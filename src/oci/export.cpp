@@ -156,10 +156,10 @@ Result<std::vector<Layer>> layers_of(const std::vector<PlannedLayer>& planned,
     options.note(fmt::format("compressing {} layer(s) ({})", to_build.size(),
                              to_string(options.compression)));
   }
-  // zstd's own workers take the cores the layers leave.
+  // Each layer also compresses on every core (gzip's blocks, zstd's workers): at
+  // first the layers share the cores, and the biggest, last to finish, gets them all.
   const int jobs = std::max(options.jobs, 1);
-  const int threads =
-      std::max(1, jobs / std::max(1, std::min(jobs, static_cast<int>(to_build.size()))));
+  const int threads = jobs;
   std::mutex failure_mutex;
   std::optional<Error> failure;
   sys::for_each_parallel(to_build.size(), jobs, [&](std::size_t k) {

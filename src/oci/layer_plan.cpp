@@ -18,9 +18,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Bumped whenever the tar writer or the layer's paths change: old cached
+// Bumped whenever the tar writer, the layer's paths or a compressor change: old cached
 // layers then miss instead of standing for new bytes.
-constexpr std::string_view kLayerFormat = "envkit-oci-layer 1";
+constexpr std::string_view kLayerFormat = "envkit-oci-layer 2";  // 2: gzip in blocks
 
 constexpr std::array<std::string_view, 6> kFrameworks = {
     "torch", "tensorflow", "tensorflow-gpu", "tensorflow-cpu", "jax", "jaxlib"};

@@ -1,5 +1,7 @@
 #include "envkit/oci/image_layout.hpp"
 
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -9,6 +11,7 @@
 #include "envkit/oci/tar_writer.hpp"
 #include "envkit/oci/verify.hpp"
 #include "envkit/sys/fs.hpp"
+#include "envkit/sys/process.hpp"
 #include "support/temp_dir.hpp"
 
 namespace envkit::oci {
@@ -70,6 +73,37 @@ TEST_CASE("layer encoder: gzip and zstd are deterministic and decompress to the 
   INFO((verified ? "" : verified.error().to_string()));
   REQUIRE(verified);
   CHECK(verified->manifests == 3);
+}
+
+TEST_CASE(
+    "layer encoder: gzip in blocks is the same blob on 1 and 4 threads, and gzip reads it back",
+    "[oci][export]") {
+  TempDir dir;
+  // 3.3 MiB that compresses like a binary: several blocks, the last a short one.
+  std::string input;
+  std::uint32_t state = 12345;
+  while (input.size() < (std::size_t{33} << 17)) {
+    state = state * 1103515245U + 12345U;
+    input += fmt::format("symbol_{:x} {}\n", (state >> 8) % 4096, input.size() % 97);
+  }
+  const auto encode = [&](const fs::path& out, int threads) {
+    auto encoder = LayerEncoder::create(out, Compression::gzip, threads);
+    REQUIRE(encoder);
+    for (std::size_t at = 0; at < input.size(); at += 100'000)
+      REQUIRE(encoder->write(std::string_view(input).substr(at, 100'000)));
+    auto digests = encoder->finish();
+    REQUIRE(digests);
+    return *digests;
+  };
+  const auto one = encode(dir.path() / "one.gz", 1);
+  const auto four = encode(dir.path() / "four.gz", 4);
+  CHECK(one.digest == four.digest);
+  CHECK(one.diff_id == "sha256:" + core::sha256_hex(input));
+  CHECK(one.size < input.size() / 3);
+  const auto gunzip = sys::run_process({"gzip", "-dc", (dir.path() / "four.gz").string()});
+  REQUIRE(gunzip);
+  CHECK(gunzip->exit_code == 0);
+  CHECK(gunzip->out == input);
 }
 
 TEST_CASE("image layout: index.json keeps other refs and replaces the same ref and platform",
