@@ -67,20 +67,30 @@ struct ScratchDir {
 };
 
 // The prefix's receipts and state as the image holds them: generation 1,
-// files copied, relocated files recorded with the content the image has.
+// files copied, relocated files recorded with the content the image has, a
+// package's copy of a wheel's file as the link the image has instead.
 store::PrefixState image_state(store::PrefixState state, const std::vector<PlannedLayer>& layers) {
   std::map<std::string, const std::string*> relocated;
+  std::map<std::string, const std::string*> linked;  // files the image holds as links
   const auto root = std::string(kImageRoot.substr(1)) + "/";
   for (const auto& layer : layers) {
     for (const auto& entry : layer.entries) {
       if (entry.type == TarEntry::Type::file && entry.source.empty())
         relocated.emplace(entry.path.substr(root.size()), &entry.content);
+      if (entry.type == TarEntry::Type::symlink)
+        linked.emplace(entry.path.substr(root.size()), &entry.link_target);
     }
   }
   state.generation = 1;
   state.link_mode = std::string(store::kImageLinkMode);
   for (auto& package : state.packages) {
     for (auto& file : package.files) {
+      if (const auto link = linked.find(file.path);
+          link != linked.end() && file.type == archive::EntryType::file) {
+        file = {
+            .path = file.path, .type = archive::EntryType::symlink, .link_target = *link->second};
+        continue;
+      }
       const auto found = relocated.find(file.path);
       if (found == relocated.end()) continue;
       file.sha256 = core::sha256_hex(*found->second);

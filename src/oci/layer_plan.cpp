@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "envkit/core/sha256.hpp"
@@ -69,6 +70,38 @@ Result<TarEntry> entry_of(const store::PackageReceipt& receipt, const store::Fil
   }
   entry.source = source;
   return entry;
+}
+
+// Closure wheels' files by content ("sha256 size"), each the first of its paths.
+std::map<std::string, std::string> wheel_files_by_content(
+    const std::vector<store::PackageReceipt>& receipts) {
+  std::map<std::string, std::string> found;
+  for (const auto& receipt : receipts) {
+    if (receipt.packaging != "pip") continue;
+    for (const auto& file : receipt.files) {
+      if (file.type != archive::EntryType::file || file.sha256.empty()) continue;
+      auto [at, inserted] = found.emplace(fmt::format("{} {}", file.sha256, file.size), file.path);
+      if (!inserted && file.path < at->second) at->second = file.path;
+    }
+  }
+  return found;
+}
+
+// A package's file that is also a closure wheel's (the CUDA stack's `lib/`
+// view of NVIDIA's wheels: one inode in the prefix) as a link to the wheel's
+// path. Hard links cannot cross layers, and a copy would store cuDNN twice;
+// the wheel's own layer stays the same bytes in every image.
+std::optional<TarEntry> link_to_wheel_copy(const store::PackageReceipt& receipt,
+                                           const store::FileRecord& file,
+                                           const std::map<std::string, std::string>& wheels) {
+  if (receipt.packaging == "pip" || file.type != archive::EntryType::file) return std::nullopt;
+  const auto found = wheels.find(fmt::format("{} {}", file.sha256, file.size));
+  if (found == wheels.end() || found->second == file.path) return std::nullopt;
+  const auto from = fs::path(file.path).parent_path();
+  return TarEntry{.path = image_path(file.path),
+                  .type = TarEntry::Type::symlink,
+                  .link_target = fs::path(found->second).lexically_relative(from).generic_string(),
+                  .owner = receipt.name + " " + receipt.version};
 }
 
 // What identifies a file's content at a path, to find two packages disagreeing.
@@ -190,6 +223,7 @@ Result<std::vector<PlannedLayer>> plan_package_layers(
   std::map<std::string, std::pair<std::string, std::string>> owners;
   std::vector<PlannedLayer> layers;
   std::vector<int> ranks;
+  const auto wheel_files = wheel_files_by_content(receipts);
   for (const auto* receipt : ordered) {
     const auto owner = receipt->name + " " + receipt->version;
     PlannedLayer layer{.label = owner};
@@ -202,6 +236,10 @@ Result<std::vector<PlannedLayer>> plan_package_layers(
                                           file.path, at->second.first, owner))
               .hint("lock the two packages so that they agree, or leave one out");
         }
+      }
+      if (auto link = link_to_wheel_copy(*receipt, file, wheel_files)) {
+        layer.entries.push_back(*std::move(link));
+        continue;
       }
       auto entry = entry_of(*receipt, file, paths);
       if (!entry) return std::move(entry).error();

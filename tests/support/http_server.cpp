@@ -18,6 +18,17 @@ namespace envkit::test {
 
 namespace fs = std::filesystem;
 
+bool await_server(pid_t pid, int port, int tries) {
+  for (int i = 0; i < tries; ++i) {
+    if (accepts_connections(port)) return true;
+    if (::waitpid(pid, nullptr, WNOHANG) == pid) return false;  // exited: port taken
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  return false;
+}
+
 namespace {
 
 std::optional<fs::path> nginx_binary() {
@@ -129,18 +140,7 @@ StaticHttpServer::StaticHttpServer(fs::path root, std::optional<Tls> tls,
               static_cast<char*>(nullptr));
       ::_exit(127);
     }
-    for (int i = 0; i < 100; ++i) {
-      if (accepts_connections(port_)) {
-        pid_ = pid;
-        break;
-      }
-      if (::waitpid(pid, nullptr, WNOHANG) == pid) break;  // exited: port taken, try another
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    if (pid_ < 0) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-    }
+    if (await_server(pid, port_, 100)) pid_ = pid;
   }
   if (pid_ < 0) {
     std::ifstream log(work_.path() / "error.log");

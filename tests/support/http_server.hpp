@@ -25,6 +25,10 @@ struct Tls {
 // whether something accepts connections on one.
 int free_port();
 bool accepts_connections(int port);
+// Waits up to `tries` × 20 ms for the server just forked as `pid` to accept
+// connections on `port`. False when it exited first (the port was taken:
+// try another) or never answered; it is then killed and reaped.
+bool await_server(pid_t pid, int port, int tries);
 
 // A self-signed certificate for 127.0.0.1 made in `dir` with the openssl
 // command; nullopt where there is no openssl.

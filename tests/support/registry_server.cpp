@@ -66,18 +66,7 @@ RegistryServer::RegistryServer(std::optional<RegistryLogin> login) {
               static_cast<char*>(nullptr));
       ::_exit(127);
     }
-    for (int i = 0; i < 250; ++i) {
-      if (accepts_connections(port_)) {
-        pid_ = pid;
-        break;
-      }
-      if (::waitpid(pid, nullptr, WNOHANG) == pid) break;  // exited: port taken, try another
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    if (pid_ < 0) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-    }
+    if (await_server(pid, port_, 250)) pid_ = pid;
   }
   if (pid_ < 0) throw std::runtime_error("docker-registry did not start: " + log());
 }

@@ -53,6 +53,37 @@ TEST_CASE("layer plan: the most stable packages first, the framework last", "[oc
                                                     "torch 1.0"});
 }
 
+TEST_CASE(
+    "layer plan: the CUDA stack's copy of a wheel's library is a link to it, so the image holds "
+    "cuDNN once",
+    "[oci][plan]") {
+  const TempDir dir;
+  const PrefixPaths paths{.generation = dir.path(), .prefix = dir.path()};
+  const std::string cudnn_sha(64, 'c');
+  const std::string wheel_path = "lib/python3.11/site-packages/nvidia/cudnn/lib/libcudnn.so.9";
+  const std::vector<store::PackageReceipt> receipts = {
+      receipt("nvidia-cudnn-cu12", "pip", {file_record(wheel_path, cudnn_sha, 800)}),
+      receipt("cudnn", "wheel",
+              {file_record("lib/libcudnn.so.9", cudnn_sha, 800),
+               file_record("lib/libcudnn_adv.so.9", std::string(64, 'a'), 300)})};
+  auto layers = plan_package_layers(receipts, paths);
+  REQUIRE(layers);
+  REQUIRE(labels(*layers) == std::vector<std::string>{"cudnn 1.0", "nvidia-cudnn-cu12 1.0"});
+  std::map<std::string, TarEntry> stack;
+  for (const auto& entry : layers->at(0).entries)
+    stack[entry.path] = entry;
+  const auto& view = stack.at("opt/envkit/lib/libcudnn.so.9");
+  CHECK(view.type == TarEntry::Type::symlink);
+  CHECK(view.link_target == "python3.11/site-packages/nvidia/cudnn/lib/libcudnn.so.9");
+  CHECK(layers->at(0).bytes == 300);  // only the file no wheel has
+  CHECK(stack.at("opt/envkit/lib/libcudnn_adv.so.9").type == TarEntry::Type::file);
+  const auto wheel =
+      std::find_if(layers->at(1).entries.begin(), layers->at(1).entries.end(),
+                   [&](const TarEntry& entry) { return entry.path == "opt/envkit/" + wheel_path; });
+  REQUIRE(wheel != layers->at(1).entries.end());
+  CHECK(wheel->type == TarEntry::Type::file);
+}
+
 TEST_CASE("layer plan: paths under opt/envkit with their folders, absolute links made relative",
           "[oci][plan]") {
   const TempDir dir;
