@@ -161,6 +161,46 @@ TEST_CASE("export --oci: one lock installed from two caches gives one image, as 
   CHECK(index_of(from_archive).at("manifests").at(0).at("digest") == exported.at("manifest"));
 }
 
+TEST_CASE("export --oci --base puts a base image's layers first, by digest, under the environment",
+          "[cli][export]") {
+  if (nginx_missing()) return;
+  InstallProject base_project;
+  InstallProject project;
+  const RedistMirror mirror(project.dir.path() / "www");
+  const StaticHttpServer server(mirror.root());
+  const auto packages = two_package_lock(mirror, server.url(""));
+  // The base: an image of its own (cuda only), as `skopeo copy docker://debian:12 oci:base:12`
+  // would leave one.
+  base_project.lock({packages.front()});
+  REQUIRE(base_project.install().exit_code == 0);
+  const auto base = base_project.dir.path() / "base";
+  REQUIRE(base_project.envkit({"export", "--oci", base.string(), "--ref", "12"}).exit_code == 0);
+  const auto base_manifest = json::parse(
+      read_text(base / "blobs" / "sha256" /
+                index_of(base).at("manifests").at(0).at("digest").get<std::string>().substr(7)));
+
+  project.lock(packages);
+  REQUIRE(project.install().exit_code == 0);
+  const auto out = project.dir.path() / "image";
+  const auto r =
+      project.envkit({"export", "--oci", out.string(), "--base", base.string() + ":12", "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto manifest = json::parse(read_text(
+      out / "blobs" / "sha256" / json::parse(r.out).at("manifest").get<std::string>().substr(7)));
+  const auto& base_layers = base_manifest.at("layers");
+  REQUIRE(manifest.at("layers").size() == base_layers.size() + 3);
+  for (std::size_t i = 0; i < base_layers.size(); ++i) {
+    CHECK(manifest.at("layers").at(i).at("digest") == base_layers.at(i).at("digest"));
+    CHECK(fs::exists(out / "blobs" / "sha256" /
+                     base_layers.at(i).at("digest").get<std::string>().substr(7)));
+  }
+  CHECK(project.envkit({"export", "--verify", out.string()}).exit_code == 0);
+  const auto missing = project.envkit(
+      {"export", "--oci", out.string(), "--base", (project.dir.path() / "none").string() + ":12"});
+  CHECK(missing.exit_code != 0);
+}
+
 TEST_CASE("export --oci refuses a prefix that is not what envkit.lock says", "[cli][export]") {
   if (nginx_missing()) return;
   InstallProject project;
