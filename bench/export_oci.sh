@@ -30,16 +30,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-for name in a b; do
-  mkdir -p "$run/$name"
-  cat >"$run/$name/envkit.yaml" <<'YAML'
-framework: torch ==2.4.1
-external: {python: system, zlib: "1.2.13"}
-indexes: [https://pypi.org/simple]
-system:
-  driver: 550.54.15
-YAML
-done
+for name in a b; do write_torch_project "$run/$name"; done
 echo "tqdm==4.67.1" >"$run/b/requirements.txt"
 echo "python-requirements: requirements.txt" >>"$run/b/envkit.yaml"
 for name in a b; do "$envkit" -q -C "$run/$name" --recipes "$here/recipes" lock; done

@@ -28,17 +28,7 @@ mkdir -p "$work"
 run=$(mktemp -d)
 trap 'kill $(cat "$run/nginx.pid" 2>/dev/null) 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$run"' EXIT
 
-# The project: torch 2.4.1 from PyPI (as manifests/torch-2.4.1-pypi) on this machine's python3
-# and zlib (Debian's 1.2.13): what is measured is the Python closure, and zlib's source
-# (zlib.net) is not on PyPI.
-mkdir -p "$run/project"
-cat >"$run/project/envkit.yaml" <<'YAML'
-framework: torch ==2.4.1
-external: {python: system, zlib: "1.2.13"}
-indexes: [https://pypi.org/simple]
-system:
-  driver: 550.54.15
-YAML
+write_torch_project "$run/project"
 "$envkit" -q -C "$run/project" --recipes "$here/recipes" lock
 
 [ -x "$work/tools/bin/uv" ] || { python3 -m venv "$work/tools" && "$work/tools/bin/pip" -q install uv; }

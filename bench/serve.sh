@@ -20,3 +20,17 @@ CONF
   echo "nginx did not start: $(cat "$state/nginx/error.log" 2>/dev/null)" >&2
   return 1
 }
+
+# write_torch_project DIR writes the benchmarks' real project into DIR/envkit.yaml: torch 2.4.1
+# from PyPI (as manifests/torch-2.4.1-pypi) on this machine's python3 and zlib (Debian's
+# 1.2.13): what is measured is the Python closure, and zlib's source (zlib.net) is not on PyPI.
+write_torch_project() {
+  mkdir -p "$1"
+  cat >"$1/envkit.yaml" <<'YAML'
+framework: torch ==2.4.1
+external: {python: system, zlib: "1.2.13"}
+indexes: [https://pypi.org/simple]
+system:
+  driver: 550.54.15
+YAML
+}
