@@ -200,9 +200,10 @@ FaultServer::Reply FaultServer::reply_for(const std::string& path, const std::st
     index -= count;
   }
   if (fault == Fault::fail) {
-    std::string head = status_line(behaviour.fail_status) + "Content-Length: 6\r\n";
+    std::string head = status_line(behaviour.fail_status) +
+                       "Content-Length: " + std::to_string(behaviour.fail_body.size()) + "\r\n";
     if (!behaviour.retry_after.empty()) head += "Retry-After: " + behaviour.retry_after + "\r\n";
-    return {.head = head + "\r\n", .body = "failed"};
+    return {.head = head + "\r\n", .body = behaviour.fail_body};
   }
 
   const std::string& body = *route.body;

@@ -27,6 +27,7 @@ struct Behaviour {
   int fail_first = 0;
   int fail_status = 500;
   std::string retry_after;
+  std::string fail_body = "failed";  // e.g. a registry's {"errors": [...]}
   // Send the headers and half the body, then send nothing more (without
   // closing) until the client gives up.
   int stall_first = 0;

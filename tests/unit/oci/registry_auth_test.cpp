@@ -201,5 +201,54 @@ TEST_CASE(
   CHECK(site.storage.heads().empty());
 }
 
+TEST_CASE(
+    "a registry that refuses (403) or keeps failing (503) is named with its URL, status and "
+    "error, and the next URL serves the blob",
+    "[oci][registry]") {
+  const TempDir dir;
+  const std::string body = "the artifact's bytes\n";
+  const auto sha256 = core::sha256_hex(body);
+  FaultServer registry;
+  FaultServer origin;
+  origin.serve("/artifact.whl", body);
+  const auto repo =
+      *net::parse_registry("oci://127.0.0.1:" + std::to_string(registry.port()) + "/team/envkit");
+  struct Case {
+    int status;
+    std::string error;
+    std::string said;
+  };
+  const std::array cases = {
+      Case{403, R"({"errors":[{"code":"DENIED","message":"requested access is denied"}]})",
+           "DENIED: requested access is denied"},
+      Case{503, R"({"errors":[{"code":"UNAVAILABLE","message":"storage is down"}]})",
+           "UNAVAILABLE: storage is down"}};
+  for (const auto& failing : cases) {
+    INFO(failing.status);
+    registry.serve("/v2/team/envkit/blobs/sha256:" + sha256, body,
+                   {.fail_first = 1000, .fail_status = failing.status, .fail_body = failing.error});
+    auto options = quick_transport();
+    options.authorizer = std::make_shared<oci::RegistryAuth>(
+        std::vector{repo}, "pull", std::vector{dir.path() / "no-config.json"});
+    net::Transport transport(options);
+    std::vector<std::pair<std::string, std::string>> failed;
+    auto stream =
+        transport.open({.urls = {repo.blob_url(sha256), origin.url("/artifact.whl")},
+                        .expected_size = body.size(),
+                        .label = "blob",
+                        .on_url_failed = [&](const std::string& url, const std::string& reason) {
+                          failed.emplace_back(url, reason);
+                        }});
+    std::string error;
+    CHECK(read_stream(*stream, error) == body);
+    CHECK(error.empty());
+    REQUIRE(failed.size() == 1);
+    CHECK(failed[0].first == repo.blob_url(sha256));
+    CHECK_THAT(failed[0].second, Contains("HTTP " + std::to_string(failing.status)));
+    CHECK_THAT(failed[0].second, Contains(failing.said));
+    if (failing.status == 403) CHECK_THAT(failed[0].second, Contains("docker login 127.0.0.1:"));
+  }
+}
+
 }  // namespace
 }  // namespace envkit::test
