@@ -138,6 +138,15 @@ TEST_CASE("export --oci: one lock installed from two caches gives one image, as 
   REQUIRE(prefix_findings.size() == 1);
   CHECK_THAT(prefix_findings.front(), Catch::Contains("match"));
   CHECK(doctor_messages(doctor, "cache").empty());
+  const auto listed = first.envkit({"list", "--prefix", rootfs.string()});
+  INFO(listed.out + listed.err);
+  CHECK(listed.exit_code == 0);
+  CHECK_THAT(listed.out + listed.err, Catch::Contains("cudnn"));
+  const auto ran =
+      first.envkit({"run", "--prefix", rootfs.string(), "--", "sh", "-c", "echo $CUDA_HOME"});
+  INFO(ran.err);
+  CHECK(ran.exit_code == 0);
+  CHECK_THAT(ran.out, Catch::Contains(rootfs.string()));
   // ...and never changes it.
   const auto refused = first.install({"--prefix", rootfs.string(), "--reinstall"});
   CHECK(refused.exit_code == 2);
