@@ -11,6 +11,8 @@
 #include <cstring>
 #include <new>
 
+#include "envkit/archive/decompress.hpp"
+
 namespace envkit::archive::detail {
 
 namespace {
@@ -462,3 +464,20 @@ Result<void> DecodingSource::finish(const std::function<Result<void>(std::uint64
 }
 
 }  // namespace envkit::archive::detail
+
+namespace envkit::archive {
+
+Result<std::string> decompress_all(Source& source,
+                                   const std::function<void(std::string_view)>& on_bytes) {
+  detail::DecodingSource decoded(source);
+  std::vector<std::byte> buffer(std::size_t{1} << 18);
+  for (;;) {
+    auto got = decoded.read(buffer);
+    if (!got) return std::move(got).error();
+    if (*got == 0) break;
+    on_bytes(std::string_view(reinterpret_cast<const char*>(buffer.data()), *got));
+  }
+  return std::string(detail::compression_name(decoded.compression()));
+}
+
+}  // namespace envkit::archive

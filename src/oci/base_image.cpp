@@ -83,13 +83,6 @@ class LibcScanner {
   std::optional<std::string> glibc_;
 };
 
-std::optional<Compression> compression_of(std::string_view media_type) {
-  if (media_type.ends_with("+gzip") || media_type.ends_with(".tar.gzip")) return Compression::gzip;
-  if (media_type.ends_with("+zstd") || media_type.ends_with(".tar.zstd")) return Compression::zstd;
-  if (media_type.ends_with(".tar") || media_type.ends_with(".v1.tar")) return Compression::none;
-  return std::nullopt;
-}
-
 Error bad_base(const fs::path& layout, const std::string& ref, std::string what) {
   return Error::input(fmt::format("the base image {}:{}: {}", layout.string(), ref, what))
       .hint(
@@ -169,7 +162,7 @@ Result<BaseImage> read_base_image(const fs::path& layout, const std::string& ref
       return bad_base(layout, ref, "its config's diff_ids do not match its layers");
     for (std::size_t i = 0; i < layers.size(); ++i) {
       const auto media_type = layers[i].at("mediaType").get<std::string>();
-      const auto compression = compression_of(media_type);
+      const auto compression = compression_of_media_type(media_type);
       if (!compression) return bad_base(layout, ref, "a layer of media type " + media_type);
       Layer layer{
           .digests = {.diff_id = diff_ids[i].get<std::string>(),

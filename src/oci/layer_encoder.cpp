@@ -174,6 +174,13 @@ std::string_view layer_media_type(Compression compression) {
   return "application/vnd.oci.image.layer.v1.tar";
 }
 
+std::optional<Compression> compression_of_media_type(std::string_view media_type) {
+  if (media_type.ends_with("+gzip") || media_type.ends_with(".tar.gzip")) return Compression::gzip;
+  if (media_type.ends_with("+zstd") || media_type.ends_with(".tar.zstd")) return Compression::zstd;
+  if (media_type.ends_with(".tar")) return Compression::none;
+  return std::nullopt;
+}
+
 struct LayerEncoder::State {
   std::filesystem::path path;
   sys::UniqueFd fd;

@@ -8,10 +8,10 @@
 #include <cerrno>
 #include <cstring>
 #include <random>
-#include <thread>
 #include <vector>
 
 #include "envkit/core/env_vars.hpp"
+#include "envkit/sys/parallel.hpp"
 
 namespace envkit::sys {
 
@@ -144,16 +144,11 @@ Result<void> write_files_atomic(std::span<const FileContent> files, Durability d
   }
   if (durability == Durability::synced) {
     std::vector<int> failures(temps.size(), 0);
-    {
-      std::vector<std::jthread> syncs;
-      for (std::size_t i = 0; i < temps.size(); ++i) {
-        syncs.emplace_back([&, i] {
-          const int fd = ::open(temps[i].c_str(), O_RDONLY | O_CLOEXEC);
-          if (fd < 0 || ::fsync(fd) != 0) failures[i] = errno;
-          if (fd >= 0) ::close(fd);
-        });
-      }
-    }
+    for_each_parallel(temps.size(), static_cast<int>(temps.size()), [&](std::size_t i) {
+      const int fd = ::open(temps[i].c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0 || ::fsync(fd) != 0) failures[i] = errno;
+      if (fd >= 0) ::close(fd);
+    });
     for (std::size_t i = 0; i < temps.size(); ++i) {
       if (failures[i] != 0) {
         remove_temps();

@@ -18,6 +18,9 @@ enum class Compression : std::uint8_t { gzip, zstd, none };
 [[nodiscard]] std::optional<Compression> parse_compression(std::string_view text);
 // The OCI media type of a layer compressed so.
 [[nodiscard]] std::string_view layer_media_type(Compression compression);
+// The compression a layer's media type names (OCI's `+gzip`, `+zstd`, plain
+// `.tar`, and Docker's `.tar.gzip`); nullopt for a type that is no layer.
+[[nodiscard]] std::optional<Compression> compression_of_media_type(std::string_view media_type);
 
 struct BlobDigests {
   std::string diff_id;  // "sha256:<hex>" of the uncompressed tar

@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "envkit/core/sha256.hpp"
+#include "envkit/core/text.hpp"
+#include "envkit/oci/blob_reader.hpp"
 #include "envkit/oci/layer_encoder.hpp"
 #include "envkit/oci/tar_writer.hpp"
 #include "envkit/oci/verify.hpp"
@@ -104,6 +106,29 @@ TEST_CASE(
   REQUIRE(gunzip);
   CHECK(gunzip->exit_code == 0);
   CHECK(gunzip->out == input);
+}
+
+TEST_CASE(
+    "a layer blob cut short, with bytes after its stream, or of another format than its media "
+    "type says is refused, naming the blob",
+    "[oci][export]") {
+  TempDir dir;
+  const auto layer = encoded_layer(dir.path() / "1.gz", Compression::gzip, "one\n");
+  const auto media_type = layer_media_type(Compression::gzip);
+  REQUIRE(read_layer_blob(layer.blob, media_type));
+  const auto whole = sys::read_file(layer.blob).value();
+  const auto refused = [&](const std::string& bytes, std::string_view type) {
+    REQUIRE(sys::write_file_atomic(layer.blob, bytes));
+    auto read = read_layer_blob(layer.blob, type);
+    REQUIRE_FALSE(read);
+    const auto said = read.error().message() + " " + text::join(read.error().causes(), " ");
+    CHECK_THAT(said, Catch::Contains(layer.blob.string()));
+    return said;
+  };
+  CHECK_THAT(refused(whole.substr(0, whole.size() - 6), media_type), Catch::Contains("gzip"));
+  refused(whole + "trailing bytes", media_type);
+  CHECK_THAT(refused(whole, layer_media_type(Compression::zstd)),
+             Catch::Contains("says zstd, its bytes are gzip"));
 }
 
 TEST_CASE("image layout: index.json keeps other refs and replaces the same ref and platform",
