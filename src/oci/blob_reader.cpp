@@ -58,10 +58,11 @@ Result<ReadBlob> read_layer_blob(const std::filesystem::path& blob, std::string_
     decoded.update(bytes);
     if (on_tar) on_tar(bytes);
   });
-  if (!format) {  // it names the blob and says what is wrong with its stream
-    auto error = std::move(format).error();
-    error.hint("export again: `envkit export --oci DIR` rewrites the layout");
-    return error;
+  if (!format) {  // the decoder names the blob and says what is wrong with its stream
+    auto error = Error::input(format.error().message());
+    for (const auto& cause : format.error().causes())
+      error.because(cause);
+    return error.hint("export again: `envkit export --oci DIR` rewrites the layout");
   }
   if (*format != to_string(*compression)) {
     return unreadable_blob(blob, fmt::format("its media type {} says {}, its bytes are {}",
