@@ -29,8 +29,9 @@ Error refused(std::string_view name, std::string what) {
   return Error::failed(fmt::format("refused to unpack `{}`", name)).because(std::move(what));
 }
 
-// Exactly `size` bytes at `offset`.
-Result<std::string> read_at(int fd, std::uint64_t offset, std::size_t size, std::string_view name) {
+// Exactly `size` bytes at `offset` of the file open as `fd`.
+Result<std::string> read_file_at(int fd, std::uint64_t offset, std::size_t size,
+                                 std::string_view name) {
   std::string bytes(size, '\0');
   std::size_t done = 0;
   while (done < size) {
@@ -53,10 +54,12 @@ struct Directory {
 
 // The central directory's place, from the end record or, where it says
 // "zip64", from the zip64 end record its locator points to.
-Result<Directory> locate_directory(int fd, std::uint64_t file_size, std::string_view name) {
+Result<Directory> locate_directory(const ReadAt& read_at, std::uint64_t file_size,
+                                   std::uint64_t first_readable, std::string_view name) {
   using namespace zip;
-  const auto tail_size = std::min<std::uint64_t>(file_size, kEndSize + kMaxComment);
-  auto tail = read_at(fd, file_size - tail_size, static_cast<std::size_t>(tail_size), name);
+  const auto tail_size =
+      std::min<std::uint64_t>(file_size - first_readable, kEndSize + kMaxComment);
+  auto tail = read_at(file_size - tail_size, static_cast<std::size_t>(tail_size));
   if (!tail) return std::move(tail).error();
   const auto at = find_end_record(*tail);
   if (at == std::string_view::npos) {
@@ -68,7 +71,7 @@ Result<Directory> locate_directory(int fd, std::uint64_t file_size, std::string_
                       .entries = le(*tail, at + 10, 2)};
   if (directory.offset == kZip64 || directory.size == kZip64 || directory.entries == 0xffff) {
     if (end_record < kZip64LocatorSize) return unreadable(name, "its zip64 locator is missing");
-    auto locator = read_at(fd, end_record - kZip64LocatorSize, kZip64LocatorSize, name);
+    auto locator = read_at(end_record - kZip64LocatorSize, kZip64LocatorSize);
     if (!locator) return std::move(locator).error();
     if (le(*locator, 0, 4) != kZip64LocatorSignature) {
       return unreadable(name, "its end record says zip64, but no zip64 locator precedes it");
@@ -77,7 +80,7 @@ Result<Directory> locate_directory(int fd, std::uint64_t file_size, std::string_
     if (zip64_end > end_record || end_record - zip64_end < kZip64EndSize) {
       return unreadable(name, "its zip64 end record lies outside the file");
     }
-    auto record = read_at(fd, zip64_end, kZip64EndSize, name);
+    auto record = read_at(zip64_end, kZip64EndSize);
     if (!record) return std::move(record).error();
     if (le(*record, 0, 4) != kZip64EndSignature) {
       return unreadable(name, "no zip64 end record where its locator points");
@@ -111,7 +114,7 @@ Result<LocalHeaders> read_local_headers(int fd, const std::vector<ZipMember>& me
                                           "before the central directory",
                                           member.path, member.offset));
     }
-    auto fixed = read_at(fd, member.offset, kLocalHeaderSize, name);
+    auto fixed = read_file_at(fd, member.offset, kLocalHeaderSize, name);
     if (!fixed) return std::move(fixed).error();
     if (le(*fixed, 0, 4) != kLocalSignature) {
       return unreadable(
@@ -126,8 +129,8 @@ Result<LocalHeaders> read_local_headers(int fd, const std::vector<ZipMember>& me
                             "central directory (at byte {})",
                             member.path, member.compressed_size, data_start, directory_offset));
     }
-    auto rest = read_at(fd, member.offset + kLocalHeaderSize,
-                        static_cast<std::size_t>(local_header_rest(*fixed)), name);
+    auto rest = read_file_at(fd, member.offset + kLocalHeaderSize,
+                             static_cast<std::size_t>(local_header_rest(*fixed)), name);
     if (!rest) return std::move(rest).error();
     auto local = parse_local_header(*fixed, *rest, name);
     if (!local) return std::move(local).error();
@@ -139,9 +142,10 @@ Result<LocalHeaders> read_local_headers(int fd, const std::vector<ZipMember>& me
 
 }  // namespace
 
-Result<ZipLayout> check_zip_layout(int fd, std::uint64_t file_size, std::string_view name,
-                                   std::uint64_t max_entries) {
-  auto directory = locate_directory(fd, file_size, name);
+Result<ZipDirectoryRead> read_zip_directory(const ReadAt& read_at, std::uint64_t file_size,
+                                            std::uint64_t first_readable, std::string_view name,
+                                            std::uint64_t max_entries) {
+  auto directory = locate_directory(read_at, file_size, first_readable, name);
   if (!directory) return std::move(directory).error();
   if (directory->size > kMaxDirectoryBytes) {
     return refused(name, fmt::format("its central directory is {} bytes, more than the {} MiB "
@@ -155,11 +159,21 @@ Result<ZipLayout> check_zip_layout(int fd, std::uint64_t file_size, std::string_
                    fmt::format("the archive has more than {} entries, the limit", max_entries));
   };
   if (directory->entries > max_entries) return too_many();
-  auto bytes = read_at(fd, directory->offset, static_cast<std::size_t>(directory->size), name);
+  auto bytes = read_at(directory->offset, static_cast<std::size_t>(directory->size));
   if (!bytes) return std::move(bytes).error();
   auto members = zip_directory_members(*bytes, name);
   if (!members) return std::move(members).error();
   if (members->size() > max_entries) return too_many();
+  return ZipDirectoryRead{.members = std::move(*members), .offset = directory->offset};
+}
+
+Result<ZipLayout> check_zip_layout(int fd, std::uint64_t file_size, std::string_view name,
+                                   std::uint64_t max_entries) {
+  auto directory = read_zip_directory(
+      [&](std::uint64_t offset, std::size_t size) { return read_file_at(fd, offset, size, name); },
+      file_size, 0, name, max_entries);
+  if (!directory) return std::move(directory).error();
+  auto* members = &directory->members;
   auto locals = read_local_headers(fd, *members, directory->offset, name);
   if (!locals) return std::move(locals).error();
   const auto& starts = locals->data_starts;

@@ -4,6 +4,8 @@
 // reads it through its central directory.
 
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -17,6 +19,24 @@ struct ZipLayout {
   std::vector<std::uint64_t> data_starts;  // where each member's data starts
   std::uint64_t directory_offset = 0;
 };
+
+// Exactly `size` bytes of the zip at `offset`, or an error naming the zip.
+using ReadAt = std::function<Result<std::string>(std::uint64_t offset, std::size_t size)>;
+
+struct ZipDirectoryRead {
+  std::vector<ZipMember> members;  // central directory records, in order
+  std::uint64_t offset = 0;        // where the directory starts
+};
+
+// The central directory of a zip of `file_size` bytes, found through its end
+// record (zip64 too) and read with `read_at`, which is never asked for bytes
+// before `first_readable` when looking for the end record; refused past
+// `max_entries` records or 64 MiB. Nothing of the members' local headers is read.
+[[nodiscard]] Result<ZipDirectoryRead> read_zip_directory(const ReadAt& read_at,
+                                                          std::uint64_t file_size,
+                                                          std::uint64_t first_readable,
+                                                          std::string_view name,
+                                                          std::uint64_t max_entries);
 
 // Reads the zip's end record (zip64 too), its central directory and each
 // entry's local header from `fd` (a file of `file_size` bytes), and refuses

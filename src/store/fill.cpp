@@ -165,17 +165,22 @@ archive::ExtractOptions options_for(const ArtifactTarget& target) {
   return archive::layout_options(layout_target(target), base_options(target.artifact));
 }
 
-// Unpacks a tar.* (or a runfile's payload) straight from the download.
-Result<archive::ExtractResult> stream_unpack(const ArtifactTarget& target, net::ByteStream& stream,
-                                             const fs::path& staging,
-                                             const archive::ExtractOptions& options,
-                                             std::string& digest, std::uint64_t& bytes,
-                                             bool& unreachable) {
-  HashingSource source(stream, url::redacted(target.artifact.url));
-  auto extracted = is_runfile(target.artifact) ? archive::extract_runfile(source, staging, options)
-                                               : archive::extract(source, staging, options);
-  // Whatever the extractor made of them, the bytes must be the locked ones:
-  // a hash mismatch explains a "corrupt archive" better than the archive does.
+std::unique_ptr<net::ByteStream> open_download(const ArtifactTarget& target,
+                                               const FillContext& context) {
+  const auto& artifact = target.artifact;
+  return context.transport->open(
+      {.urls = candidate_urls(context.mirrors, artifact.url, artifact.sha256),
+       .expected_size = artifact.size,
+       .label = target.label(),
+       .on_url_failed = warn_url_failed(context.note, target.label())});
+}
+
+// The download read through `source` to its end: its bytes must be the
+// locked ones, whatever an extractor made of them (a hash mismatch explains a
+// "corrupt archive" better than the archive does).
+Result<void> check_download(HashingSource& source, const ArtifactTarget& target,
+                            const net::ByteStream& stream, std::string& digest,
+                            std::uint64_t& bytes, bool& unreachable) {
   auto drained = source.drain();
   bytes = source.bytes();
   if (source.download_error()) {
@@ -185,44 +190,57 @@ Result<archive::ExtractResult> stream_unpack(const ArtifactTarget& target, net::
   if (!drained) return std::move(drained).error();
   digest = source.digest();
   if (digest != target.artifact.sha256) return mismatch(target, stream.url(), digest);
+  return {};
+}
+
+// Unpacks a tar.* (or a runfile's payload) straight from the download.
+Result<archive::ExtractResult> stream_unpack(const ArtifactTarget& target, net::ByteStream& stream,
+                                             const fs::path& staging,
+                                             const archive::ExtractOptions& options,
+                                             std::string& digest, std::uint64_t& bytes,
+                                             bool& unreachable) {
+  HashingSource source(stream, url::redacted(target.artifact.url));
+  auto extracted = is_runfile(target.artifact) ? archive::extract_runfile(source, staging, options)
+                                               : archive::extract(source, staging, options);
+  if (auto checked = check_download(source, target, stream, digest, bytes, unreachable); !checked) {
+    return std::move(checked).error();
+  }
   return extracted;
 }
 
-// Spools a zip/wheel to disk, hashing it, and unpacks it from there while it
-// arrives (extract_zip_arriving: entries as their local headers and data
-// come). Nothing of it is used unless the whole download is the locked one:
-// on a mismatch the caller discards `staging`.
-Result<archive::ExtractResult> spool_unpack(const ArtifactTarget& target, net::ByteStream& stream,
-                                            const fs::path& staging, std::string& digest,
-                                            std::uint64_t& bytes, bool& unreachable) {
-  const TempFile file(staging.string() + ".download");
+// Unpacks a zip/wheel as it downloads (extract_zip_stream: entries inflate as
+// their data comes, nothing spooled). Nothing of it is used unless the whole
+// download is the locked one: on a mismatch the caller discards `staging`. A
+// zip that cannot be read as it comes (a data descriptor, a symlink) is
+// downloaded again, whole, and unpacked from the file, as uv does.
+Result<archive::ExtractResult> zip_unpack(const ArtifactTarget& target,
+                                          std::unique_ptr<net::ByteStream> stream,
+                                          const FillContext& context, const fs::path& staging,
+                                          std::string& digest, std::uint64_t& bytes,
+                                          bool& unreachable) {
   const auto options = options_for(target);
-  archive::ArrivingFile arriving;
-  std::optional<Result<archive::ExtractResult>> extracted;
-  Result<Spooled> spooled = Spooled{};
   {
-    std::jthread unpacker([&] {
-      try {
-        extracted = archive::extract_zip_arriving(file.path(), arriving, staging, options);
-      } catch (const std::exception& e) {
-        extracted = Error::internal(fmt::format("unpacking {}: {}", target.label(), e.what()));
+    HashingSource source(*stream, url::redacted(target.artifact.url));
+    auto extracted = archive::extract_zip_stream(source, staging, options);
+    if (!extracted || *extracted) {
+      if (auto checked = check_download(source, target, *stream, digest, bytes, unreachable);
+          !checked) {
+        return std::move(checked).error();
       }
-    });
-    // Destroyed before the unpacker is joined: it never waits for more.
-    struct Finish {
-      archive::ArrivingFile& file;
-      bool whole = false;
-      ~Finish() { file.finished(whole); }
-    } finish{arriving};
-    spooled = spool(stream, file.path(), unreachable,
-                    [&](std::uint64_t written) { arriving.grew(written); });
-    finish.whole = spooled.ok();
+      if (!extracted) return std::move(extracted).error();
+      return std::move(**extracted);
+    }
   }
+  std::error_code ignored;
+  fs::remove_all(staging, ignored);
+  stream = open_download(target, context);
+  const TempFile file(staging.string() + ".download");
+  auto spooled = spool(*stream, file.path(), unreachable);
   if (!spooled) return std::move(spooled).error();
   digest = spooled->sha256;
   bytes = spooled->bytes;
-  if (digest != target.artifact.sha256) return mismatch(target, stream.url(), digest);
-  return std::move(*extracted);
+  if (digest != target.artifact.sha256) return mismatch(target, stream->url(), digest);
+  return archive::extract_file(file.path(), staging, options);
 }
 
 // The file name of a closure package's sdist, as pip needs it (its archive
@@ -293,16 +311,6 @@ struct Unpacked {
   std::uint64_t bytes = 0;
   std::vector<PatchRecord> patches;  // applied over it, in order
 };
-
-std::unique_ptr<net::ByteStream> open_download(const ArtifactTarget& target,
-                                               const FillContext& context) {
-  const auto& artifact = target.artifact;
-  return context.transport->open(
-      {.urls = candidate_urls(context.mirrors, artifact.url, artifact.sha256),
-       .expected_size = artifact.size,
-       .label = target.label(),
-       .on_url_failed = warn_url_failed(context.note, target.label())});
-}
 
 // A runfile whose payload is not laid out as its era's is refused, not installed empty.
 Result<void> placed_something(const ArtifactTarget& target,
@@ -383,10 +391,10 @@ Result<Unpacked> fetch_unpacked(const ArtifactTarget& target, const fs::path& de
   auto extracted =
       kept_whole(artifact)
           ? spool_keep(target, *stream, destination, unpacked.digest, unpacked.bytes, unreachable)
-      : is_zip(artifact)
-          ? spool_unpack(target, *stream, destination, unpacked.digest, unpacked.bytes, unreachable)
-          : stream_unpack(target, *stream, destination, options_for(target), unpacked.digest,
-                          unpacked.bytes, unreachable);
+      : is_zip(artifact) ? zip_unpack(target, std::move(stream), context, destination,
+                                      unpacked.digest, unpacked.bytes, unreachable)
+                         : stream_unpack(target, *stream, destination, options_for(target),
+                                         unpacked.digest, unpacked.bytes, unreachable);
   if (!extracted) return std::move(extracted).error();
   if (is_runfile(artifact)) {
     if (auto placed = placed_something(target, extracted->entries); !placed) return placed.error();

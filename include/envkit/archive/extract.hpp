@@ -1,11 +1,9 @@
 #pragma once
 
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -91,43 +89,19 @@ struct ExtractResult {
                                                  const std::filesystem::path& destination,
                                                  const ExtractOptions& options = {});
 
-// A file one thread is still writing (a download spooled to disk) while
-// another reads what has arrived.
-class ArrivingFile {
- public:
-  // The writer: the file exists and its first `bytes` are written (visible
-  // to another descriptor on the file).
-  void grew(std::uint64_t bytes);
-  // The writer is done: the file is whole (`whole`), or will never be.
-  void finished(bool whole);
-  // Blocks until the file's first `end` bytes are there (true) or the writer
-  // finished without them (false).
-  [[nodiscard]] bool wait_for(std::uint64_t end);
-  // Blocks until the writer is done: the whole file's size, or nullopt.
-  [[nodiscard]] std::optional<std::uint64_t> wait_finished();
-
- private:
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::uint64_t bytes_ = 0;
-  bool exists_ = false;
-  bool done_ = false;
-  bool whole_ = false;
-};
-
-// A zip (a wheel) unpacked while it arrives in `archive`: each entry whose
-// local header states its sizes is unpacked once its data is there, on up to
-// options.threads threads. Once the file is whole, its central directory must
-// agree with every local header read (refused otherwise, as extract_file
-// refuses), and it decides modes and what is left; where it surprises (a
-// data descriptor, a symlink, another order) the rest waits for the whole
-// file, or all is unpacked again from it. The result is extract_file's, with
-// every rule of it. An error when the file never arrives whole: the writer's
-// error is the one to report then. Nothing here checks the download's hash:
-// the caller does, and discards `destination` when it is not the locked one.
-[[nodiscard]] Result<ExtractResult> extract_zip_arriving(const std::filesystem::path& archive,
-                                                         ArrivingFile& file,
-                                                         const std::filesystem::path& destination,
-                                                         const ExtractOptions& options = {});
+// A zip (a wheel) unpacked as `source` is read, never kept whole: each entry
+// whose local header states its sizes is inflated on up to options.threads
+// threads while the rest arrives, with at most 16 MiB read ahead of them. The
+// central directory, read last, must agree with every local header read
+// (refused otherwise, as extract_file refuses), and decides modes. nullopt
+// where the zip surprises (a data descriptor, a symlink, an encrypted entry,
+// bytes or an order the directory does not account for, options.nested_runfile
+// set): `destination` holds part of it, and the caller unpacks the whole file
+// (extract_file) into an empty folder instead. Otherwise the result is
+// extract_file's, with every rule of it, and `source` has been read to its
+// end. Nothing here checks the download's hash: the caller does, and
+// discards `destination` when it is not the locked one.
+[[nodiscard]] Result<std::optional<ExtractResult>> extract_zip_stream(
+    Source& source, const std::filesystem::path& destination, const ExtractOptions& options = {});
 
 }  // namespace envkit::archive

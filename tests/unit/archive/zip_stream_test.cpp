@@ -1,9 +1,11 @@
-// A zip unpacked while it is still being written (extract_zip_arriving, what
-// `install` does with a wheel as it downloads) gives exactly what the whole
-// file gives, and what it read early must agree with the central directory.
+// A zip unpacked as it downloads (extract_zip_stream, what `install` does
+// with a wheel) gives exactly what the whole file gives, and what it read
+// early must agree with the central directory.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -18,7 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
-using envkit::archive::ArrivingFile;
 using envkit::archive::ExtractOptions;
 using envkit::archive::ExtractResult;
 using envkit::test::read_bytes;
@@ -74,52 +75,66 @@ std::string python_wheel(const TempDir& tmp) {
   return read_bytes(out);
 }
 
-// Writes `bytes` to `file` a piece at a time, telling `arriving`. Before the
-// last piece (the central directory) it waits until `first_file` is unpacked
-// (true when it was: the entries before it were read as they came).
-bool drip(const std::string& bytes, const fs::path& file, ArrivingFile& arriving, std::size_t whole,
-          const fs::path& first_file) {
-  std::ofstream out(file, std::ios::binary);
-  arriving.grew(0);
-  constexpr std::size_t kPiece = 64 << 10;
-  std::size_t at = 0;
-  for (; at + kPiece < whole; at += kPiece) {
-    out.write(bytes.data() + at, kPiece);
-    out.flush();
-    arriving.grew(at + kPiece);
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+// The archive's bytes as a download gives them: a piece at a time. Before
+// the central directory (at `hold_at`) it waits until `first_file` is
+// unpacked (`early` says whether it was: the entries before it were read as
+// they came). Ends after `whole` bytes.
+class Dripping final : public envkit::archive::Source {
+ public:
+  Dripping(const std::string& bytes, std::size_t whole, fs::path first_file, std::size_t hold_at)
+      : bytes_(bytes), whole_(whole), first_file_(std::move(first_file)), hold_at_(hold_at) {}
+
+  envkit::Result<std::size_t> read(std::span<std::byte> buffer) override {
+    constexpr std::size_t kPiece = 64 << 10;
+    if (at_ >= whole_) return std::size_t{0};
+    auto count = std::min({buffer.size(), kPiece, whole_ - at_});
+    if (!first_file_.empty() && at_ == hold_at_) wait_for_first_file();
+    if (!first_file_.empty() && at_ < hold_at_) count = std::min(count, hold_at_ - at_);
+    std::memcpy(buffer.data(), bytes_.data() + at_, count);
+    at_ += count;
+    read_ = at_;
+    return count;
   }
-  bool early = false;
-  if (!first_file.empty()) {
+  [[nodiscard]] std::string name() const override { return "arriving.whl"; }
+  [[nodiscard]] bool early() const { return early_; }
+  [[nodiscard]] std::size_t bytes_read() const { return read_; }
+
+ private:
+  void wait_for_first_file() {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (!(early = fs::exists(first_file)) && std::chrono::steady_clock::now() < deadline)
+    while (!(early_ = fs::exists(first_file_)) && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    first_file_.clear();
   }
-  out.write(bytes.data() + at, static_cast<std::streamsize>(whole - at));
-  out.flush();
-  arriving.grew(whole);
-  arriving.finished(whole == bytes.size());
-  return early;
+
+  const std::string& bytes_;
+  std::size_t whole_;
+  fs::path first_file_;
+  std::size_t hold_at_;
+  std::size_t at_ = 0;
+  std::size_t read_ = 0;
+  bool early_ = false;
+};
+
+// Where a zip's central directory starts (the end record says).
+std::size_t directory_offset(const std::string& zip) {
+  const auto at = zip.rfind(std::string("PK\x05\x06", 4));
+  REQUIRE(at != std::string::npos);
+  std::uint32_t offset = 0;
+  std::memcpy(&offset, zip.data() + at + 16, 4);
+  return offset;
 }
 
-envkit::Result<ExtractResult> unpack_arriving(const TempDir& tmp, const std::string& bytes,
-                                              const fs::path& destination,
-                                              const std::string& first_file = {},
-                                              std::size_t whole = std::string::npos,
-                                              bool* early = nullptr) {
-  const auto file = tmp.path() / "arriving.whl";
-  ArrivingFile arriving;
-  bool was_early = false;
-  std::optional<envkit::Result<ExtractResult>> result;
-  {
-    std::jthread writer([&] {
-      was_early = drip(bytes, file, arriving, std::min(whole, bytes.size()),
-                       first_file.empty() ? fs::path() : destination / first_file);
-    });
-    result = envkit::archive::extract_zip_arriving(file, arriving, destination, arriving_options());
-  }
-  if (early != nullptr) *early = was_early;
-  return std::move(*result);
+envkit::Result<std::optional<ExtractResult>> unpack_streamed(
+    const std::string& bytes, const fs::path& destination, const std::string& first_file = {},
+    std::size_t whole = std::string::npos, bool* early = nullptr, std::size_t* read = nullptr) {
+  Dripping source(bytes, std::min(whole, bytes.size()),
+                  first_file.empty() ? fs::path() : destination / first_file,
+                  first_file.empty() ? 0 : directory_offset(bytes));
+  auto result = envkit::archive::extract_zip_stream(source, destination, arriving_options());
+  if (early != nullptr) *early = source.early();
+  if (read != nullptr) *read = source.bytes_read();
+  return result;
 }
 
 void check_same(const ExtractResult& whole, const ExtractResult& arrived) {
@@ -137,47 +152,59 @@ void check_same(const ExtractResult& whole, const ExtractResult& arrived) {
 
 }  // namespace
 
-TEST_CASE("a wheel unpacked as it arrives gives what the whole file gives", "[archive][zip]") {
+TEST_CASE("a wheel unpacked as it downloads gives what the whole file gives", "[archive][zip]") {
   TempDir tmp;
   const auto bytes = python_wheel(tmp);
   envkit::test::write_bytes(tmp.path() / "whole.whl", bytes);
   auto whole = envkit::archive::extract_file(tmp.path() / "whole.whl", tmp.path() / "whole",
                                              arriving_options());
   REQUIRE(whole.ok());
-  // The first library is unpacked before the central directory is written.
+  // The first library is unpacked before the central directory is read.
   bool early = false;
-  auto arrived = unpack_arriving(tmp, bytes, tmp.path() / "arrived", "demo/lib/libpart0.so",
-                                 std::string::npos, &early);
+  std::size_t read = 0;
+  auto arrived = unpack_streamed(bytes, tmp.path() / "arrived", "demo/lib/libpart0.so",
+                                 std::string::npos, &early, &read);
   INFO((arrived.ok() ? "" : arrived.error().to_string()));
   REQUIRE(arrived.ok());
+  REQUIRE(arrived->has_value());
   CHECK(early);
-  check_same(*whole, *arrived);
+  CHECK(read == bytes.size());  // to the end, so the caller's hash covers it all
+  check_same(*whole, **arrived);
   CHECK(tree(tmp.path() / "arrived") == tree(tmp.path() / "whole"));
   CHECK(envkit::test::mode_of(tmp.path() / "arrived/demo/run.sh") == 0755);
   CHECK(envkit::test::mode_of(tmp.path() / "arrived/demo/private") == 0700);
   CHECK(read_bytes(tmp.path() / "arrived/demo/lib/libpart2.so") ==
         read_bytes(tmp.path() / "whole/demo/lib/libpart2.so"));
+  CHECK_FALSE(fs::exists(tmp.path() / "arrived.download"));
 }
 
-TEST_CASE("a zip whose sizes follow its data is unpacked once it has arrived", "[archive][zip]") {
-  // libarchive's writer puts sizes in data descriptors: nothing can be read early.
+TEST_CASE("a zip whose sizes follow its data is left to the whole file's reader",
+          "[archive][zip]") {
+  // libarchive's writer puts sizes in data descriptors: nothing can be read
+  // as it comes, and the caller is told to unpack the whole file.
   TempDir tmp;
   const auto bytes = envkit::test::make_archive(
       envkit::test::Format::zip,
       {envkit::test::Entry::file("a/one", "1", 0755),
        envkit::test::Entry::file("a/big", envkit::test::pseudo_random(300'000)),
        envkit::test::Entry::symlink("a/link", "one")});
-  envkit::test::write_bytes(tmp.path() / "whole.zip", bytes);
-  auto whole = envkit::archive::extract_file(tmp.path() / "whole.zip", tmp.path() / "whole",
-                                             arriving_options());
-  REQUIRE(whole.ok());
-  auto arrived = unpack_arriving(tmp, bytes, tmp.path() / "arrived");
+  auto arrived = unpack_streamed(bytes, tmp.path() / "arrived");
   REQUIRE(arrived.ok());
-  check_same(*whole, *arrived);
-  CHECK(tree(tmp.path() / "arrived") == tree(tmp.path() / "whole"));
+  CHECK_FALSE(arrived->has_value());
 }
 
-TEST_CASE("a zip unpacked as it arrives is refused where its directory disagrees",
+TEST_CASE("a zip with a symlink is left to the whole file's reader", "[archive][zip]") {
+  // Its local header cannot say it is a link: the directory, read last, does.
+  TempDir tmp;
+  ZipBuilder zip;
+  zip.add("demo/a.py", "a = 1\n");
+  zip.add("demo/link.py", "a.py", 0120777);
+  auto arrived = unpack_streamed(zip.finish(), tmp.path() / "arrived");
+  REQUIRE(arrived.ok());
+  CHECK_FALSE(arrived->has_value());
+}
+
+TEST_CASE("a zip unpacked as it downloads is refused where its directory disagrees",
           "[archive][zip]") {
   TempDir tmp;
   SECTION("a local header the central directory does not list") {
@@ -185,26 +212,46 @@ TEST_CASE("a zip unpacked as it arrives is refused where its directory disagrees
     zip.add("demo/a.py", "a = 1\n");
     zip.add("demo/hidden.py", "import os\n");
     zip.records().pop_back();
-    auto arrived = unpack_arriving(tmp, zip.finish(), tmp.path() / "arrived");
+    auto arrived = unpack_streamed(zip.finish(), tmp.path() / "arrived");
     REQUIRE_FALSE(arrived.ok());
     CHECK_THAT(arrived.error().to_string(),
                Contains("arriving.whl`") &&
                    Contains("entry `demo/hidden.py`: its local header is one the central "
                             "directory does not list"));
   }
+  SECTION("a local header whose size the central directory does not say") {
+    ZipBuilder zip;
+    zip.add("demo/a.py", "a = 1\n");
+    zip.records().back().size += 1;
+    auto arrived = unpack_streamed(zip.finish(), tmp.path() / "arrived");
+    REQUIRE_FALSE(arrived.ok());
+    CHECK_THAT(arrived.error().to_string(),
+               Contains("entry `demo/a.py`: its central directory says size"));
+  }
   SECTION("a CRC-32 in the local header the data does not give") {
     ZipBuilder zip;
     zip.add("demo/a.py", "a = 1\n");
     auto bytes = zip.finish();
     bytes[30 + 9] = 'b';  // the data, after the header and the name
-    auto arrived = unpack_arriving(tmp, bytes, tmp.path() / "arrived");
+    auto arrived = unpack_streamed(bytes, tmp.path() / "arrived");
     REQUIRE_FALSE(arrived.ok());
     CHECK_THAT(arrived.error().to_string(), Contains("entry `demo/a.py`: CRC-32 mismatch"));
   }
   SECTION("the download ends halfway") {
     const auto bytes = python_wheel(tmp);
-    auto arrived = unpack_arriving(tmp, bytes, tmp.path() / "arrived", {}, bytes.size() / 2);
+    auto arrived = unpack_streamed(bytes, tmp.path() / "arrived", {}, bytes.size() / 2);
     REQUIRE_FALSE(arrived.ok());
     CHECK_THAT(arrived.error().to_string(), Contains("the download ended"));
+  }
+  SECTION("a RECORD that disagrees with a file") {
+    ZipBuilder zip;
+    zip.add("demo/a.py", "a = 1\n");
+    zip.add("demo-1.0.dist-info/RECORD",
+            "demo/a.py,sha256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU,6\n"
+            "demo-1.0.dist-info/RECORD,,\n");
+    auto arrived = unpack_streamed(zip.finish(), tmp.path() / "arrived");
+    REQUIRE_FALSE(arrived.ok());
+    CHECK_THAT(arrived.error().to_string(),
+               Contains("entry `demo/a.py`: its sha256 is") && Contains("the wheel's RECORD says"));
   }
 }
