@@ -17,14 +17,15 @@ namespace {
 
 namespace fs = std::filesystem;
 using detail::LocalHeader;
-using detail::PieceBudget;
 using detail::PieceChannel;
+using detail::PiecePool;
 using detail::ZipUnpacker;
 
-// Read ahead of the inflating threads, per download: enough to keep them fed,
-// small enough that memory stays flat however large the wheel.
+// Read ahead of the inflating threads, by every download at once: enough to
+// keep them fed, small enough that memory stays flat however large the
+// wheels and however many download together.
 constexpr std::size_t kPieceSize = std::size_t{256} << 10;
-constexpr std::size_t kReadAhead = std::size_t{16} << 20;
+constexpr std::size_t kReadAhead = std::size_t{32} << 20;
 // What may follow the last entry: the central directory (read_zip_directory
 // reads at most 64 MiB), zip64 records, the end record and its comment.
 constexpr std::uint64_t kMaxTail = (std::uint64_t{64} << 20) + detail::zip::kZip64EndSize +
@@ -34,16 +35,19 @@ constexpr std::uint64_t kMaxTail = (std::uint64_t{64} << 20) + detail::zip::kZip
 // RECORD over 64 MiB unpacked).
 constexpr std::uint64_t kMaxRecordKept = std::uint64_t{64} << 20;
 
+PiecePool& read_ahead() {
+  static PiecePool pool(kPieceSize, kReadAhead / kPieceSize);
+  return pool;
+}
+
 class ZipStream {
  public:
   ZipStream(Source& source, const fs::path& destination, const ExtractOptions& options)
-      : source_(source),
-        name_(source.name()),
-        budget_(kReadAhead),
-        unpacker_(-1, name_, destination, options) {}
+      : source_(source), name_(source.name()), unpacker_(-1, name_, destination, options) {}
 
   Result<std::optional<ExtractResult>> run() {
-    if (auto started = unpacker_.start_stream(budget_); !started) return std::move(started).error();
+    if (auto started = unpacker_.start_stream(read_ahead()); !started)
+      return std::move(started).error();
     auto scanned = scan();
     if (!scanned || !*scanned) {
       // The threads' own error explains a stop better than the stop does.
@@ -114,20 +118,20 @@ class ZipStream {
   Result<void> move_data(const ZipMember& member, PieceChannel* channel, std::string* kept) {
     std::uint64_t left = member.compressed_size;
     while (left > 0) {
-      const auto size = static_cast<std::size_t>(std::min<std::uint64_t>(left, kPieceSize));
-      auto piece = budget_.take(size);
+      auto piece = read_ahead().take(unpacker_.stopped());
       if (!piece) return Error::internal(std::string(detail::kStopped));
-      const std::span bytes(piece->bytes.get(), size);
+      piece->size = static_cast<std::size_t>(std::min<std::uint64_t>(left, kPieceSize));
+      const std::span bytes(piece->bytes.get(), piece->size);
       auto got = read_up_to(bytes);
       if (!got) return std::move(got).error();
-      if (*got < size) return ended(member.path, "inside its data");
-      if (kept != nullptr) kept->append(reinterpret_cast<const char*>(bytes.data()), size);
+      if (*got < bytes.size()) return ended(member.path, "inside its data");
+      if (kept != nullptr) kept->append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+      left -= bytes.size();
       if (channel != nullptr) {
         channel->push(std::move(*piece));
       } else {
-        budget_.give_back(size);
+        read_ahead().give_back(std::move(*piece));
       }
-      left -= size;
     }
     if (channel != nullptr) channel->close();
     return {};
@@ -214,7 +218,6 @@ class ZipStream {
 
   Source& source_;
   std::string name_;
-  PieceBudget budget_;
   ZipUnpacker unpacker_;
   std::uint64_t offset_ = 0;      // bytes read so far
   std::uint64_t tail_start_ = 0;  // where what follows the entries starts

@@ -17,29 +17,32 @@ namespace envkit::archive::detail {
 
 namespace fs = std::filesystem;
 
-std::optional<Piece> PieceBudget::take(std::size_t size) {
+std::optional<Piece> PiecePool::take(const std::atomic<bool>& cancelled) {
   std::unique_lock lock(mutex_);
-  changed_.wait(lock, [&] { return stopped_ || used_ + size <= limit_ || used_ == 0; });
-  if (stopped_) return std::nullopt;
-  used_ += size;
+  changed_.wait(lock, [&] { return cancelled || !free_.empty() || made_ < most_; });
+  if (cancelled) return std::nullopt;
+  if (!free_.empty()) {
+    Piece piece{.bytes = std::move(free_.back())};
+    free_.pop_back();
+    return piece;
+  }
+  ++made_;
   lock.unlock();
   // Not zeroed: every byte is read into before it is used.
-  return Piece{.bytes = std::make_unique_for_overwrite<std::byte[]>(size), .size = size};
+  return Piece{.bytes = std::make_unique_for_overwrite<std::byte[]>(piece_size_)};
 }
 
-void PieceBudget::give_back(std::size_t size) {
+void PiecePool::give_back(Piece piece) {
   {
     const std::scoped_lock lock(mutex_);
-    used_ -= size;
+    free_.push_back(std::move(piece.bytes));
   }
-  changed_.notify_all();
+  changed_.notify_one();
 }
 
-void PieceBudget::stop() {
-  {
-    const std::scoped_lock lock(mutex_);
-    stopped_ = true;
-  }
+void PiecePool::wake() {
+  // Under the lock: a taker between its check and its wait is not missed.
+  const std::scoped_lock lock(mutex_);
   changed_.notify_all();
 }
 
@@ -60,10 +63,8 @@ void PieceChannel::close() {
 }
 
 std::optional<std::span<const std::byte>> PieceChannel::next() {
-  if (held_.bytes) {
-    budget_.give_back(held_.size);
-    held_ = {};
-  }
+  if (held_.bytes) pool_.give_back(std::move(held_));
+  held_ = {};
   std::unique_lock lock(mutex_);
   changed_.wait(lock, [&] { return closed_ || !pieces_.empty(); });
   if (pieces_.empty()) return std::nullopt;
@@ -72,11 +73,13 @@ std::optional<std::span<const std::byte>> PieceChannel::next() {
   return std::span<const std::byte>(held_.bytes.get(), held_.size);
 }
 
-PieceChannel::~PieceChannel() {
-  std::size_t unread = held_.size;
-  for (const auto& piece : pieces_)
-    unread += piece.size;
-  if (unread > 0) budget_.give_back(unread);
+void PieceChannel::release() {
+  const std::scoped_lock lock(mutex_);
+  if (held_.bytes) pool_.give_back(std::move(held_));
+  held_ = {};
+  for (auto& piece : pieces_)
+    pool_.give_back(std::move(piece));
+  pieces_.clear();
 }
 
 void JobQueue::push(Job* job) {
@@ -180,6 +183,10 @@ class FileRange final : public EntryInput {
 class StreamedRange final : public EntryInput {
  public:
   explicit StreamedRange(PieceChannel& pieces) : pieces_(pieces) {}
+  // Done (or failed): its last piece goes back at once, not with the wheel.
+  ~StreamedRange() override { pieces_.release(); }
+  StreamedRange(const StreamedRange&) = delete;
+  StreamedRange& operator=(const StreamedRange&) = delete;
 
   Result<std::span<const std::byte>> next(std::span<std::byte> /*scratch*/,
                                           std::uint64_t /*left*/) override {
@@ -258,11 +265,11 @@ Result<ExtractResult> ZipUnpacker::unpack(const ZipLayout& layout) {
   return finish(*writer);
 }
 
-Result<void> ZipUnpacker::start_stream(PieceBudget& budget) {
+Result<void> ZipUnpacker::start_stream(PiecePool& pool) {
   auto writer = TreeWriter::open(destination_);
   if (!writer) return cannot_start(name_, writer.error());
   stream_writer_.emplace(std::move(*writer));
-  pieces_ = &budget;
+  pieces_ = &pool;
   hash_ = true;  // a RECORD, if any, is read at the end
   const auto threads = std::max<std::size_t>(options_.threads, 1);
   workers_ = std::jthread([this, threads] { workers_result_ = run_workers(threads); });
@@ -284,7 +291,7 @@ Result<PieceChannel*> ZipUnpacker::stream_entry(const ZipMember& member) {
 void ZipUnpacker::halt() {
   stop_ = true;
   queue_.close();
-  if (pieces_ != nullptr) pieces_->stop();
+  if (pieces_ != nullptr) pieces_->wake();
 }
 
 // The reader's thread (which alone adds jobs): a thread waiting for a piece

@@ -55,41 +55,46 @@ struct Piece {
   std::size_t size = 0;
 };
 
-// At most `limit` bytes read and not yet inflated, whatever the download's
-// size: the thread reading waits for the inflating ones to catch up.
-class PieceBudget {
+// Buffers for bytes read and not yet inflated: at most `count` of
+// `piece_size` bytes, whatever the downloads' sizes and however many run at
+// once; a thread reading waits for the inflating ones to hand one back. Kept
+// and reused: malloc's arenas would keep freed ones from other threads.
+class PiecePool {
  public:
-  explicit PieceBudget(std::size_t limit) : limit_(limit) {}
-  // A piece of `size` bytes (at most the limit) once that many are free;
-  // nullopt once stopped.
-  [[nodiscard]] std::optional<Piece> take(std::size_t size);
-  void give_back(std::size_t size);
-  // Wakes and refuses every taker: the unpack has failed.
-  void stop();
+  PiecePool(std::size_t piece_size, std::size_t count) : piece_size_(piece_size), most_(count) {}
+  // A buffer of piece_size() bytes (Piece::size 0) once one is free; nullopt
+  // once `cancelled` (wake() tells the waiting threads to look).
+  [[nodiscard]] std::optional<Piece> take(const std::atomic<bool>& cancelled);
+  void give_back(Piece piece);
+  void wake();
+  [[nodiscard]] std::size_t piece_size() const { return piece_size_; }
 
  private:
   std::mutex mutex_;
   std::condition_variable changed_;
-  std::size_t limit_;
-  std::size_t used_ = 0;
-  bool stopped_ = false;
+  std::size_t piece_size_;
+  std::size_t most_;
+  std::size_t made_ = 0;
+  std::vector<std::unique_ptr<std::byte[]>> free_;
 };
 
 // One entry's data, piece by piece, from the thread reading the stream to
 // the thread inflating the entry.
 class PieceChannel {
  public:
-  explicit PieceChannel(PieceBudget& budget) : budget_(budget) {}
+  explicit PieceChannel(PiecePool& pool) : pool_(pool) {}
   void push(Piece piece);
   // Nothing more comes: the entry's data is all there, or reading stopped.
   void close();
-  // The next piece, once there; the one given before is handed back to the
-  // budget. nullopt when closed and empty.
+  // The next piece, once there; the one given before goes back to the pool.
+  // nullopt when closed and empty.
   [[nodiscard]] std::optional<std::span<const std::byte>> next();
-  ~PieceChannel();
+  // The entry is done with: every piece it holds goes back to the pool.
+  void release();
+  ~PieceChannel() { release(); }
 
  private:
-  PieceBudget& budget_;
+  PiecePool& pool_;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<Piece> pieces_;
@@ -153,7 +158,7 @@ class ZipUnpacker {
 
   // A stream: start_stream, then each local header as it is read
   // (stream_entry), then the central directory (finish_stream).
-  [[nodiscard]] Result<void> start_stream(PieceBudget& budget);
+  [[nodiscard]] Result<void> start_stream(PiecePool& pool);
   // Plans the entry: the channel to hand its data to, or nullptr where
   // nothing is written from it (a folder, an entry left out).
   [[nodiscard]] Result<PieceChannel*> stream_entry(const ZipMember& member);
@@ -170,6 +175,8 @@ class ZipUnpacker {
       const std::vector<ZipMember>& members, const std::vector<std::string>& record_data);
 
   [[nodiscard]] const ExtractOptions& options() const { return options_; }
+  // Set once a thread failed or the stream stopped.
+  [[nodiscard]] const std::atomic<bool>& stopped() const { return stop_; }
 
  private:
   struct Failure {
@@ -227,9 +234,9 @@ class ZipUnpacker {
   JobQueue queue_;
   std::atomic<std::uint64_t> written_{0};
   std::atomic<bool> stop_{false};
-  // A stream's: the writer, the pieces' budget, each header read, the threads.
+  // A stream's: the writer, the pieces' pool, each header read, the threads.
   std::optional<TreeWriter> stream_writer_;
-  PieceBudget* pieces_ = nullptr;
+  PiecePool* pieces_ = nullptr;
   std::vector<Streamed> streamed_;
   std::optional<Result<void>> workers_result_;
   std::jthread workers_;

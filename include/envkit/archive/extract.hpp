@@ -91,7 +91,8 @@ struct ExtractResult {
 
 // A zip (a wheel) unpacked as `source` is read, never kept whole: each entry
 // whose local header states its sizes is inflated on up to options.threads
-// threads while the rest arrives, with at most 16 MiB read ahead of them. The
+// threads while the rest arrives, with at most 32 MiB read ahead of them by
+// all such downloads together. The
 // central directory, read last, must agree with every local header read
 // (refused otherwise, as extract_file refuses), and decides modes. nullopt
 // where the zip surprises (a data descriptor, a symlink, an encrypted entry,

@@ -255,3 +255,45 @@ TEST_CASE("a zip unpacked as it downloads is refused where its directory disagre
                Contains("entry `demo/a.py`: its sha256 is") && Contains("the wheel's RECORD says"));
   }
 }
+
+TEST_CASE("wheels downloading together share the read-ahead and all unpack", "[archive][zip]") {
+  // Three streams of 24 MB of incompressible data each: together more than
+  // the 32 MiB read ahead of the inflating threads, so each waits for the
+  // others' threads to catch up, and none waits forever.
+  TempDir tmp;
+  ZipBuilder zip;
+  zip.add("demo/big.bin", envkit::test::pseudo_random(24u << 20, 5));
+  zip.add("demo/small.py", "x = 1\n");
+  const auto bytes = zip.finish();
+  std::vector<std::optional<envkit::Result<std::optional<ExtractResult>>>> results(3);
+  {
+    std::vector<std::jthread> downloads;
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      downloads.emplace_back([&, i] {
+        results[i] = unpack_streamed(bytes, tmp.path() / ("arrived" + std::to_string(i)));
+      });
+    }
+  }
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    INFO(i);
+    REQUIRE(results[i]->ok());
+    REQUIRE((*results[i])->has_value());
+    CHECK(read_bytes(tmp.path() / ("arrived" + std::to_string(i)) / "demo/big.bin").size() ==
+          (24u << 20));
+  }
+}
+
+TEST_CASE("a wheel of many more entries than read-ahead pieces unpacks as it downloads",
+          "[archive][zip]") {
+  // Each entry's last piece goes back to the pool once it is written, not
+  // when the whole wheel is: torch has 11,000 entries, the pool 128 pieces.
+  TempDir tmp;
+  ZipBuilder zip;
+  for (int i = 0; i < 1000; ++i)
+    zip.add("demo/m" + std::to_string(i) + ".py", "x = " + std::to_string(i) + "\n");
+  auto arrived = unpack_streamed(zip.finish(), tmp.path() / "arrived");
+  REQUIRE(arrived.ok());
+  REQUIRE(arrived->has_value());
+  CHECK((*arrived)->entries.size() == 1001);  // demo/ and its 1000 files
+  CHECK(read_bytes(tmp.path() / "arrived/demo/m999.py") == "x = 999\n");
+}
