@@ -10,7 +10,7 @@
 #                                                             (cold, then warm: a second venv)
 #   the same with each pin's --hash=sha256 (cold): the locked wheels checked as envkit checks them
 # Each run's time is the install command's (uv's venv is made before the clock
-# starts; envkit's venv of python3 is part of its install). The second
+# starts; envkit's venv of python3 is part of its install), after a sync. The second
 # environment's disk is what it adds beyond the first (du of both minus du of
 # the first: hard links count once). Medians of 3. Writes
 # bench/results/install_closure_vs_uv.json and docs/img/install_closure_vs_uv.svg
@@ -94,6 +94,8 @@ envkit, run, work, base, here = sys.argv[1:6]
 uv = f"{work}/tools/bin/uv"
 quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
 def timed(args, **kw):
+    # The last run's dirty pages written out first, not during this one.
+    os.sync()
     start = time.perf_counter()
     done = subprocess.run(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, **kw)
     if done.returncode != 0:

@@ -89,6 +89,8 @@ envkit, run, work, base, here = sys.argv[1:6]
 uv = f"{work}/tools/bin/uv"
 quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
 def timed(args, **kw):
+    # The last run's dirty pages written out first, not during this one.
+    os.sync()
     start = time.perf_counter()
     done = subprocess.run(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, **kw)
     if done.returncode != 0:
