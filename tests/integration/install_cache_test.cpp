@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "envkit/core/sha256.hpp"
 #include "envkit/sys/fs.hpp"
 #include "install_support.hpp"
 #include "support/fault_server.hpp"
@@ -294,6 +295,45 @@ TEST_CASE("a wheel unpacked as it arrives but not the locked bytes leaves nothin
     }
   }
   CHECK(left.empty());
+}
+
+TEST_CASE("a wheel that cannot be unpacked as it downloads is fetched again and unpacked whole",
+          "[cli][install][cache]") {
+  if (nginx_missing()) return;
+  InstallProject streamed_project;
+  InstallProject project;
+  const RedistMirror mirror(project.dir.path() / "www");
+  auto runtime = library_component("cudart", "13.0.96");
+  runtime.files.push_back({.path = "lib/libcudart-data.so", .content = incompressible(1 << 19, 9)});
+  auto wheel = mirror.add_wheel(runtime, "nvidia_cuda_runtime");
+  const auto path = mirror.root() / wheel.relative_path;
+  const StaticHttpServer streamed_server(mirror.root());
+  streamed_project.lock({{"cuda", "13.0.2", {lock_artifact(wheel, streamed_server.url(""))}}});
+  REQUIRE(streamed_project.install().exit_code == 0);
+  // The same wheel as Python's zipfile writes it to a pipe: each entry's
+  // sizes in a data descriptor after its data, which no reader can know as
+  // the bytes arrive.
+  const auto rewrite =
+      "python3 -c 'import sys,zipfile\n"
+      "src=zipfile.ZipFile(sys.argv[1])\n"
+      "out=zipfile.ZipFile(sys.stdout.buffer,\"w\",zipfile.ZIP_DEFLATED)\n"
+      "[out.writestr(i,src.read(i)) for i in src.infolist()]\n"
+      "out.close()' " +
+      path.string() + " | cat > " + path.string() + ".piped";
+  REQUIRE(std::system(rewrite.c_str()) == 0);
+  fs::rename(path.string() + ".piped", path);
+  wheel.sha256 = core::sha256_file(path).value();
+  FaultServer server;
+  server.serve("/" + wheel.relative_path, read_text(path));
+  project.lock({{"cuda", "13.0.2", {lock_artifact(wheel, server.url(""))}}});
+  const auto installed = project.install();
+  INFO(installed.err);
+  REQUIRE(installed.exit_code == 0);
+  CHECK(server.requests("/" + wheel.relative_path) == 2);
+  CHECK(read_text(project.prefix() / "lib/libcudart-data.so") ==
+        read_text(streamed_project.prefix() / "lib/libcudart-data.so"));
+  CHECK(fs::status(project.prefix() / "lib/libcudart-data.so").permissions() ==
+        fs::status(streamed_project.prefix() / "lib/libcudart-data.so").permissions());
 }
 
 }  // namespace
