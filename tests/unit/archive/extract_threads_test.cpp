@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "archive_maker.hpp"
+#include "same_extract.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {
@@ -49,20 +50,6 @@ ExtractOptions with_threads(unsigned threads) {
   return options;
 }
 
-void check_same(const ExtractResult& one, const ExtractResult& many) {
-  CHECK(many.bytes_written == one.bytes_written);
-  REQUIRE(many.entries.size() == one.entries.size());
-  for (std::size_t i = 0; i < one.entries.size(); ++i) {
-    INFO(one.entries[i].path);
-    CHECK(many.entries[i].path == one.entries[i].path);
-    CHECK(many.entries[i].type == one.entries[i].type);
-    CHECK(many.entries[i].size == one.entries[i].size);
-    CHECK(many.entries[i].executable == one.entries[i].executable);
-    CHECK(many.entries[i].sha256 == one.entries[i].sha256);
-    CHECK(many.entries[i].link_target == one.entries[i].link_target);
-  }
-}
-
 }  // namespace
 
 TEST_CASE("a large zip unpacks on several threads to the same tree and records", "[archive]") {
@@ -72,7 +59,7 @@ TEST_CASE("a large zip unpacks on several threads to the same tree and records",
   auto many = envkit::archive::extract_file(zip, tmp.path() / "many", with_threads(4));
   REQUIRE(one.ok());
   REQUIRE(many.ok());
-  check_same(*one, *many);
+  envkit::test::check_same_extract(*one, *many);
   CHECK(tree(tmp.path() / "many") == tree(tmp.path() / "one"));
   for (int i = 0; i < 5; ++i) {
     const auto name = "nvidia/cudnn/lib/libpart" + std::to_string(i) + ".so.9";
@@ -136,7 +123,7 @@ TEST_CASE("a zip's symlinks beside its files give what one thread gives", "[arch
   auto many = envkit::archive::extract_file(zip, tmp.path() / "many", with_threads(4));
   REQUIRE(one.ok());
   REQUIRE(many.ok());
-  check_same(*one, *many);
+  envkit::test::check_same_extract(*one, *many);
   CHECK(tree(tmp.path() / "many") == tree(tmp.path() / "one"));
   CHECK(read_bytes(tmp.path() / "many/nvidia/cudnn/include/h1.h") ==
         read_bytes(tmp.path() / "one/nvidia/cudnn/include/h1.h"));

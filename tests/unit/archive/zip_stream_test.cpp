@@ -14,6 +14,7 @@
 #include "archive_maker.hpp"
 #include "envkit/archive/extract.hpp"
 #include "envkit/core/sha256.hpp"
+#include "same_extract.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {
@@ -137,19 +138,6 @@ envkit::Result<std::optional<ExtractResult>> unpack_streamed(
   return result;
 }
 
-void check_same(const ExtractResult& whole, const ExtractResult& arrived) {
-  CHECK(arrived.bytes_written == whole.bytes_written);
-  REQUIRE(arrived.entries.size() == whole.entries.size());
-  for (std::size_t i = 0; i < whole.entries.size(); ++i) {
-    INFO(whole.entries[i].path);
-    CHECK(arrived.entries[i].path == whole.entries[i].path);
-    CHECK(arrived.entries[i].type == whole.entries[i].type);
-    CHECK(arrived.entries[i].size == whole.entries[i].size);
-    CHECK(arrived.entries[i].executable == whole.entries[i].executable);
-    CHECK(arrived.entries[i].sha256 == whole.entries[i].sha256);
-  }
-}
-
 }  // namespace
 
 TEST_CASE("a wheel unpacked as it downloads gives what the whole file gives", "[archive][zip]") {
@@ -169,7 +157,7 @@ TEST_CASE("a wheel unpacked as it downloads gives what the whole file gives", "[
   REQUIRE(arrived->has_value());
   CHECK(early);
   CHECK(read == bytes.size());  // to the end, so the caller's hash covers it all
-  check_same(*whole, **arrived);
+  envkit::test::check_same_extract(*whole, **arrived);
   CHECK(tree(tmp.path() / "arrived") == tree(tmp.path() / "whole"));
   CHECK(envkit::test::mode_of(tmp.path() / "arrived/demo/run.sh") == 0755);
   CHECK(envkit::test::mode_of(tmp.path() / "arrived/demo/private") == 0700);
