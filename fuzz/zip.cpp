@@ -5,10 +5,14 @@
 // - envkit's zip reader unpacking a wheel (extract_file: check_zip_layout,
 //   then zip_unpack with its RECORD checks), on two threads with a small byte
 //   limit, from a memfd into a folder under /dev/shm emptied after each input.
+// - The same zip unpacked as it downloads (extract_zip_stream), read from
+//   memory in pieces of 7 bytes and more, where a surprise is a fine answer.
 
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <string>
 
@@ -80,11 +84,45 @@ void unpack(std::string_view file) {
   std::filesystem::remove_all(destination, ignored);
 }
 
+// The input as a download gives it: pieces of uneven sizes.
+class Pieces final : public archive::Source {
+ public:
+  explicit Pieces(std::string_view file) : file_(file) {}
+  Result<std::size_t> read(std::span<std::byte> buffer) override {
+    const auto count = std::min({buffer.size(), file_.size(), next_});
+    std::memcpy(buffer.data(), file_.data(), count);
+    file_.remove_prefix(count);
+    next_ = next_ * 3 % 4093 + 7;
+    return count;
+  }
+  [[nodiscard]] std::string name() const override { return "fuzz-1.0-py3-none-any.whl"; }
+
+ private:
+  std::string_view file_;
+  std::size_t next_ = 7;
+};
+
+void unpack_streamed(std::string_view file) {
+  static const auto destination =
+      std::filesystem::path("/dev/shm") / ("envkit-fuzz-zip-stream-" + std::to_string(::getpid()));
+  archive::ExtractOptions options;
+  options.threads = 2;
+  options.hash_files = true;
+  options.max_bytes = 4 << 20;
+  options.max_entries = 4096;
+  Pieces source(file);
+  auto unpacked = archive::extract_zip_stream(source, destination, options);
+  if (!unpacked) fuzz::check_refusal(unpacked.error());
+  std::error_code ignored;
+  std::filesystem::remove_all(destination, ignored);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view file = fuzz::text_of(data, size);
   read_members(file);
   unpack(file);
+  unpack_streamed(file);
   return 0;
 }

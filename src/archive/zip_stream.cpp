@@ -127,11 +127,7 @@ class ZipStream {
       if (*got < bytes.size()) return ended(member.path, "inside its data");
       if (kept != nullptr) kept->append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
       left -= bytes.size();
-      if (channel != nullptr) {
-        channel->push(std::move(*piece));
-      } else {
-        read_ahead().give_back(std::move(*piece));
-      }
+      if (channel != nullptr) channel->push(std::move(*piece));
     }
     if (channel != nullptr) channel->close();
     return {};

@@ -21,23 +21,29 @@ std::optional<Piece> PiecePool::take(const std::atomic<bool>& cancelled) {
   std::unique_lock lock(mutex_);
   changed_.wait(lock, [&] { return cancelled || !free_.empty() || made_ < most_; });
   if (cancelled) return std::nullopt;
+  std::unique_ptr<std::byte[]> bytes;
   if (!free_.empty()) {
-    Piece piece{.bytes = std::move(free_.back())};
+    bytes = std::move(free_.back());
     free_.pop_back();
-    return piece;
+  } else {
+    ++made_;
+    lock.unlock();
+    // Not zeroed: every byte is read into before it is used.
+    bytes = std::make_unique_for_overwrite<std::byte[]>(piece_size_);
   }
-  ++made_;
-  lock.unlock();
-  // Not zeroed: every byte is read into before it is used.
-  return Piece{.bytes = std::make_unique_for_overwrite<std::byte[]>(piece_size_)};
+  return Piece{.bytes = {bytes.release(), PieceReturn{this}}};
 }
 
-void PiecePool::give_back(Piece piece) {
+void PiecePool::put_back(std::byte* bytes) {
   {
     const std::scoped_lock lock(mutex_);
-    free_.push_back(std::move(piece.bytes));
+    free_.emplace_back(bytes);
   }
   changed_.notify_one();
+}
+
+void PieceReturn::operator()(std::byte* bytes) const {
+  if (bytes != nullptr) pool->put_back(bytes);
 }
 
 void PiecePool::wake() {
@@ -63,8 +69,7 @@ void PieceChannel::close() {
 }
 
 std::optional<std::span<const std::byte>> PieceChannel::next() {
-  if (held_.bytes) pool_.give_back(std::move(held_));
-  held_ = {};
+  held_ = {};  // back to the pool
   std::unique_lock lock(mutex_);
   changed_.wait(lock, [&] { return closed_ || !pieces_.empty(); });
   if (pieces_.empty()) return std::nullopt;
@@ -75,10 +80,7 @@ std::optional<std::span<const std::byte>> PieceChannel::next() {
 
 void PieceChannel::release() {
   const std::scoped_lock lock(mutex_);
-  if (held_.bytes) pool_.give_back(std::move(held_));
   held_ = {};
-  for (auto& piece : pieces_)
-    pool_.give_back(std::move(piece));
   pieces_.clear();
 }
 
@@ -442,7 +444,7 @@ Result<void> ZipUnpacker::plan(TreeWriter& writer, const ZipMember& member,
           .type = EntryType::file,
           .size = member.size,
           .executable = (job.mode & 0111) != 0});
-  if (queued != nullptr) job.pieces = std::make_unique<PieceChannel>(*pieces_);
+  if (queued != nullptr) job.pieces = std::make_unique<PieceChannel>();
   files_.push_back(std::move(job));
   if (queued != nullptr) {
     *queued = &files_.back();

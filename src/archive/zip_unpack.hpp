@@ -49,15 +49,24 @@ namespace envkit::archive::detail {
 // stream stopped): the first failure is the one reported.
 inline constexpr std::string_view kStopped = "stopped: another thread failed";
 
+class PiecePool;
+
+// Hands a piece's buffer back to its pool, however the piece goes away (used,
+// dropped by an error, left in a stopped channel).
+struct PieceReturn {
+  PiecePool* pool = nullptr;
+  void operator()(std::byte* bytes) const;
+};
+
 // Bytes of a stream read ahead of the threads inflating them.
 struct Piece {
-  std::unique_ptr<std::byte[]> bytes;
+  std::unique_ptr<std::byte[], PieceReturn> bytes;
   std::size_t size = 0;
 };
 
 // Buffers for bytes read and not yet inflated: at most `count` of
 // `piece_size` bytes, whatever the downloads' sizes and however many run at
-// once; a thread reading waits for the inflating ones to hand one back. Kept
+// once; a thread reading waits for the inflating ones to let one go. Kept
 // and reused: malloc's arenas would keep freed ones from other threads.
 class PiecePool {
  public:
@@ -65,11 +74,13 @@ class PiecePool {
   // A buffer of piece_size() bytes (Piece::size 0) once one is free; nullopt
   // once `cancelled` (wake() tells the waiting threads to look).
   [[nodiscard]] std::optional<Piece> take(const std::atomic<bool>& cancelled);
-  void give_back(Piece piece);
   void wake();
   [[nodiscard]] std::size_t piece_size() const { return piece_size_; }
 
  private:
+  friend struct PieceReturn;
+  void put_back(std::byte* bytes);
+
   std::mutex mutex_;
   std::condition_variable changed_;
   std::size_t piece_size_;
@@ -82,7 +93,6 @@ class PiecePool {
 // the thread inflating the entry.
 class PieceChannel {
  public:
-  explicit PieceChannel(PiecePool& pool) : pool_(pool) {}
   void push(Piece piece);
   // Nothing more comes: the entry's data is all there, or reading stopped.
   void close();
@@ -94,7 +104,6 @@ class PieceChannel {
   ~PieceChannel() { release(); }
 
  private:
-  PiecePool& pool_;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<Piece> pieces_;
