@@ -63,6 +63,16 @@ void read_members(std::string_view file) {
   }
 }
 
+// Two threads, and limits small enough that a bomb is refused at once.
+archive::ExtractOptions fuzz_options() {
+  archive::ExtractOptions options;
+  options.threads = 2;
+  options.hash_files = true;
+  options.max_bytes = 4 << 20;
+  options.max_entries = 4096;
+  return options;
+}
+
 void unpack(std::string_view file) {
   static const int fd = ::memfd_create("fuzz.whl", MFD_CLOEXEC);
   if (fd < 0) fuzz::finding("memfd_create failed");
@@ -72,13 +82,8 @@ void unpack(std::string_view file) {
   }
   static const auto destination =
       std::filesystem::path("/dev/shm") / ("envkit-fuzz-zip-" + std::to_string(::getpid()));
-  archive::ExtractOptions options;
-  options.threads = 2;
-  options.hash_files = true;
-  options.max_bytes = 4 << 20;
-  options.max_entries = 4096;
   auto unpacked =
-      archive::extract_file("/proc/self/fd/" + std::to_string(fd), destination, options);
+      archive::extract_file("/proc/self/fd/" + std::to_string(fd), destination, fuzz_options());
   if (!unpacked) fuzz::check_refusal(unpacked.error());
   std::error_code ignored;
   std::filesystem::remove_all(destination, ignored);
@@ -105,13 +110,8 @@ class Pieces final : public archive::Source {
 void unpack_streamed(std::string_view file) {
   static const auto destination =
       std::filesystem::path("/dev/shm") / ("envkit-fuzz-zip-stream-" + std::to_string(::getpid()));
-  archive::ExtractOptions options;
-  options.threads = 2;
-  options.hash_files = true;
-  options.max_bytes = 4 << 20;
-  options.max_entries = 4096;
   Pieces source(file);
-  auto unpacked = archive::extract_zip_stream(source, destination, options);
+  auto unpacked = archive::extract_zip_stream(source, destination, fuzz_options());
   if (!unpacked) fuzz::check_refusal(unpacked.error());
   std::error_code ignored;
   std::filesystem::remove_all(destination, ignored);

@@ -31,9 +31,13 @@ constexpr std::size_t kReadAhead = std::size_t{32} << 20;
 constexpr std::uint64_t kMaxTail = (std::uint64_t{64} << 20) + detail::zip::kZip64EndSize +
                                    detail::zip::kZip64LocatorSize + detail::zip::kEndSize +
                                    detail::zip::kMaxComment;
-// The compressed RECORD kept to check files against (the unpacker refuses a
-// RECORD over 64 MiB unpacked).
-constexpr std::uint64_t kMaxRecordKept = std::uint64_t{64} << 20;
+// A RECORD's compressed data is kept to check files against when the
+// unpacker will read it (detail::kMaxRecordBytes unpacked) and deflate could
+// have made it (never twice as large).
+bool kept_record(const ZipMember& member) {
+  return is_wheel_record(member.path) && member.size <= detail::kMaxRecordBytes &&
+         member.compressed_size <= 2 * detail::kMaxRecordBytes;
+}
 
 PiecePool& read_ahead() {
   static PiecePool pool(kPieceSize, kReadAhead / kPieceSize);
@@ -103,7 +107,7 @@ class ZipStream {
                              .crc32 = local->crc32};
       auto channel = unpacker_.stream_entry(member);
       if (!channel) return std::move(channel).error();
-      const bool record = is_wheel_record(member.path) && member.compressed_size <= kMaxRecordKept;
+      const bool record = kept_record(member);
       record_data_.emplace_back();
       headers_.push_back({header_offset, std::move(*local)});
       if (auto moved = move_data(member, *channel, record ? &record_data_.back() : nullptr);

@@ -119,8 +119,6 @@ namespace {
 
 // Below this many unpacked bytes one thread is done before others would start.
 constexpr std::uint64_t kParallelFloor = std::uint64_t{16} << 20;
-// A larger RECORD (torch's is 3 MB) is refused, not read.
-constexpr std::uint64_t kMaxRecordBytes = std::uint64_t{64} << 20;
 constexpr std::uint16_t kStored = 0;
 constexpr std::uint16_t kDeflated = 8;
 
@@ -635,6 +633,9 @@ Result<void> ZipUnpacker::decode(
     if (stop_) return Error::internal(std::string(kStopped));
     auto piece = input.next(decoding.in, left);
     if (!piece) return std::move(piece).error();
+    // An input with nothing more (a RECORD too large to have been kept) would
+    // otherwise be asked again forever.
+    if (piece->empty()) return damaged(member.path, "the archive ends inside its data");
     const auto chunk =
         piece->first(static_cast<std::size_t>(std::min<std::uint64_t>(left, piece->size())));
     left -= chunk.size();

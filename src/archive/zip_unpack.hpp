@@ -58,6 +58,9 @@ struct PieceReturn {
   void operator()(std::byte* bytes) const;
 };
 
+// A larger RECORD (torch's is 3 MB) is refused, not read.
+inline constexpr std::uint64_t kMaxRecordBytes = std::uint64_t{64} << 20;
+
 // Bytes of a stream read ahead of the threads inflating them.
 struct Piece {
   std::unique_ptr<std::byte[], PieceReturn> bytes;

@@ -22,13 +22,20 @@
 
 namespace envkit::store {
 
-std::function<void(const std::string&, const std::string&)> warn_url_failed(
-    std::function<void(const std::string&)> note, std::string label) {
-  if (!note) return {};
-  return [note = std::move(note), label = std::move(label)](const std::string& url,
-                                                            const std::string& reason) {
-    note(fmt::format("warning: {}: {} failed ({}); trying the next URL", label, url, reason));
-  };
+net::DownloadRequest artifact_request(const ArtifactTarget& target,
+                                      const std::vector<std::string>& mirrors,
+                                      const std::function<void(const std::string&)>& note) {
+  const auto& artifact = target.artifact;
+  net::DownloadRequest request{.urls = candidate_urls(mirrors, artifact.url, artifact.sha256),
+                               .expected_size = artifact.size,
+                               .label = target.label()};
+  if (note) {
+    request.on_url_failed = [note, label = target.label()](const std::string& url,
+                                                           const std::string& reason) {
+      note(fmt::format("warning: {}: {} failed ({}); trying the next URL", label, url, reason));
+    };
+  }
+  return request;
 }
 
 namespace fs = std::filesystem;
@@ -167,12 +174,7 @@ archive::ExtractOptions options_for(const ArtifactTarget& target) {
 
 std::unique_ptr<net::ByteStream> open_download(const ArtifactTarget& target,
                                                const FillContext& context) {
-  const auto& artifact = target.artifact;
-  return context.transport->open(
-      {.urls = candidate_urls(context.mirrors, artifact.url, artifact.sha256),
-       .expected_size = artifact.size,
-       .label = target.label(),
-       .on_url_failed = warn_url_failed(context.note, target.label())});
+  return context.transport->open(artifact_request(target, context.mirrors, context.note));
 }
 
 // The download read through `source` to its end: its bytes must be the
@@ -189,6 +191,18 @@ Result<void> check_download(HashingSource& source, const ArtifactTarget& target,
   }
   if (!drained) return std::move(drained).error();
   digest = source.digest();
+  if (digest != target.artifact.sha256) return mismatch(target, stream.url(), digest);
+  return {};
+}
+
+// The download written whole to `file`, which must be the locked bytes.
+Result<void> spool_checked(const ArtifactTarget& target, net::ByteStream& stream,
+                           const fs::path& file, std::string& digest, std::uint64_t& bytes,
+                           bool& unreachable) {
+  auto spooled = spool(stream, file, unreachable);
+  if (!spooled) return std::move(spooled).error();
+  digest = spooled->sha256;
+  bytes = spooled->bytes;
   if (digest != target.artifact.sha256) return mismatch(target, stream.url(), digest);
   return {};
 }
@@ -235,11 +249,10 @@ Result<archive::ExtractResult> zip_unpack(const ArtifactTarget& target,
   fs::remove_all(staging, ignored);
   stream = open_download(target, context);
   const TempFile file(staging.string() + ".download");
-  auto spooled = spool(*stream, file.path(), unreachable);
-  if (!spooled) return std::move(spooled).error();
-  digest = spooled->sha256;
-  bytes = spooled->bytes;
-  if (digest != target.artifact.sha256) return mismatch(target, stream->url(), digest);
+  if (auto spooled = spool_checked(target, *stream, file.path(), digest, bytes, unreachable);
+      !spooled) {
+    return std::move(spooled).error();
+  }
   return archive::extract_file(file.path(), staging, options);
 }
 
@@ -270,11 +283,10 @@ Result<archive::ExtractResult> spool_keep(const ArtifactTarget& target, net::Byt
     return Error::failed(fmt::format("cannot create {}", text::quoted(staging.string())))
         .because(error.message());
   }
-  auto spooled = spool(stream, staging / name, unreachable);
-  if (!spooled) return std::move(spooled).error();
-  digest = spooled->sha256;
-  bytes = spooled->bytes;
-  if (digest != target.artifact.sha256) return mismatch(target, stream.url(), digest);
+  if (auto spooled = spool_checked(target, stream, staging / name, digest, bytes, unreachable);
+      !spooled) {
+    return std::move(spooled).error();
+  }
   archive::ExtractResult kept;
   kept.entries.push_back(
       {.path = name, .type = archive::EntryType::file, .size = bytes, .sha256 = digest});

@@ -181,11 +181,8 @@ Result<std::uint64_t> download_verified(const MirrorFile& file, const fs::path& 
   fs::create_directories(destination.parent_path(), error);
   if (error) return cannot("create", destination.parent_path(), error);
   TempFile temporary(part);
-  auto stream = options.transport->open(
-      {.urls = candidate_urls(options.mirrors, artifact.url, artifact.sha256),
-       .expected_size = artifact.size,
-       .label = file.target.label(),
-       .on_url_failed = warn_url_failed(options.note, file.target.label())});
+  auto stream =
+      options.transport->open(artifact_request(file.target, options.mirrors, options.note));
   bool unreachable = false;
   auto spooled = spool(*stream, temporary.path(), unreachable);
   if (!spooled) return std::move(spooled).error();

@@ -28,11 +28,10 @@ TempFile::~TempFile() {
   std::filesystem::remove(path_, ignored);
 }
 
-Result<Spooled> spool(net::ByteStream& stream, const std::filesystem::path& file, bool& unreachable,
-                      const std::function<void(std::uint64_t)>& grew) {
+Result<Spooled> spool(net::ByteStream& stream, const std::filesystem::path& file,
+                      bool& unreachable) {
   std::ofstream out(file, std::ios::binary | std::ios::trunc);
   if (!out) return Error::failed("cannot write " + text::quoted(file.string()));
-  if (grew) grew(0);
   core::Sha256 sha;
   Spooled spooled;
   std::vector<std::byte> buffer(kChunk);
@@ -47,10 +46,6 @@ Result<Spooled> spool(net::ByteStream& stream, const std::filesystem::path& file
     out.write(reinterpret_cast<const char*>(buffer.data()), static_cast<std::streamsize>(*count));
     if (!out) return cannot_write(file);
     spooled.bytes += *count;
-    if (grew) {
-      if (!out.flush()) return cannot_write(file);
-      grew(spooled.bytes);
-    }
   }
   if (!out.flush()) return cannot_write(file);
   spooled.sha256 = sha.hex_digest();

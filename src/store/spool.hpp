@@ -5,7 +5,6 @@
 
 #include <cstdint>
 #include <filesystem>
-#include <functional>
 #include <string>
 #include <string_view>
 
@@ -38,11 +37,9 @@ struct Spooled {
 
 // Writes the whole of `stream` to `file` (created or truncated). A read error
 // is the download's (every URL failed) and sets `unreachable`; a write error
-// names the file. `grew`, when given, is told how many bytes another
-// descriptor on the file can read: 0 once it exists, then after each write.
+// names the file.
 [[nodiscard]] Result<Spooled> spool(net::ByteStream& stream, const std::filesystem::path& file,
-                                    bool& unreachable,
-                                    const std::function<void(std::uint64_t)>& grew = {});
+                                    bool& unreachable);
 
 // "checksum mismatch for LABEL", with both hashes and where the bytes came
 // from; the caller adds what was (not) done with them.

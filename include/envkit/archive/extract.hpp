@@ -77,9 +77,9 @@ struct ExtractResult {
 };
 
 // Unpacks the archive read from `source` under `destination` (created if
-// missing). Streams: memory does not grow with the archive's size. Zip needs
-// its central directory (at the end) for modes, so give zips and wheels to
-// extract_file.
+// missing). Streams: memory does not grow with the archive's size. A zip
+// keeps its central directory at the end: give zips and wheels to
+// extract_zip_stream (a download) or extract_file.
 [[nodiscard]] Result<ExtractResult> extract(Source& source,
                                             const std::filesystem::path& destination,
                                             const ExtractOptions& options = {});

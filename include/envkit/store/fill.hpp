@@ -29,10 +29,13 @@ struct FillContext {
   std::function<void(const std::string& line)> note;
 };
 
-// A DownloadRequest's on_url_failed that reports through `note`: a mirror that failed is a
-// warning even when the original URL then delivers.
-[[nodiscard]] std::function<void(const std::string&, const std::string&)> warn_url_failed(
-    std::function<void(const std::string&)> note, std::string label);
+// How `target`'s artifact is downloaded (install and `mirror` alike): each
+// mirror's copy, then its URL, at its locked size. A URL that failed is
+// reported through `note`: a mirror that failed is a warning even when the
+// original URL then delivers.
+[[nodiscard]] net::DownloadRequest artifact_request(
+    const ArtifactTarget& target, const std::vector<std::string>& mirrors,
+    const std::function<void(const std::string&)>& note);
 
 struct FillOutcome {
   std::optional<EntryRecord> record;
