@@ -115,10 +115,80 @@ struct Decoding {
   std::vector<std::byte> out = std::vector<std::byte>(kBufferSize);
 };
 
+WriteBehind::WriteBehind(Sink sink) : sink_(std::move(sink)) {
+  for (auto& buffer : buffers_) {
+    buffer.resize(kBufferSize);
+    free_.push_back(&buffer);
+  }
+  thread_ = std::jthread([this] { drain(); });
+}
+
+WriteBehind::~WriteBehind() {
+  {
+    const std::scoped_lock lock(mutex_);
+    closing_ = true;
+    queued_.clear();  // what an error left behind is not written
+  }
+  changed_.notify_all();
+}
+
+std::span<std::byte> WriteBehind::buffer() {
+  if (current_ == nullptr) {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return !free_.empty(); });
+    current_ = free_.back();
+    free_.pop_back();
+  }
+  return *current_;
+}
+
+Result<void> WriteBehind::hand_over(std::size_t size) {
+  {
+    const std::scoped_lock lock(mutex_);
+    if (failed_) return *failed_;
+    queued_.push_back({current_, size});
+    current_ = nullptr;
+  }
+  changed_.notify_all();
+  return {};
+}
+
+Result<void> WriteBehind::finish() {
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [&] { return failed_ || (queued_.empty() && !busy_); });
+  if (failed_) return *failed_;
+  return {};
+}
+
+void WriteBehind::drain() {
+  std::unique_lock lock(mutex_);
+  while (true) {
+    changed_.wait(lock, [&] { return closing_ || !queued_.empty(); });
+    if (closing_) return;
+    const auto [buffer, size] = queued_.front();
+    queued_.pop_front();
+    busy_ = true;
+    lock.unlock();
+    auto taken = sink_(std::span<const std::byte>(*buffer).first(size));
+    lock.lock();
+    busy_ = false;
+    free_.push_back(buffer);
+    if (!taken) {
+      failed_ = std::move(taken).error();
+      queued_.clear();
+    }
+    changed_.notify_all();
+    if (failed_) return;
+  }
+}
+
 namespace {
 
 // Below this many unpacked bytes one thread is done before others would start.
 constexpr std::uint64_t kParallelFloor = std::uint64_t{16} << 20;
+// An entry this large is written and hashed by a WriteBehind: below it, the
+// thread's start costs more than it saves.
+constexpr std::uint64_t kWriteBehindFloor = std::uint64_t{8} << 20;
 constexpr std::uint16_t kStored = 0;
 constexpr std::uint16_t kDeflated = 8;
 
@@ -533,18 +603,38 @@ Result<void> ZipUnpacker::write_file(TreeWriter& writer, Job& job, Decoding& dec
   std::optional<core::Sha256> hash;
   if (hash_) hash.emplace();
   const auto shown = join_path(job.path);
+  const auto store = [&](std::span<const std::byte> bytes) -> Result<void> {
+    if (auto ok = write_all(file->get(), bytes, shown); !ok) {
+      return from_writer(member.path, ok.error());
+    }
+    if (hash) hash->update(bytes);
+    return {};
+  };
+  const auto counted = [&](std::span<const std::byte> bytes) -> Result<void> {
+    written_ += bytes.size();
+    if (!budget_.take(bytes.size())) return over_byte_limit(member.path);
+    return {};
+  };
   auto input = input_of(job);
-  auto decoded =
-      decode(member, *input, decoding, [&](std::span<const std::byte> bytes) -> Result<void> {
-        written_ += bytes.size();
-        if (!budget_.take(bytes.size())) return over_byte_limit(member.path);
-        if (auto ok = write_all(file->get(), bytes, shown); !ok) {
-          return from_writer(member.path, ok.error());
-        }
-        if (hash) hash->update(bytes);
-        return {};
-      });
-  if (!decoded) return decoded;
+  if (member.method == kDeflated && member.size >= kWriteBehindFloor) {
+    WriteBehind behind(store);
+    auto decoded = decode(
+        member, *input, decoding,
+        [&](std::span<const std::byte> bytes) -> Result<void> {
+          if (auto ok = counted(bytes); !ok) return ok;
+          return behind.hand_over(bytes.size());
+        },
+        [&] { return behind.buffer(); });
+    if (!decoded) return decoded;
+    if (auto stored = behind.finish(); !stored) return stored;
+  } else {
+    auto decoded =
+        decode(member, *input, decoding, [&](std::span<const std::byte> bytes) -> Result<void> {
+          if (auto ok = counted(bytes); !ok) return ok;
+          return store(bytes);
+        });
+    if (!decoded) return decoded;
+  }
   if (::fchmod(file->get(), job.mode) != 0) {
     return from_writer(member.path, Error::failed(fmt::format("cannot set the mode of `{}`", shown))
                                         .because(std::strerror(errno)));
@@ -612,9 +702,8 @@ Result<void> ZipUnpacker::make_link(TreeWriter& writer, const Job& job, Decoding
 
 // Reads the entry's data from `input` and gives what it decodes to `sink`,
 // piece by piece; checks its size and CRC-32 against `member`'s.
-Result<void> ZipUnpacker::decode(
-    const ZipMember& member, EntryInput& input, Decoding& decoding,
-    const std::function<Result<void>(std::span<const std::byte>)>& sink) const {
+Result<void> ZipUnpacker::decode(const ZipMember& member, EntryInput& input, Decoding& decoding,
+                                 const WriteBehind::Sink& sink, const OutBuffer& out) const {
   std::uint64_t left = member.compressed_size;
   std::uint64_t produced = 0;
   std::uint32_t crc = 0;
@@ -646,10 +735,11 @@ Result<void> ZipUnpacker::decode(
     }
     decoding.inflater.feed(chunk);
     while (true) {
-      const auto step = decoding.inflater.inflate(decoding.out);
+      const auto into = out ? out() : std::span(decoding.out);
+      const auto step = decoding.inflater.inflate(into);
       if (step.corrupt) return damaged(member.path, "its deflate data is corrupt");
       if (step.produced > 0) {
-        if (auto taken = take(std::span(decoding.out).first(step.produced)); !taken) {
+        if (auto taken = take(into.first(step.produced)); !taken) {
           return taken;
         }
       }

@@ -13,12 +13,14 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -146,6 +148,47 @@ class JobQueue {
 // ISA-L's state, whatever the entry's size.
 struct Decoding;
 
+// Writes and hashes a large entry's decoded bytes on a thread of its own
+// while the entry's thread inflates the next ones. One entry can be most of
+// an install (cuDNN's 570 MB library): inflating, hashing and writing it on
+// one thread was the longest path, with the other cores idle
+// (docs/benchmarks.md). Memory: kBehindBuffers more 1 MiB buffers.
+inline constexpr std::size_t kBehindBuffers = 4;
+class WriteBehind {
+ public:
+  using Sink = std::function<Result<void>(std::span<const std::byte>)>;
+  // `sink` is called on WriteBehind's thread, in order.
+  explicit WriteBehind(Sink sink);
+  // Stops the thread; what is still queued is dropped.
+  ~WriteBehind();
+  WriteBehind(const WriteBehind&) = delete;
+  WriteBehind& operator=(const WriteBehind&) = delete;
+
+  // The buffer to decode into next (the same one until hand_over); waits
+  // for one to be free.
+  [[nodiscard]] std::span<std::byte> buffer();
+  // Queues the first `size` bytes of buffer() for the sink; the sink's error
+  // if it failed before.
+  [[nodiscard]] Result<void> hand_over(std::size_t size);
+  // Waits until the sink has taken everything queued; its error if any.
+  [[nodiscard]] Result<void> finish();
+
+ private:
+  void drain();
+
+  Sink sink_;
+  std::array<std::vector<std::byte>, kBehindBuffers> buffers_;
+  std::vector<std::vector<std::byte>*> free_;
+  std::deque<std::pair<std::vector<std::byte>*, std::size_t>> queued_;
+  std::vector<std::byte>* current_ = nullptr;  // the decoding thread's own
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::optional<Error> failed_;
+  bool busy_ = false;
+  bool closing_ = false;
+  std::jthread thread_;  // last: stopped before the rest goes
+};
+
 // Where an entry's compressed bytes come from, a piece at a time.
 class EntryInput {
  public:
@@ -210,8 +253,10 @@ class ZipUnpacker {
   Result<ExtractResult> finish(TreeWriter& writer);
   Result<void> make_link(TreeWriter& writer, const Job& job, Decoding& decoding);
   std::unique_ptr<EntryInput> input_of(const Job& job) const;
+  // Where the next decoded bytes go; none: the Decoding's own buffer.
+  using OutBuffer = std::function<std::span<std::byte>()>;
   Result<void> decode(const ZipMember& member, EntryInput& input, Decoding& decoding,
-                      const std::function<Result<void>(std::span<const std::byte>)>& sink) const;
+                      const WriteBehind::Sink& sink, const OutBuffer& out = {}) const;
   void halt();
   void stop_stream();
 

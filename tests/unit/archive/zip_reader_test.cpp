@@ -1,7 +1,10 @@
 // envkit's own zip reader (zip_unpack.cpp): a wheel's files checked against its
 // RECORD as they are written, local headers against the central directory,
 // CRC-32 and sizes against the data; each refusal names the wheel and the entry.
+#include <sys/resource.h>
+
 #include <catch2/catch.hpp>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -211,6 +214,73 @@ TEST_CASE("damaged data in a zip entry names the entry", "[archive][zip]") {
       bytes[i] = 0;
     CHECK_THAT(refusal(tmp, bytes), Contains("entry `demo/big.bin`: "));
   }
+}
+
+namespace {
+
+// A wheel of one deflated entry larger than the size from which its bytes are
+// written and hashed on a thread of their own (zip_unpack.cpp, WriteBehind).
+const std::string& big_data() {
+  static const std::string data =
+      envkit::test::pseudo_random(9'500'000) + std::string(3 << 20, 'z');
+  return data;
+}
+
+std::string big_wheel(const std::string& record) {
+  return envkit::test::make_archive(
+      envkit::test::Format::zip, {envkit::test::Entry::file("demo/big.so", big_data()),
+                                  envkit::test::Entry::file("demo-1.0.dist-info/RECORD", record)});
+}
+
+}  // namespace
+
+TEST_CASE("a large entry is checked against RECORD as a small one is", "[archive][zip]") {
+  TempDir tmp;
+  const unsigned threads = GENERATE(1U, 3U);
+  SECTION("RECORD agrees") {
+    auto unpacked = unpack(
+        tmp, big_wheel(record_row("demo/big.so", big_data()) + "demo-1.0.dist-info/RECORD,,\n"),
+        threads);
+    REQUIRE(unpacked.result.ok());
+    CHECK(unpacked.result->entries.at(1).path == "demo/big.so");
+    CHECK(unpacked.result->entries.at(1).sha256 == envkit::core::sha256_hex(big_data()));
+    CHECK(envkit::test::read_bytes(unpacked.destination / "demo/big.so") == big_data());
+  }
+  SECTION("RECORD disagrees") {
+    auto other = big_data();
+    other.back() = 'y';
+    auto unpacked =
+        unpack(tmp, big_wheel(record_row("demo/big.so", other) + "demo-1.0.dist-info/RECORD,,\n"),
+               threads);
+    REQUIRE_FALSE(unpacked.result.ok());
+    CHECK_THAT(unpacked.result.error().to_string(), Contains("entry `demo/big.so`: its sha256 is " +
+                                                             envkit::core::sha256_hex(big_data())));
+  }
+}
+
+TEST_CASE("a large entry that cannot be written is refused naming it", "[archive][zip]") {
+  // Files may not grow past 4 MiB: write() fails with EFBIG on the thread
+  // writing the entry behind its inflating, which must report it and stop.
+  TempDir tmp;
+  const auto bytes = big_wheel("");
+  const auto file = tmp.path() / "demo-1.0-py3-none-any.whl";
+  envkit::test::write_bytes(file, bytes);
+  rlimit saved{};
+  REQUIRE(::getrlimit(RLIMIT_FSIZE, &saved) == 0);
+  auto* const old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit small = saved;
+  small.rlim_cur = 4 << 20;
+  REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+  ExtractOptions options;
+  options.hash_files = true;
+  options.threads = 2;
+  auto result = envkit::archive::extract_file(file, tmp.path() / "dest", options);
+  ::setrlimit(RLIMIT_FSIZE, &saved);
+  std::signal(SIGXFSZ, old_handler);
+  REQUIRE_FALSE(result.ok());
+  CHECK_THAT(result.error().to_string(), Contains("demo-1.0-py3-none-any.whl`") &&
+                                             Contains("entry `demo/big.so`") &&
+                                             Contains("File too large"));
 }
 
 TEST_CASE("RECORD rows are read as CSV with paths normalized", "[archive][zip]") {
