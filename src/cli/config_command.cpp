@@ -41,6 +41,7 @@ std::vector<Row> rows_of(const config::Settings& settings) {
   const auto index = url::redacted(index_url_of(settings));
   const auto& link = settings.link_mode.value;
   const auto& packaging = settings.packaging.value;
+  const bool compile = settings.compile_bytecode.value;
   return {
       row(config::kMirrors, settings.mirrors, mirrors,
           mirrors.empty() ? "(none)" : text::join(mirrors, " ")),
@@ -49,6 +50,7 @@ std::vector<Row> rows_of(const config::Settings& settings) {
       row(config::kIndexUrl, settings.index_url, index, index),
       row(config::kLinkMode, settings.link_mode, link, link),
       row(config::kPackaging, settings.packaging, packaging, packaging),
+      row(config::kCompileBytecode, settings.compile_bytecode, compile, compile ? "true" : "false"),
   };
 }
 

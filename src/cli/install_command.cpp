@@ -31,6 +31,7 @@ struct InstallFlags {
   bool offline = false;
   bool reinstall = false;
   bool compile_bytecode = false;
+  bool no_compile_bytecode = false;
   std::vector<std::string> mirrors;  // given: they replace the configured mirrors
   std::optional<int> jobs;
   std::optional<std::string> packaging;
@@ -50,6 +51,8 @@ Result<config::Settings> install_settings(const Context& context, const InstallF
   if (flags.jobs) config::set_by_flag(settings->jobs, *flags.jobs);
   if (flags.packaging) config::set_by_flag(settings->packaging, *flags.packaging);
   if (flags.link_mode) config::set_by_flag(settings->link_mode, *flags.link_mode);
+  if (flags.compile_bytecode) config::set_by_flag(settings->compile_bytecode, true);
+  if (flags.no_compile_bytecode) config::set_by_flag(settings->compile_bytecode, false);
   return settings;
 }
 
@@ -223,7 +226,7 @@ int run_install(Context& context, const InstallFlags& flags) {
                                       .preferred = packaging_from(settings->packaging.value),
                                       .link_mode = link_mode,
                                       .reinstall = flags.reinstall,
-                                      .compile_bytecode = flags.compile_bytecode,
+                                      .compile_bytecode = settings->compile_bytecode.value,
                                       .project_dir = context.options.directory,
                                       .note = note};
   const store::Cache cache(cache_dir_of(*settings));
@@ -384,9 +387,14 @@ void register_install(CLI::App& root, Commands& out) {
   install->add_flag("--offline", flags->offline, "Use the cache only; say what is missing");
   install->add_flag("--reinstall", flags->reinstall,
                     "Place every package afresh from the cache (repairs changed files)");
-  install->add_flag("--compile-bytecode", flags->compile_bytecode,
-                    "Compile the new Python packages' .py files to .pyc (recorded in the "
-                    "receipts and each RECORD)");
+  auto* compile = install->add_flag(
+      "--compile-bytecode", flags->compile_bytecode,
+      "Compile the new Python packages' .py files to .pyc (recorded in the receipts and each "
+      "RECORD; default: compile-bytecode, else no)");
+  install
+      ->add_flag("--no-compile-bytecode", flags->no_compile_bytecode,
+                 "Do not compile, whatever compile-bytecode says")
+      ->excludes(compile);
   install
       ->add_option("--mirror", flags->mirrors,
                    "Fetch https://HOST/PATH from MIRROR/HOST/PATH first, or from the registry "

@@ -113,6 +113,12 @@ const Field kFields[] = {
      .choices = kPackagings,
      .assign = [](Settings& s, std::vector<std::string> items, std::string source,
                   const PathBase&) { put(s.packaging, items[0], std::move(source)); }},
+    {.key = &kCompileBytecode,
+     .choices = kBooleans,
+     .assign =
+         [](Settings& s, std::vector<std::string> items, std::string source, const PathBase&) {
+           put(s.compile_bytecode, items[0] == "true" || items[0] == "1", std::move(source));
+         }},
 };
 
 bool accepts(const Field& field, std::string_view item) {

@@ -356,11 +356,26 @@ TEST_CASE("envkit install --compile-bytecode writes .pyc files into the receipts
   const auto doctor = fixture.envkit({"doctor"});
   CHECK_THAT(doctor.out + doctor.err, !Contains("differs from what envkit"));
 
+  const auto pycache = [](const fs::path& prefix) {
+    return prefix / "lib" / "python3.11" / "site-packages" / "datapkg" / "__pycache__";
+  };
   SECTION("without the flag there is no bytecode") {
     const auto plain = fixture.project.dir.path() / "plain";
     REQUIRE(fixture.envkit({"install", "--frozen", "--prefix", plain.string()}).exit_code == 0);
-    CHECK_FALSE(
-        fs::exists(plain / "lib" / "python3.11" / "site-packages" / "datapkg" / "__pycache__"));
+    CHECK_FALSE(fs::exists(pycache(plain)));
+  }
+  SECTION("the project's compile-bytecode: true compiles without the flag, unless told not to") {
+    fixture.project.write(fixture.project.project_config(), "compile-bytecode: true\n");
+    const auto configured = fixture.project.dir.path() / "configured";
+    REQUIRE(fixture.envkit({"install", "--frozen", "--prefix", configured.string()}).exit_code ==
+            0);
+    CHECK(fs::is_regular_file(pycache(configured) / pyc_name));
+    const auto declined = fixture.project.dir.path() / "declined";
+    REQUIRE(
+        fixture
+            .envkit({"install", "--frozen", "--no-compile-bytecode", "--prefix", declined.string()})
+            .exit_code == 0);
+    CHECK_FALSE(fs::exists(pycache(declined)));
   }
 }
 

@@ -24,6 +24,8 @@ inline constexpr int kDefaultJobs = 8;
 inline constexpr int kMaxJobs = 64;
 inline constexpr std::string_view kLinkModes[] = {"auto", "reflink", "hardlink", "copy"};
 inline constexpr std::string_view kPackagings[] = {"archive", "wheel"};
+// A yes-or-no setting, as uv's variables take it (UV_COMPILE_BYTECODE=1).
+inline constexpr std::string_view kBooleans[] = {"true", "false", "1", "0"};
 
 // How `envkit config list` names a value's source: "default", "flag",
 // "env ENVKIT_JOBS" or "/path/.envkit/config.yaml:3".
@@ -46,6 +48,8 @@ struct Settings {
   Sourced<std::optional<std::string>> index_url;
   Sourced<std::string> link_mode{.value = "auto"};     // one of kLinkModes
   Sourced<std::string> packaging{.value = "archive"};  // one of kPackagings
+  // `install` compiles the new Python packages' .py files (`--compile-bytecode`).
+  Sourced<bool> compile_bytecode;
 };
 
 // A setting as config.yaml and the environment name it.
@@ -59,7 +63,9 @@ inline constexpr Key kCacheDir{"cache-dir", &env::kCacheDir};
 inline constexpr Key kIndexUrl{"index-url", &env::kIndexUrl};
 inline constexpr Key kLinkMode{"link-mode", &env::kLinkMode};
 inline constexpr Key kPackaging{"packaging", &env::kPackaging};
-inline constexpr Key kKeys[] = {kMirrors, kJobs, kCacheDir, kIndexUrl, kLinkMode, kPackaging};
+inline constexpr Key kCompileBytecode{"compile-bytecode", &env::kCompileBytecode};
+inline constexpr Key kKeys[] = {kMirrors,  kJobs,      kCacheDir,       kIndexUrl,
+                                kLinkMode, kPackaging, kCompileBytecode};
 
 // A command-line flag, when given, wins over everything.
 template <class T, class U>

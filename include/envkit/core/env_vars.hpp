@@ -83,6 +83,8 @@ inline constexpr Variable kLinkMode{
     "ENVKIT_LINK_MODE", "how files come from the cache: auto, reflink, hardlink or copy"};
 inline constexpr Variable kPackaging{"ENVKIT_PACKAGING",
                                      "NVIDIA packaging install prefers: archive or wheel"};
+inline constexpr Variable kCompileBytecode{
+    "ENVKIT_COMPILE_BYTECODE", "install compiles the new Python packages to .pyc: true or false"};
 
 // Read by `envkit run`, `shell` and `activate` (docs/activation.md): the values
 // they extend, replace, restore or warn about. Not settings of envkit's own, so
@@ -125,29 +127,14 @@ inline constexpr Variable kRegistryAuthFile{"REGISTRY_AUTH_FILE",
 inline constexpr Variable kXdgRuntimeDir{
     "XDG_RUNTIME_DIR", "holds containers/auth.json, podman's default credentials file"};
 
-inline constexpr Variable kAll[] = {kRecipes,
-                                    kCacheDir,
-                                    kOverrideDriver,
-                                    kOverrideCudaArch,
-                                    kOverrideGlibc,
-                                    kProcDriverVersion,
-                                    kSysDriverVersion,
-                                    kLiveTests,
-                                    kTestFailWrite,
-                                    kNoColor,
-                                    kXdgCacheHome,
-                                    kRetries,
-                                    kRetryDelayMs,
-                                    kMaxRetryDelayMs,
-                                    kStallTimeoutMs,
-                                    kConnectTimeoutMs,
-                                    kMirrors,
-                                    kJobs,
-                                    kIndexUrl,
-                                    kLinkMode,
-                                    kPackaging,
-                                    kXdgConfigHome,
-                                    kUv,
+inline constexpr Variable kAll[] = {kRecipes,          kCacheDir,        kOverrideDriver,
+                                    kOverrideCudaArch, kOverrideGlibc,   kProcDriverVersion,
+                                    kSysDriverVersion, kLiveTests,       kTestFailWrite,
+                                    kNoColor,          kXdgCacheHome,    kRetries,
+                                    kRetryDelayMs,     kMaxRetryDelayMs, kStallTimeoutMs,
+                                    kConnectTimeoutMs, kMirrors,         kJobs,
+                                    kIndexUrl,         kLinkMode,        kPackaging,
+                                    kCompileBytecode,  kXdgConfigHome,   kUv,
                                     kNoPython};
 
 // The variable's value, or nullopt when unset. Empty counts as set.

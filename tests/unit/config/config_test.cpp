@@ -62,6 +62,7 @@ TEST_CASE("defaults: no mirrors, 8 jobs, the default cache, pip's index, auto, a
   CHECK_FALSE(settings.index_url.value);
   CHECK(settings.link_mode.value == "auto");
   CHECK(settings.packaging.value == "archive");
+  CHECK_FALSE(settings.compile_bytecode.value);
   CHECK(settings.jobs.source == "default");
 }
 
@@ -75,7 +76,8 @@ TEST_CASE("a config file sets every key and names file:line as the source", "[co
       "cache-dir: /scratch/envkit\n"
       "index-url: https://pypi.lan/simple\n"
       "link-mode: copy\n"
-      "packaging: wheel\n");
+      "packaging: wheel\n"
+      "compile-bytecode: true\n");
   CHECK(settings.mirrors.value ==
         std::vector<std::string>{"http://mirror.lan/envkit", "file:///srv/mirror"});
   CHECK(settings.mirrors.source == "/p/.envkit/config.yaml:2");
@@ -86,6 +88,8 @@ TEST_CASE("a config file sets every key and names file:line as the source", "[co
   CHECK(settings.link_mode.value == "copy");
   CHECK(settings.packaging.value == "wheel");
   CHECK(settings.packaging.source == "/p/.envkit/config.yaml:9");
+  CHECK(settings.compile_bytecode.value);
+  CHECK(settings.compile_bytecode.source == "/p/.envkit/config.yaml:10");
 }
 
 TEST_CASE("one mirror may be written without a list, an empty list means none", "[config]") {
@@ -140,6 +144,9 @@ TEST_CASE("bad values are input errors pointing at the value", "[config]") {
   CHECK_THAT(file_error("packaging: {a: 1}\n").headline(), Contains("found a mapping"));
   CHECK_THAT(file_error("index-url: pypi.org\n").headline(),
              Contains("`index-url`: expected a URL"));
+  CHECK(file_error("compile-bytecode: yes\n").headline() ==
+        "/p/.envkit/config.yaml:1:19: `compile-bytecode`: expected `true`, `false`, `1` or `0`, "
+        "found `yes`");
 }
 
 TEST_CASE("malformed YAML, duplicate keys and a non-mapping are located errors", "[config]") {
@@ -158,7 +165,8 @@ TEST_CASE("every setting has its ENVKIT_ variable", "[config]") {
                                                {"ENVKIT_CACHE_DIR", "/c"},
                                                {"ENVKIT_INDEX_URL", "https://i/simple"},
                                                {"ENVKIT_LINK_MODE", "hardlink"},
-                                               {"ENVKIT_PACKAGING", "wheel"}}))
+                                               {"ENVKIT_PACKAGING", "wheel"},
+                                               {"ENVKIT_COMPILE_BYTECODE", "1"}}))
           .ok());
   CHECK(settings.mirrors.value == std::vector<std::string>{"http://a", "http://b", "http://c"});
   CHECK(settings.mirrors.source == "env ENVKIT_MIRRORS");
@@ -168,6 +176,7 @@ TEST_CASE("every setting has its ENVKIT_ variable", "[config]") {
   CHECK(settings.index_url.value == "https://i/simple");
   CHECK(settings.link_mode.value == "hardlink");
   CHECK(settings.packaging.value == "wheel");
+  CHECK(settings.compile_bytecode.value);
   for (const auto& key : kKeys) {
     INFO(key.name);
     CHECK(std::find_if(std::begin(env::kAll), std::end(env::kAll), [&](const env::Variable& v) {
@@ -193,6 +202,8 @@ TEST_CASE("a bad variable is an input error naming it", "[config]") {
              Contains("did you mean `wheel`?"));
   CHECK_THAT(env_error({{"ENVKIT_MIRRORS", "http://ok,mirror.lan"}}).headline(),
              Contains("found `mirror.lan`"));
+  CHECK_THAT(env_error({{"ENVKIT_COMPILE_BYTECODE", "on"}}).to_string(),
+             Contains("ENVKIT_COMPILE_BYTECODE: expected `true`, `false`, `1` or `0`, found `on`"));
 }
 
 TEST_CASE("precedence: variable over project file over user file over default", "[config]") {
