@@ -115,80 +115,12 @@ struct Decoding {
   std::vector<std::byte> out = std::vector<std::byte>(kBufferSize);
 };
 
-WriteBehind::WriteBehind(Sink sink) : sink_(std::move(sink)) {
-  for (auto& buffer : buffers_) {
-    buffer.resize(kBufferSize);
-    free_.push_back(&buffer);
-  }
-  thread_ = std::jthread([this] { drain(); });
-}
-
-WriteBehind::~WriteBehind() {
-  {
-    const std::scoped_lock lock(mutex_);
-    closing_ = true;
-    queued_.clear();  // what an error left behind is not written
-  }
-  changed_.notify_all();
-}
-
-std::span<std::byte> WriteBehind::buffer() {
-  if (current_ == nullptr) {
-    std::unique_lock lock(mutex_);
-    changed_.wait(lock, [&] { return !free_.empty(); });
-    current_ = free_.back();
-    free_.pop_back();
-  }
-  return *current_;
-}
-
-Result<void> WriteBehind::hand_over(std::size_t size) {
-  {
-    const std::scoped_lock lock(mutex_);
-    if (failed_) return *failed_;
-    queued_.push_back({current_, size});
-    current_ = nullptr;
-  }
-  changed_.notify_all();
-  return {};
-}
-
-Result<void> WriteBehind::finish() {
-  std::unique_lock lock(mutex_);
-  changed_.wait(lock, [&] { return failed_ || (queued_.empty() && !busy_); });
-  if (failed_) return *failed_;
-  return {};
-}
-
-void WriteBehind::drain() {
-  std::unique_lock lock(mutex_);
-  while (true) {
-    changed_.wait(lock, [&] { return closing_ || !queued_.empty(); });
-    if (closing_) return;
-    const auto [buffer, size] = queued_.front();
-    queued_.pop_front();
-    busy_ = true;
-    lock.unlock();
-    auto taken = sink_(std::span<const std::byte>(*buffer).first(size));
-    lock.lock();
-    busy_ = false;
-    free_.push_back(buffer);
-    if (!taken) {
-      failed_ = std::move(taken).error();
-      queued_.clear();
-    }
-    changed_.notify_all();
-    if (failed_) return;
-  }
-}
-
 namespace {
 
 // Below this many unpacked bytes one thread is done before others would start.
 constexpr std::uint64_t kParallelFloor = std::uint64_t{16} << 20;
-// An entry this large is written and hashed by a WriteBehind: below it, the
-// thread's start costs more than it saves.
-constexpr std::uint64_t kWriteBehindFloor = std::uint64_t{8} << 20;
+// With trust_record, files this large take RECORD's hash (settle_hash).
+constexpr std::uint64_t kTrustRecordFloor = std::uint64_t{1} << 20;
 constexpr std::uint16_t kStored = 0;
 constexpr std::uint16_t kDeflated = 8;
 
@@ -601,68 +533,74 @@ Result<void> ZipUnpacker::write_file(TreeWriter& writer, Job& job, Decoding& dec
   auto file = writer.create_file(job.path);
   if (!file) return from_writer(member.path, file.error());
   std::optional<core::Sha256> hash;
-  if (hash_) hash.emplace();
+  if (hash_ && !(options_.trust_record && member.size >= kTrustRecordFloor)) hash.emplace();
   const auto shown = join_path(job.path);
-  const auto store = [&](std::span<const std::byte> bytes) -> Result<void> {
-    if (auto ok = write_all(file->get(), bytes, shown); !ok) {
-      return from_writer(member.path, ok.error());
-    }
-    if (hash) hash->update(bytes);
-    return {};
-  };
-  const auto counted = [&](std::span<const std::byte> bytes) -> Result<void> {
-    written_ += bytes.size();
-    if (!budget_.take(bytes.size())) return over_byte_limit(member.path);
-    return {};
-  };
   auto input = input_of(job);
-  if (member.method == kDeflated && member.size >= kWriteBehindFloor) {
-    WriteBehind behind(store);
-    auto decoded = decode(
-        member, *input, decoding,
-        [&](std::span<const std::byte> bytes) -> Result<void> {
-          if (auto ok = counted(bytes); !ok) return ok;
-          return behind.hand_over(bytes.size());
-        },
-        [&] { return behind.buffer(); });
-    if (!decoded) return decoded;
-    if (auto stored = behind.finish(); !stored) return stored;
-  } else {
-    auto decoded =
-        decode(member, *input, decoding, [&](std::span<const std::byte> bytes) -> Result<void> {
-          if (auto ok = counted(bytes); !ok) return ok;
-          return store(bytes);
-        });
-    if (!decoded) return decoded;
-  }
+  auto decoded =
+      decode(member, *input, decoding, [&](std::span<const std::byte> bytes) -> Result<void> {
+        written_ += bytes.size();
+        if (!budget_.take(bytes.size())) return over_byte_limit(member.path);
+        if (auto ok = write_all(file->get(), bytes, shown); !ok) {
+          return from_writer(member.path, ok.error());
+        }
+        if (hash) hash->update(bytes);
+        return {};
+      });
+  if (!decoded) return decoded;
   if (::fchmod(file->get(), job.mode) != 0) {
     return from_writer(member.path, Error::failed(fmt::format("cannot set the mode of `{}`", shown))
                                         .because(std::strerror(errno)));
   }
-  if (hash) job.sha256 = hash->hex_digest();
+  if (hash) {
+    job.sha256 = hash->hex_digest();
+    job.hashed = true;
+  }
   return {};
 }
 
-// After every file is written: their hashes into the result, each checked
-// against the RECORD; links; folders' modes.
+// A file's sha256 once every file is written: RECORD's where it vouches for
+// a file not hashed as written, else the one computed (now, for a large file
+// RECORD does not vouch for). A row that disagrees with its file is a
+// warning, not a refusal: PyPI's torch 1.10.2, 1.11.0 and 1.12.1 wheels list
+// their METADATA with the hash and size it had before a rewrite, and pip and
+// uv install them; the lock's sha256 of the wheel is what vouches for its bytes.
+Result<void> ZipUnpacker::settle_hash(Job& job) {
+  const auto listed = record_.find(record_key(job.member.path));
+  const RecordedFile* row = listed == record_.end() ? nullptr : &listed->second;
+  const bool size_agrees = row != nullptr && (!row->size || *row->size == job.member.size);
+  if (!job.hashed && row != nullptr && row->sha256 && size_agrees) {
+    job.sha256 = *row->sha256;
+    return {};
+  }
+  if (!job.hashed && hash_) {
+    const auto written = destination_ / join_path(job.path);
+    auto sha = core::sha256_file(written);
+    if (!sha)
+      return from_writer(job.member.path, Error::failed("cannot read back what was written"));
+    job.sha256 = *std::move(sha);
+  }
+  if (row == nullptr) return {};
+  std::string reason;
+  if (!size_agrees) {
+    reason = fmt::format("it holds {} bytes, RECORD says {}", job.member.size, *row->size);
+  } else if (row->sha256 && *row->sha256 != job.sha256) {
+    reason = fmt::format("its sha256 is {}, RECORD says {}", job.sha256, *row->sha256);
+  }
+  if (!reason.empty()) {
+    result_.warnings.push_back(fmt::format(
+        "`{}`: its RECORD disagrees with entry `{}` ({}); installed as the wheel holds it, "
+        "with the hash of what was written",
+        name_, job.member.path, reason));
+  }
+  return {};
+}
+
+// After every file is written: their hashes into the result (settle_hash);
+// links; folders' modes.
 Result<ExtractResult> ZipUnpacker::finish(TreeWriter& writer) {
   for (auto& job : files_) {
-    auto& entry = result_.entries[job.record];
-    const auto listed = record_.find(record_key(job.member.path));
-    if (listed != record_.end()) {
-      const auto& [want_sha, want_size] = listed->second;
-      if (want_size && *want_size != job.member.size) {
-        return refused_by_record(job.member.path,
-                                 fmt::format("it holds {} bytes, the wheel's RECORD says {}",
-                                             job.member.size, *want_size));
-      }
-      if (want_sha && *want_sha != job.sha256) {
-        return refused_by_record(
-            job.member.path,
-            fmt::format("its sha256 is {}, the wheel's RECORD says {}", job.sha256, *want_sha));
-      }
-    }
-    entry.sha256 = std::move(job.sha256);
+    if (auto settled = settle_hash(job); !settled) return std::move(settled).error();
+    result_.entries[job.record].sha256 = std::move(job.sha256);
   }
   // Links once every file is written: a path through a link would be
   // refused by the writer, whichever came first on another thread.
@@ -703,7 +641,7 @@ Result<void> ZipUnpacker::make_link(TreeWriter& writer, const Job& job, Decoding
 // Reads the entry's data from `input` and gives what it decodes to `sink`,
 // piece by piece; checks its size and CRC-32 against `member`'s.
 Result<void> ZipUnpacker::decode(const ZipMember& member, EntryInput& input, Decoding& decoding,
-                                 const WriteBehind::Sink& sink, const OutBuffer& out) const {
+                                 const Sink& sink) const {
   std::uint64_t left = member.compressed_size;
   std::uint64_t produced = 0;
   std::uint32_t crc = 0;
@@ -735,11 +673,11 @@ Result<void> ZipUnpacker::decode(const ZipMember& member, EntryInput& input, Dec
     }
     decoding.inflater.feed(chunk);
     while (true) {
-      const auto into = out ? out() : std::span(decoding.out);
+      const auto into = std::span(decoding.out);
       const auto step = decoding.inflater.inflate(into);
       if (step.corrupt) return damaged(member.path, "its deflate data is corrupt");
       if (step.produced > 0) {
-        if (auto taken = take(into.first(step.produced)); !taken) {
+        if (auto taken = take(std::span(decoding.out).first(step.produced)); !taken) {
           return taken;
         }
       }
@@ -772,10 +710,6 @@ Result<void> ZipUnpacker::decode(const ZipMember& member, EntryInput& input, Dec
 Error ZipUnpacker::refused(std::string_view entry, std::string_view reason) const {
   return Error::failed(fmt::format("refused to unpack `{}`", name_))
       .because(fmt::format("entry `{}`: {}", entry, reason));
-}
-
-Error ZipUnpacker::refused_by_record(std::string_view entry, std::string_view reason) const {
-  return refused(entry, reason).hint("the wheel was changed after it was built; do not install it");
 }
 
 Error ZipUnpacker::damaged(std::string_view entry, std::string_view reason) const {

@@ -3,8 +3,9 @@
 // Internal to archive: envkit's own zip reader, for wheels on disk
 // (unpack_zip) and as they download (zip_stream.cpp). The central directory
 // says what is there; each entry's data is inflated by ISA-L (raw_inflate.hpp),
-// its CRC-32 and size checked, hashed (sha256) as it is written, and checked
-// against the wheel's RECORD (wheel_record.hpp). Files are spread over
+// its CRC-32 and size checked, hashed (sha256) as it is written or, a large
+// file of a wheel, given its RECORD row's hash (ExtractOptions::trust_record;
+// wheel_record.hpp). Files are spread over
 // threads. Every rule of the libarchive Extractor holds: the same placement
 // (place_entry: no absolute path, no `..`, strip and map), the same modes,
 // the same byte and entry limits, the same TreeWriter; and more is refused:
@@ -13,7 +14,6 @@
 
 #include <sys/types.h>
 
-#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
@@ -125,6 +125,7 @@ struct Job {
   Components path;
   mode_t mode = 0;
   std::string sha256;
+  bool hashed = false;                   // sha256 computed as it was written
   std::unique_ptr<PieceChannel> pieces;  // a stream's; none for a file on disk
 };
 
@@ -147,47 +148,6 @@ class JobQueue {
 // What one thread decodes with: memory per thread is these two buffers and
 // ISA-L's state, whatever the entry's size.
 struct Decoding;
-
-// Writes and hashes a large entry's decoded bytes on a thread of its own
-// while the entry's thread inflates the next ones. One entry can be most of
-// an install (cuDNN's 570 MB library): inflating, hashing and writing it on
-// one thread was the longest path, with the other cores idle
-// (docs/benchmarks.md). Memory: kBehindBuffers more 1 MiB buffers.
-inline constexpr std::size_t kBehindBuffers = 4;
-class WriteBehind {
- public:
-  using Sink = std::function<Result<void>(std::span<const std::byte>)>;
-  // `sink` is called on WriteBehind's thread, in order.
-  explicit WriteBehind(Sink sink);
-  // Stops the thread; what is still queued is dropped.
-  ~WriteBehind();
-  WriteBehind(const WriteBehind&) = delete;
-  WriteBehind& operator=(const WriteBehind&) = delete;
-
-  // The buffer to decode into next (the same one until hand_over); waits
-  // for one to be free.
-  [[nodiscard]] std::span<std::byte> buffer();
-  // Queues the first `size` bytes of buffer() for the sink; the sink's error
-  // if it failed before.
-  [[nodiscard]] Result<void> hand_over(std::size_t size);
-  // Waits until the sink has taken everything queued; its error if any.
-  [[nodiscard]] Result<void> finish();
-
- private:
-  void drain();
-
-  Sink sink_;
-  std::array<std::vector<std::byte>, kBehindBuffers> buffers_;
-  std::vector<std::vector<std::byte>*> free_;
-  std::deque<std::pair<std::vector<std::byte>*, std::size_t>> queued_;
-  std::vector<std::byte>* current_ = nullptr;  // the decoding thread's own
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::optional<Error> failed_;
-  bool busy_ = false;
-  bool closing_ = false;
-  std::jthread thread_;  // last: stopped before the rest goes
-};
 
 // Where an entry's compressed bytes come from, a piece at a time.
 class EntryInput {
@@ -251,17 +211,16 @@ class ZipUnpacker {
   void work(Failure& failure);
   Result<void> write_file(TreeWriter& writer, Job& job, Decoding& decoding);
   Result<ExtractResult> finish(TreeWriter& writer);
+  Result<void> settle_hash(Job& job);
   Result<void> make_link(TreeWriter& writer, const Job& job, Decoding& decoding);
   std::unique_ptr<EntryInput> input_of(const Job& job) const;
-  // Where the next decoded bytes go; none: the Decoding's own buffer.
-  using OutBuffer = std::function<std::span<std::byte>()>;
+  using Sink = std::function<Result<void>(std::span<const std::byte>)>;
   Result<void> decode(const ZipMember& member, EntryInput& input, Decoding& decoding,
-                      const WriteBehind::Sink& sink, const OutBuffer& out = {}) const;
+                      const Sink& sink) const;
   void halt();
   void stop_stream();
 
   Error refused(std::string_view entry, std::string_view reason) const;
-  Error refused_by_record(std::string_view entry, std::string_view reason) const;
   Error damaged(std::string_view entry, std::string_view reason) const;
   Error over_entry_limit(std::string_view entry) const;
   Error over_byte_limit(std::string_view entry) const;

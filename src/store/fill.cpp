@@ -164,7 +164,12 @@ archive::LayoutTarget layout_target(const ArtifactTarget& target) {
 }
 
 archive::ExtractOptions base_options(const specs::Artifact& artifact) {
-  return {.max_bytes = unpack_limit(artifact), .hash_files = true, .threads = unpack_threads()};
+  // A wheel's RECORD gives its large files' hashes: the lock's sha256 vouches for the wheel.
+  const bool wheel = artifact.kind == specs::ArtifactKind::wheel || artifact.format == "whl";
+  return {.max_bytes = unpack_limit(artifact),
+          .hash_files = true,
+          .trust_record = wheel,
+          .threads = unpack_threads()};
 }
 
 archive::ExtractOptions options_for(const ArtifactTarget& target) {
@@ -321,7 +326,8 @@ struct Unpacked {
   std::vector<FileRecord> files;
   std::string digest;
   std::uint64_t bytes = 0;
-  std::vector<PatchRecord> patches;  // applied over it, in order
+  std::vector<PatchRecord> patches;   // applied over it, in order
+  std::vector<std::string> warnings;  // the unpacking's (a wheel's RECORD that disagrees)
 };
 
 // A runfile whose payload is not laid out as its era's is refused, not installed empty.
@@ -417,6 +423,7 @@ Result<Unpacked> fetch_unpacked(const ArtifactTarget& target, const fs::path& de
     return std::move(patched).error();
   // A patched path's record is the patch's (records_of keeps the last per path).
   unpacked.files = records_of(extracted->entries);
+  unpacked.warnings = std::move(extracted->warnings);
   return unpacked;
 }
 
@@ -471,7 +478,9 @@ FillOutcome download_and_unpack(const Cache& cache, const ArtifactTarget& target
     std::sort(files.begin(), files.end(),
               [](const FileRecord& a, const FileRecord& b) { return a.path < b.path; });
   }
-  return commit_entry(cache, target, id, *staging, std::move(files), *unpacked);
+  auto outcome = commit_entry(cache, target, id, *staging, std::move(files), *unpacked);
+  outcome.warnings = std::move(unpacked->warnings);
+  return outcome;
 }
 
 // A source artifact: downloaded and unpacked into a private scratch folder,

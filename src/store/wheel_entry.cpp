@@ -27,8 +27,10 @@ Result<EntryRecord> commit_unpacked_wheel(const Cache& cache, const fs::path& wh
     }
     record.sha256 = *std::move(sha256);
   }
-  // Each file's sha256 is taken as it is written (and checked against RECORD).
-  auto unpacked = archive::extract_file(wheel, *staging, {.hash_files = true});
+  // Each file's sha256 is taken as it is written, or a large one's from
+  // RECORD (ExtractOptions::trust_record): the wheel's own sha256 is the record's.
+  auto unpacked =
+      archive::extract_file(wheel, *staging, {.hash_files = true, .trust_record = true});
   if (!unpacked) {
     discard();
     return std::move(unpacked).error();

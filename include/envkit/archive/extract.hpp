@@ -44,6 +44,13 @@ struct ExtractOptions {
   std::uint64_t max_entries = 1'000'000;
   // Compute each regular file's sha256 while writing it.
   bool hash_files = false;
+  // A wheel, whose sha256 the caller checked (the lock's): a file of 1 MiB
+  // or more takes its sha256 from the wheel's RECORD where the row's size is
+  // the file's, its bytes checked by the entry's CRC-32 as they are written,
+  // not hashed again (RECORD is the wheel's manifest; the wheel's own hash
+  // vouches for both). Smaller files are hashed and checked against their
+  // rows; a large file RECORD does not vouch for is hashed once written.
+  bool trust_record = false;
   // extract_file: a large zip's entries are unpacked on up to this many
   // threads (largest first), with the same checks and the same result.
   unsigned threads = 1;
@@ -74,6 +81,9 @@ struct ExtractResult {
   // only as the later one.
   std::vector<ExtractedEntry> entries;
   std::uint64_t bytes_written = 0;
+  // What the user should know: a wheel's RECORD row that disagrees with its
+  // file (the file is kept as the archive holds it, with its own hash).
+  std::vector<std::string> warnings;
 };
 
 // Unpacks the archive read from `source` under `destination` (created if

@@ -28,9 +28,11 @@ using envkit::test::TempDir;
 using envkit::test::tree;
 using envkit::test::ZipBuilder;
 
+// As `install` unpacks a wheel (store/fill.cpp).
 ExtractOptions arriving_options() {
   ExtractOptions options;
   options.hash_files = true;
+  options.trust_record = true;
   options.threads = 3;
   return options;
 }
@@ -231,16 +233,81 @@ TEST_CASE("a zip unpacked as it downloads is refused where its directory disagre
     REQUIRE_FALSE(arrived.ok());
     CHECK_THAT(arrived.error().to_string(), Contains("the download ended"));
   }
-  SECTION("a RECORD that disagrees with a file") {
-    ZipBuilder zip;
-    zip.add("demo/a.py", "a = 1\n");
+}
+
+TEST_CASE("a RECORD row that disagrees with its file is a warning when streamed too",
+          "[archive][zip]") {
+  // As PyPI's torch 1.11.0 lists its METADATA: pip and uv install it.
+  TempDir tmp;
+  ZipBuilder zip;
+  zip.add("demo/a.py", "a = 1\n");
+  zip.add("demo-1.0.dist-info/RECORD",
+          "demo/a.py,sha256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU,6\n"
+          "demo-1.0.dist-info/RECORD,,\n");
+  auto arrived = unpack_streamed(zip.finish(), tmp.path() / "arrived");
+  REQUIRE(arrived.ok());
+  REQUIRE(arrived->has_value());
+  const auto& result = **arrived;
+  REQUIRE(result.warnings.size() == 1);
+  CHECK_THAT(result.warnings[0],
+             Contains("arriving.whl`") && Contains("entry `demo/a.py`") &&
+                 Contains("its sha256 is " + envkit::core::sha256_hex(std::string("a = 1\n"))));
+  CHECK(result.entries.at(1).path == "demo/a.py");
+  CHECK(result.entries.at(1).sha256 == envkit::core::sha256_hex(std::string("a = 1\n")));
+  CHECK(read_bytes(tmp.path() / "arrived/demo/a.py") == "a = 1\n");
+}
+
+TEST_CASE("a wheel's large file takes its hash from RECORD, else is hashed once written",
+          "[archive][zip]") {
+  // 2 MiB: over the 1 MiB from which `install` takes RECORD's hash (trust_record).
+  const auto data = envkit::test::pseudo_random(2u << 20, 3);
+  const auto actual = envkit::core::sha256_hex(data);
+  const bool streamed = GENERATE(false, true);
+  TempDir tmp;
+  ZipBuilder zip;
+  zip.add("demo/big.so", data);
+  std::string expected = actual;
+  std::string warning;
+  SECTION("a row whose size agrees: its hash is the one recorded, not computed again") {
+    // A row naming other bytes of the same size shows which hash the result holds.
+    const std::string other = data.substr(1) + "x";
+    zip.add("demo-1.0.dist-info/RECORD", envkit::test::record_row("demo/big.so", other));
+    expected = envkit::core::sha256_hex(other);
+  }
+  SECTION("a row whose size disagrees: hashed, and a warning") {
     zip.add("demo-1.0.dist-info/RECORD",
-            "demo/a.py,sha256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU,6\n"
-            "demo-1.0.dist-info/RECORD,,\n");
-    auto arrived = unpack_streamed(zip.finish(), tmp.path() / "arrived");
-    REQUIRE_FALSE(arrived.ok());
-    CHECK_THAT(arrived.error().to_string(),
-               Contains("entry `demo/a.py`: its sha256 is") && Contains("the wheel's RECORD says"));
+            "demo/big.so," + envkit::test::record_hash(data) + ",12\n");
+    warning = "it holds 2097152 bytes, RECORD says 12";
+  }
+  SECTION("no row for it: hashed once written") {
+    zip.add("demo-1.0.dist-info/RECORD", "demo-1.0.dist-info/RECORD,,\n");
+  }
+  SECTION("no RECORD: hashed once written") {}
+  const auto bytes = zip.finish();
+  std::optional<ExtractResult> result;
+  if (streamed) {
+    auto arrived = unpack_streamed(bytes, tmp.path() / "out");
+    INFO((arrived.ok() ? "" : arrived.error().to_string()));
+    REQUIRE(arrived.ok());
+    result = *std::move(arrived);
+  } else {
+    envkit::test::write_bytes(tmp.path() / "whole.whl", bytes);
+    auto whole = envkit::archive::extract_file(tmp.path() / "whole.whl", tmp.path() / "out",
+                                               arriving_options());
+    INFO((whole.ok() ? "" : whole.error().to_string()));
+    REQUIRE(whole.ok());
+    result = *std::move(whole);
+  }
+  REQUIRE(result.has_value());
+  const auto& unpacked = *result;
+  CHECK(unpacked.entries.at(1).path == "demo/big.so");
+  CHECK(unpacked.entries.at(1).sha256 == expected);
+  CHECK(read_bytes(tmp.path() / "out/demo/big.so") == data);
+  if (warning.empty()) {
+    CHECK(unpacked.warnings.empty());
+  } else {
+    REQUIRE(unpacked.warnings.size() == 1);
+    CHECK_THAT(unpacked.warnings[0], Contains("entry `demo/big.so`") && Contains(warning));
   }
 }
 
