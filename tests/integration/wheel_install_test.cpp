@@ -379,6 +379,56 @@ TEST_CASE("envkit install --compile-bytecode writes .pyc files into the receipts
   }
 }
 
+TEST_CASE("a wheel whose RECORD lists a stale METADATA installs with a warning, as pip does",
+          "[python][wheel-install][integration][slow]") {
+  // As PyPI's torch 1.10.2, 1.11.0 and 1.12.1: METADATA rewritten after the
+  // wheel was built, its RECORD row left as it was.
+  WheelProject fixture;
+  if (fixture.skip()) return;
+  const auto built = fixture.index.add({.name = "stalepkg", .version = "1.0"},
+                                       "built/stalepkg-1.0-py3-none-any.whl");
+  const auto stale = fixture.served / "files" / "stalepkg-1.0-py3-none-any.whl";
+  const auto rewritten =
+      wheel_run({"python3", "-c",
+                 "import sys, zipfile\n"
+                 "src, dst = zipfile.ZipFile(sys.argv[1]), zipfile.ZipFile(sys.argv[2], 'w')\n"
+                 "for item in src.infolist():\n"
+                 "    data = src.read(item)\n"
+                 "    if item.filename.endswith('/METADATA'):\n"
+                 "        data = data.replace(b'Version: 1.0\\n', b'Version: 1.0\\nKeywords: "
+                 "rewritten\\n', 1)\n"
+                 "    dst.writestr(item, data)\n"
+                 "dst.close()\n",
+                 built.string(), stale.string()});
+  INFO(rewritten.err);
+  REQUIRE(rewritten.exit_code == 0);
+  fixture.write_lock({fixture.locked("stalepkg", "1.0", stale)});
+  const auto installed = fixture.envkit({"install", "--frozen"});
+  INFO(installed.err);
+  REQUIRE(installed.exit_code == 0);
+  CHECK_THAT(installed.err, Contains("warning:") && Contains("stalepkg-1.0-py3-none-any.whl") &&
+                                Contains("its RECORD disagrees with entry "
+                                         "`stalepkg-1.0.dist-info/METADATA`"));
+  // The file as the wheel holds it; the environment's RECORD keeps the
+  // wheel's row, as pip leaves it (get_csv_rows_for_installed rehashes only
+  // what it changed); the receipt holds the file's own hash, so doctor finds
+  // nothing changed.
+  const auto metadata = wheel_read(fixture.site() / "stalepkg-1.0.dist-info" / "METADATA");
+  CHECK_THAT(metadata, Contains("Keywords: rewritten"));
+  const auto wheel_row =
+      wheel_run({"python3", "-c",
+                 "import sys, zipfile\n"
+                 "z = zipfile.ZipFile(sys.argv[1])\n"
+                 "rows = z.read('stalepkg-1.0.dist-info/RECORD').decode()\n"
+                 "print([r for r in rows.splitlines() if '/METADATA,' in r][0])\n",
+                 stale.string()});
+  const auto rows = record_rows(fixture.site() / "stalepkg-1.0.dist-info" / "RECORD");
+  CHECK("stalepkg-1.0.dist-info/METADATA," + rows.at("stalepkg-1.0.dist-info/METADATA") + "\n" ==
+        wheel_row.out);
+  const auto doctor = fixture.envkit({"doctor"});
+  CHECK_THAT(doctor.out + doctor.err, !Contains("differs from what envkit"));
+}
+
 TEST_CASE("a wheel envkit cannot install is refused and the previous environment stays",
           "[python][wheel-install][integration][slow]") {
   WheelProject fixture;
