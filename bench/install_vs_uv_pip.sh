@@ -6,7 +6,8 @@
 #   envkit install --frozen --packaging wheel --mirror <local>   (cold and warm cache)
 #   uv pip install --no-index --find-links <local>             (cold and warm cache)
 #   pip install --no-index --find-links <local> --no-cache-dir
-# Medians of 3 runs, venv creation not counted. The wheels (and uv, from PyPI)
+# Medians of 5 runs (RUNS=N for another number), envkit and uv taking turns at
+# going first, pip last; venv creation not counted. The wheels (and uv, from PyPI)
 # are downloaded once into bench/.work/ (or $ENVKIT_BENCH_WORK); that step needs
 # PyPI, the measured runs need no network. Writes bench/results/install_vs_uv_pip.json
 # and draws docs/img/install_vs_uv_pip.svg with bench/plot_bars.py.
@@ -109,14 +110,21 @@ def pip_install(venv):
     return timed([f"{venv}/bin/pip", "install", "-q", "--no-index", "--no-cache-dir",
                   "--find-links", f"{base}/flat/", "-r", f"{run}/requirements.txt"])
 results = {k: [] for k in ["envkit cold", "envkit warm", "uv cold", "uv warm", "pip"]}
-for i in range(3):
+for i in range(int(os.environ.get("RUNS", "5"))):
     for path in [f"{run}/ek-cache", f"{run}/uv-cache"]:
         shutil.rmtree(path, ignore_errors=True)
-    results["envkit cold"].append(envkit_install(f"{run}/ek-cache", f"{run}/ek-{i}-cold"))
-    results["envkit warm"].append(envkit_install(f"{run}/ek-cache", f"{run}/ek-{i}-warm"))
-    results["uv cold"].append(uv_install(f"{run}/uv-cache", f"{run}/uv-{i}-cold"))
-    results["uv warm"].append(uv_install(f"{run}/uv-cache", f"{run}/uv-{i}-warm"))
-    results["pip"].append(pip_install(f"{run}/pip-{i}"))
+    def envkit_round():
+        results["envkit cold"].append(envkit_install(f"{run}/ek-cache", f"{run}/ek-{i}-cold"))
+        results["envkit warm"].append(envkit_install(f"{run}/ek-cache", f"{run}/ek-{i}-warm"))
+    def uv_round():
+        results["uv cold"].append(uv_install(f"{run}/uv-cache", f"{run}/uv-{i}-cold"))
+        results["uv warm"].append(uv_install(f"{run}/uv-cache", f"{run}/uv-{i}-warm"))
+    def pip_round():
+        results["pip"].append(pip_install(f"{run}/pip-{i}"))
+    # envkit and uv first in turn (the first run after the last round's
+    # deletions pays for them); pip last, its slow writes behind no one's run.
+    for one in ([envkit_round, uv_round] if i % 2 == 0 else [uv_round, envkit_round]) + [pip_round]:
+        one()
     for path in os.listdir(run):
         if path.startswith(("ek-", "uv-", "pip-")) and "cache" not in path:
             shutil.rmtree(os.path.join(run, path), ignore_errors=True)
