@@ -673,8 +673,7 @@ Result<void> ZipUnpacker::decode(const ZipMember& member, EntryInput& input, Dec
     }
     decoding.inflater.feed(chunk);
     while (true) {
-      const auto into = std::span(decoding.out);
-      const auto step = decoding.inflater.inflate(into);
+      const auto step = decoding.inflater.inflate(decoding.out);
       if (step.corrupt) return damaged(member.path, "its deflate data is corrupt");
       if (step.produced > 0) {
         if (auto taken = take(std::span(decoding.out).first(step.produced)); !taken) {
