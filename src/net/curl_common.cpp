@@ -5,6 +5,7 @@
 #include <initializer_list>
 #include <mutex>
 #include <new>
+#include <stdexcept>
 #include <string_view>
 
 #include "envkit/core/env_vars.hpp"
@@ -38,6 +39,7 @@ std::string_view userinfo(std::string_view url) {
 }  // namespace
 
 void init_curl_once() {
+  if (auto missing = libcurl_load_error()) throw std::runtime_error(*missing);
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 }

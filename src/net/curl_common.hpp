@@ -29,7 +29,11 @@ using HeaderList = std::unique_ptr<curl_slist, SlistDeleter>;
 using MultiHandle = std::unique_ptr<CURLM, MultiDeleter>;
 
 // curl_global_init, once per process, before the first handle.
+// libcurl's global set-up, once; throws std::runtime_error, saying what to
+// install, where libcurl cannot be loaded (curl_loader.cpp).
 void init_curl_once();
+// Why libcurl.so.4 could not be loaded, once envkit first needed it.
+[[nodiscard]] std::optional<std::string> libcurl_load_error();
 
 // A new easy handle; throws std::bad_alloc when libcurl cannot make one.
 [[nodiscard]] EasyHandle make_easy();
