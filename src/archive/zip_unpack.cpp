@@ -587,10 +587,10 @@ Result<void> ZipUnpacker::settle_hash(Job& job) {
     reason = fmt::format("its sha256 is {}, RECORD says {}", job.sha256, *row->sha256);
   }
   if (!reason.empty()) {
-    result_.warnings.push_back(fmt::format(
-        "`{}`: its RECORD disagrees with entry `{}` ({}); installed as the wheel holds it, "
-        "with the hash of what was written",
-        name_, job.member.path, reason));
+    result_.warnings.push_back(
+        fmt::format("`{}`: its RECORD disagrees with entry `{}` ({}); kept as the wheel holds it, "
+                    "with the hash of what was written",
+                    name_, job.member.path, reason));
   }
   return {};
 }

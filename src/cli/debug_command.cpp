@@ -71,11 +71,14 @@ int run_extract(Context& context, const ExtractArgs& args) {
   auto result = runfile ? archive::extract_runfile_file(source, destination, options)
                         : archive::extract_file(source, destination, options);
   if (!result) return report(context, result.error());
+  for (const auto& warning : result->warnings)
+    context.console.warn(warning);  // a wheel's RECORD row that disagrees with its file
   context.console.info(fmt::format("unpacked {} entries ({} bytes) into {}", result->entries.size(),
                                    result->bytes_written, destination.string()));
   if (context.options.json) {
     std::cout << nlohmann::json{{"entries", result->entries.size()},
                                 {"bytes", result->bytes_written},
+                                {"warnings", result->warnings},
                                 {"destination", destination.string()}}
                      .dump()
               << '\n';

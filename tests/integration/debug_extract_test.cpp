@@ -35,9 +35,33 @@ TEST_CASE("debug extract unpacks an archive and reports it as JSON", "[cli][debu
   CHECK(answer["entries"] == 4);  // lib/ made on the way, the file, the link, LICENSE
   CHECK(answer["bytes"] == 10);
   CHECK(answer["destination"] == "out");
+  CHECK(answer["warnings"].empty());
   CHECK(fs::read_symlink(tmp.path() / "out/lib/libcudart.so.12") == "libcudart.so.12.4.127");
   CHECK(envkit::test::read_bytes(tmp.path() / "out/lib/libcudart.so.12") == "elf");
   CHECK(envkit::test::mode_of(tmp.path() / "out/lib/libcudart.so.12.4.127") == 0755);
+}
+
+TEST_CASE("debug extract warns of a wheel's RECORD row that disagrees, and unpacks it",
+          "[cli][debug]") {
+  // As PyPI's torch 1.11.0 lists its METADATA: the size it had before a rewrite.
+  TempDir tmp;
+  envkit::test::ZipBuilder zip;
+  zip.add("demo-1.0.dist-info/METADATA", "Name: demo\nVersion: 1.0\n");
+  zip.add("demo-1.0.dist-info/RECORD",
+          envkit::test::record_row("demo-1.0.dist-info/METADATA", "Name: demo\nVersion: 1.0rc\n") +
+              "demo-1.0.dist-info/RECORD,,\n");
+  envkit::test::write_bytes(tmp.path() / "demo-1.0-py3-none-any.whl", zip.finish());
+  const auto r =
+      run_envkit({.args = {"debug", "extract", "demo-1.0-py3-none-any.whl", "out", "--json"},
+                  .cwd = tmp.path()});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, Contains("warning:") &&
+                        Contains("entry `demo-1.0.dist-info/METADATA` (it holds 24 bytes, RECORD "
+                                 "says 26)"));
+  CHECK(json::parse(r.out)["warnings"].size() == 1);
+  CHECK(envkit::test::read_bytes(tmp.path() / "out/demo-1.0.dist-info/METADATA") ==
+        "Name: demo\nVersion: 1.0\n");
 }
 
 TEST_CASE("debug extract refuses a hostile archive with the entry and the reason", "[cli][debug]") {

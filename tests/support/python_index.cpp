@@ -12,6 +12,7 @@
 #include "envkit/core/text.hpp"
 #include "envkit/core/url.hpp"
 #include "envkit/net/transport.hpp"
+#include "support/record_hash.hpp"
 
 namespace envkit::test {
 
@@ -73,29 +74,6 @@ std::uint32_t u32(std::size_t n) {
   return static_cast<std::uint32_t>(n);
 }
 
-// `sha256=<urlsafe base64, no padding>` of `data`, as RECORD writes hashes.
-std::string record_hash(std::string_view data) {
-  const std::string hex = core::sha256_hex(data);
-  std::string bytes;
-  for (std::size_t i = 0; i < hex.size(); i += 2)
-    bytes += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
-  constexpr std::string_view kAlphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  std::string out = "sha256=";
-  std::uint32_t buffer = 0;
-  int bits = 0;
-  for (char c : bytes) {
-    buffer = (buffer << 8) | static_cast<std::uint8_t>(c);
-    bits += 8;
-    while (bits >= 6) {
-      bits -= 6;
-      out += kAlphabet[(buffer >> bits) & 0x3FU];
-    }
-  }
-  if (bits > 0) out += kAlphabet[(buffer << (6 - bits)) & 0x3FU];
-  return out;
-}
-
 // `py2.py3-none-any` -> the Tag lines of a WHEEL file, one per combination.
 std::vector<std::string> expanded_tags(std::string_view tag) {
   const auto parts = text::split(tag, '-');
@@ -149,7 +127,7 @@ std::string wheel_bytes(const FakeWheel& wheel) {
   entries.emplace_back(dist_info + "/WHEEL", wheel_file);
   std::string record;
   for (const auto& [path, content] : entries)
-    record += path + "," + record_hash(content) + "," + std::to_string(content.size()) + "\n";
+    record += record_row(path, content);
   record += dist_info + "/RECORD,,\n";
   entries.emplace_back(dist_info + "/RECORD", record);
   return make_zip(entries);

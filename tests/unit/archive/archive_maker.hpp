@@ -20,6 +20,7 @@
 
 #include "envkit/archive/extract.hpp"
 #include "envkit/core/sha256.hpp"
+#include "support/record_hash.hpp"
 
 namespace envkit::test {
 
@@ -402,33 +403,6 @@ inline std::vector<std::string> tree(const std::filesystem::path& root) {
 inline unsigned mode_of(const std::filesystem::path& path) {
   return static_cast<unsigned>(std::filesystem::symlink_status(path).permissions() &
                                std::filesystem::perms::mask);
-}
-
-// RECORD's hash of `data`: sha256, urlsafe base64 without padding.
-inline std::string record_hash(const std::string& data) {
-  const auto hex = envkit::core::sha256_hex(data);
-  std::string bytes;
-  for (std::size_t i = 0; i < hex.size(); i += 2)
-    bytes += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
-  constexpr std::string_view alphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  std::string out;
-  unsigned buffer = 0;
-  int bits = 0;
-  for (const unsigned char c : bytes) {
-    buffer = (buffer << 8) | c;
-    bits += 8;
-    while (bits >= 6) {
-      bits -= 6;
-      out += alphabet[(buffer >> bits) & 0x3f];
-    }
-  }
-  if (bits > 0) out += alphabet[(buffer << (6 - bits)) & 0x3f];
-  return "sha256=" + out;
-}
-
-inline std::string record_row(const std::string& path, const std::string& data) {
-  return path + "," + record_hash(data) + "," + std::to_string(data.size()) + "\n";
 }
 
 }  // namespace envkit::test
