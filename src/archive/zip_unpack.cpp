@@ -380,6 +380,8 @@ Result<void> ZipUnpacker::read_record(
   auto rows = parse_wheel_record(text, name_);
   if (!rows) return std::move(rows).error();
   record_ = std::move(*rows);
+  const auto key = record_key(member.path);
+  record_folder_ = key.substr(0, key.rfind('/') + 1);
   hash_ = true;
   return {};
 }
@@ -560,12 +562,15 @@ Result<void> ZipUnpacker::write_file(TreeWriter& writer, Job& job, Decoding& dec
 
 // A file's sha256 once every file is written: RECORD's where it vouches for
 // a file not hashed as written, else the one computed (now, for a large file
-// RECORD does not vouch for). A row that disagrees with its file is a
-// warning, not a refusal: PyPI's torch 1.10.2, 1.11.0 and 1.12.1 wheels list
-// their METADATA with the hash and size it had before a rewrite, and pip and
-// uv install them; the lock's sha256 of the wheel is what vouches for its bytes.
+// RECORD does not vouch for). A row that disagrees with a file of the package
+// is a refusal: the file is not what the wheel's build wrote. One that
+// disagrees with a file of the wheel's own .dist-info is a warning: PyPI's
+// torch 1.10.2, 1.11.0 and 1.12.1 wheels list their METADATA with the hash and
+// size it had before a rewrite, pip and uv install them, and the lock's sha256
+// of the wheel is what vouches for its bytes (docs/install.md).
 Result<void> ZipUnpacker::settle_hash(Job& job) {
-  const auto listed = record_.find(record_key(job.member.path));
+  const auto key = record_key(job.member.path);
+  const auto listed = record_.find(key);
   const RecordedFile* row = listed == record_.end() ? nullptr : &listed->second;
   const bool size_agrees = row != nullptr && (!row->size || *row->size == job.member.size);
   if (!job.hashed && row != nullptr && row->sha256 && size_agrees) {
@@ -586,12 +591,15 @@ Result<void> ZipUnpacker::settle_hash(Job& job) {
   } else if (row->sha256 && *row->sha256 != job.sha256) {
     reason = fmt::format("its sha256 is {}, RECORD says {}", job.sha256, *row->sha256);
   }
-  if (!reason.empty()) {
-    result_.warnings.push_back(
-        fmt::format("`{}`: its RECORD disagrees with entry `{}` ({}); kept as the wheel holds it, "
-                    "with the hash of what was written",
-                    name_, job.member.path, reason));
+  if (reason.empty()) return {};
+  if (!key.starts_with(record_folder_)) {
+    return refused(job.member.path, reason + ": the wheel was changed after it was built")
+        .hint("download the wheel again from its index; if it is the same, tell its publisher");
   }
+  result_.warnings.push_back(
+      fmt::format("`{}`: its RECORD disagrees with entry `{}` ({}); kept as the wheel holds it, "
+                  "with the hash of what was written",
+                  name_, job.member.path, reason));
   return {};
 }
 

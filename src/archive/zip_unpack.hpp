@@ -242,6 +242,7 @@ class ZipUnpacker {
   std::unordered_map<std::string, std::size_t> recorded_;  // path -> index in entries
   std::unordered_set<std::string> names_;                  // stored names seen
   std::unordered_map<std::string, RecordedFile> record_;   // the wheel's RECORD, by path
+  std::string record_folder_;                              // "<name>.dist-info/", where RECORD is
   std::deque<Job> files_;  // a deque: queued jobs keep their address as more come
   std::vector<Job> links_;
   std::vector<std::pair<Components, mode_t>> directory_modes_;

@@ -452,5 +452,46 @@ TEST_CASE("a wheel envkit cannot install is refused and the previous environment
   CHECK(fixture.envkit({"run", "--", "datapkg-cli"}).out == "datapkg cli\n");
 }
 
+TEST_CASE(
+    "a wheel whose code disagrees with its RECORD is refused and the previous environment "
+    "stays",
+    "[python][wheel-install][integration][slow]") {
+  WheelProject fixture;
+  if (fixture.skip()) return;
+  fixture.write_lock({fixture.locked("datapkg", "1.0", fixture.data_wheel)});
+  REQUIRE(fixture.envkit({"install", "--frozen"}).exit_code == 0);
+  const auto generation = fs::read_symlink(fixture.prefix());
+  const auto built = fixture.index.add({.name = "tamperpkg",
+                                        .version = "1.0",
+                                        .requires_dist = {},
+                                        .files = {{"tamperpkg/__init__.py", "answer = 42\n"}}},
+                                       "built/tamperpkg-1.0-py3-none-any.whl");
+  // The module changed after the wheel was built, its RECORD row left as it was.
+  const auto tampered = fixture.served / "files" / "tamperpkg-1.0-py3-none-any.whl";
+  const auto rewritten =
+      wheel_run({"python3", "-c",
+                 "import sys, zipfile\n"
+                 "src, dst = zipfile.ZipFile(sys.argv[1]), zipfile.ZipFile(sys.argv[2], 'w')\n"
+                 "for item in src.infolist():\n"
+                 "    data = src.read(item)\n"
+                 "    if item.filename == 'tamperpkg/__init__.py':\n"
+                 "        data = b'answer = 41\\n'\n"
+                 "    dst.writestr(item, data)\n"
+                 "dst.close()\n",
+                 built.string(), tampered.string()});
+  INFO(rewritten.err);
+  REQUIRE(rewritten.exit_code == 0);
+  fixture.write_lock({fixture.locked("datapkg", "1.0", fixture.data_wheel),
+                      fixture.locked("tamperpkg", "1.0", tampered)});
+  const auto failed = fixture.envkit({"install", "--frozen"});
+  CHECK(failed.exit_code == 1);
+  CHECK_THAT(failed.err, Contains("tamperpkg-1.0-py3-none-any.whl") &&
+                             Contains("entry `tamperpkg/__init__.py`: its sha256 is") &&
+                             Contains("changed after it was built"));
+  CHECK(fs::read_symlink(fixture.prefix()) == generation);
+  CHECK_FALSE(fs::exists(fixture.site() / "tamperpkg"));
+  CHECK(fixture.envkit({"run", "--", "datapkg-cli"}).out == "datapkg cli\n");
+}
+
 }  // namespace
 }  // namespace envkit::test

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <thread>
 
@@ -235,26 +236,44 @@ TEST_CASE("a zip unpacked as it downloads is refused where its directory disagre
   }
 }
 
-TEST_CASE("a RECORD row that disagrees with its file is a warning when streamed too",
-          "[archive][zip]") {
-  // As PyPI's torch 1.11.0 lists its METADATA: pip and uv install it.
+TEST_CASE(
+    "a RECORD row that disagrees is refused for a package file and a warning for METADATA "
+    "when streamed too",
+    "[archive][zip]") {
   TempDir tmp;
-  ZipBuilder zip;
-  zip.add("demo/a.py", "a = 1\n");
-  zip.add("demo-1.0.dist-info/RECORD",
-          "demo/a.py,sha256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU,6\n"
-          "demo-1.0.dist-info/RECORD,,\n");
-  auto arrived = unpack_streamed(zip.finish(), tmp.path() / "arrived");
-  REQUIRE(arrived.ok());
-  REQUIRE(arrived->has_value());
-  const auto& result = **arrived;
-  REQUIRE(result.warnings.size() == 1);
-  CHECK_THAT(result.warnings[0],
-             Contains("arriving.whl`") && Contains("entry `demo/a.py`") &&
-                 Contains("its sha256 is " + envkit::core::sha256_hex(std::string("a = 1\n"))));
-  CHECK(result.entries.at(1).path == "demo/a.py");
-  CHECK(result.entries.at(1).sha256 == envkit::core::sha256_hex(std::string("a = 1\n")));
-  CHECK(read_bytes(tmp.path() / "arrived/demo/a.py") == "a = 1\n");
+  const std::string stale_row = "sha256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU,6\n";
+  SECTION("a file of the package: refused, naming the wheel and entry") {
+    ZipBuilder zip;
+    zip.add("demo/a.py", "a = 1\n");
+    zip.add("demo-1.0.dist-info/RECORD",
+            "demo/a.py," + stale_row + "demo-1.0.dist-info/RECORD,,\n");
+    auto arrived = unpack_streamed(zip.finish(), tmp.path() / "arrived");
+    REQUIRE_FALSE(arrived.ok());
+    CHECK_THAT(
+        arrived.error().to_string(),
+        Contains("arriving.whl`") && Contains("entry `demo/a.py`: its sha256 is " +
+                                              envkit::core::sha256_hex(std::string("a = 1\n"))));
+  }
+  SECTION("the wheel's METADATA, as PyPI's torch 1.11.0 lists it: a warning") {
+    ZipBuilder zip;
+    zip.add("demo-1.0.dist-info/METADATA", "a = 1\n");
+    zip.add("demo-1.0.dist-info/RECORD",
+            "demo-1.0.dist-info/METADATA," + stale_row + "demo-1.0.dist-info/RECORD,,\n");
+    auto arrived = unpack_streamed(zip.finish(), tmp.path() / "arrived");
+    REQUIRE(arrived.ok());
+    REQUIRE(arrived->has_value());
+    const auto& result = **arrived;
+    REQUIRE(result.warnings.size() == 1);
+    CHECK_THAT(result.warnings[0],
+               Contains("arriving.whl`") && Contains("entry `demo-1.0.dist-info/METADATA`") &&
+                   Contains("its sha256 is " + envkit::core::sha256_hex(std::string("a = 1\n"))));
+    std::map<std::string, std::string> hashes;
+    for (const auto& entry : result.entries)
+      hashes[entry.path] = entry.sha256;
+    CHECK(hashes["demo-1.0.dist-info/METADATA"] ==
+          envkit::core::sha256_hex(std::string("a = 1\n")));
+    CHECK(read_bytes(tmp.path() / "arrived/demo-1.0.dist-info/METADATA") == "a = 1\n");
+  }
 }
 
 TEST_CASE("a wheel's large file takes its hash from RECORD, else is hashed once written",
@@ -267,17 +286,17 @@ TEST_CASE("a wheel's large file takes its hash from RECORD, else is hashed once 
   ZipBuilder zip;
   zip.add("demo/big.so", data);
   std::string expected = actual;
-  std::string warning;
+  std::string refusal;
   SECTION("a row whose size agrees: its hash is the one recorded, not computed again") {
     // A row naming other bytes of the same size shows which hash the result holds.
     const std::string other = data.substr(1) + "x";
     zip.add("demo-1.0.dist-info/RECORD", envkit::test::record_row("demo/big.so", other));
     expected = envkit::core::sha256_hex(other);
   }
-  SECTION("a row whose size disagrees: hashed, and a warning") {
+  SECTION("a row whose size disagrees: hashed, and refused") {
     zip.add("demo-1.0.dist-info/RECORD",
             "demo/big.so," + envkit::test::record_hash(data) + ",12\n");
-    warning = "it holds 2097152 bytes, RECORD says 12";
+    refusal = "entry `demo/big.so`: it holds 2097152 bytes, RECORD says 12";
   }
   SECTION("no row for it: hashed once written") {
     zip.add("demo-1.0.dist-info/RECORD", "demo-1.0.dist-info/RECORD,,\n");
@@ -285,30 +304,31 @@ TEST_CASE("a wheel's large file takes its hash from RECORD, else is hashed once 
   SECTION("no RECORD: hashed once written") {}
   const auto bytes = zip.finish();
   std::optional<ExtractResult> result;
+  envkit::Result<ExtractResult> unpacked = envkit::Error::failed("not unpacked");
   if (streamed) {
     auto arrived = unpack_streamed(bytes, tmp.path() / "out");
-    INFO((arrived.ok() ? "" : arrived.error().to_string()));
-    REQUIRE(arrived.ok());
-    result = *std::move(arrived);
+    if (arrived.ok()) {
+      REQUIRE(arrived->has_value());
+      unpacked = **std::move(arrived);
+    } else {
+      unpacked = std::move(arrived).error();
+    }
   } else {
     envkit::test::write_bytes(tmp.path() / "whole.whl", bytes);
-    auto whole = envkit::archive::extract_file(tmp.path() / "whole.whl", tmp.path() / "out",
-                                               arriving_options());
-    INFO((whole.ok() ? "" : whole.error().to_string()));
-    REQUIRE(whole.ok());
-    result = *std::move(whole);
+    unpacked = envkit::archive::extract_file(tmp.path() / "whole.whl", tmp.path() / "out",
+                                             arriving_options());
   }
-  REQUIRE(result.has_value());
-  const auto& unpacked = *result;
-  CHECK(unpacked.entries.at(1).path == "demo/big.so");
-  CHECK(unpacked.entries.at(1).sha256 == expected);
+  if (!refusal.empty()) {
+    REQUIRE_FALSE(unpacked.ok());
+    CHECK_THAT(unpacked.error().to_string(), Contains(refusal));
+    return;
+  }
+  INFO((unpacked.ok() ? "" : unpacked.error().to_string()));
+  REQUIRE(unpacked.ok());
+  CHECK(unpacked->entries.at(1).path == "demo/big.so");
+  CHECK(unpacked->entries.at(1).sha256 == expected);
   CHECK(read_bytes(tmp.path() / "out/demo/big.so") == data);
-  if (warning.empty()) {
-    CHECK(unpacked.warnings.empty());
-  } else {
-    REQUIRE(unpacked.warnings.size() == 1);
-    CHECK_THAT(unpacked.warnings[0], Contains("entry `demo/big.so`") && Contains(warning));
-  }
+  CHECK(unpacked->warnings.empty());
 }
 
 TEST_CASE("wheels downloading together share the read-ahead and all unpack", "[archive][zip]") {
