@@ -64,12 +64,13 @@ Result<ExtractResult> extract(Source& source, const fs::path& destination,
   if (!writer) return detail::cannot_start(name, writer.error());
   DecodingSource decoded(source);
   auto reader = detail::new_reader(ReaderFor::stream);
+  if (!reader) return std::move(reader).error();
   SourceReader context{.source = decoded};
   ByteBudget budget(options.max_bytes);
-  Extractor extractor(reader.get(), name, options, std::move(*writer), budget);
+  Extractor extractor(reader->get(), name, options, std::move(*writer), budget);
   extractor.nest_into(destination);
   extractor.watch_source_error(&context.error);
-  if (archive_read_open(reader.get(), &context, nullptr, read_source, nullptr) != ARCHIVE_OK) {
+  if (archive_read_open(reader->get(), &context, nullptr, read_source, nullptr) != ARCHIVE_OK) {
     return extractor.opening_failed();
   }
   auto result = extractor.run();
@@ -132,10 +133,11 @@ Result<ExtractResult> extract_file(const fs::path& archive, const fs::path& dest
   auto writer = TreeWriter::open(destination);
   if (!writer) return detail::cannot_start(name, writer.error());
   auto reader = detail::new_reader(zip ? ReaderFor::zip_file : ReaderFor::tar_file);
+  if (!reader) return std::move(reader).error();
   ByteBudget budget(options.max_bytes);
-  Extractor extractor(reader.get(), name, options, std::move(*writer), budget);
+  Extractor extractor(reader->get(), name, options, std::move(*writer), budget);
   extractor.nest_into(destination);
-  if (archive_read_open_filename(reader.get(), archive.c_str(), kBufferSize) != ARCHIVE_OK) {
+  if (archive_read_open_filename(reader->get(), archive.c_str(), kBufferSize) != ARCHIVE_OK) {
     return extractor.opening_failed();
   }
   return extractor.run();

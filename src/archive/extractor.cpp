@@ -15,11 +15,13 @@
 
 #include "envkit/archive/runfile.hpp"
 #include "envkit/core/sha256.hpp"
+#include "libarchive.hpp"
 #include "runfile_stream.hpp"
 
 namespace envkit::archive::detail {
 
-Reader new_reader(ReaderFor what) {
+Result<Reader> new_reader(ReaderFor what) {
+  if (auto missing = libarchive_load_error()) return Error::failed(std::move(*missing));
   Reader reader(archive_read_new());
   if (!reader) throw std::bad_alloc();
   // No compression filter: decoder.hpp decompresses and checks every

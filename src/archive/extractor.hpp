@@ -40,7 +40,8 @@ using Reader = std::unique_ptr<struct archive, ReaderDeleter>;
 // from a file (its central directory, checked by check_zip_layout first).
 enum class ReaderFor : std::uint8_t { stream, tar_file, zip_file };
 
-[[nodiscard]] Reader new_reader(ReaderFor what);
+// An error, saying what to install, where libarchive cannot be loaded.
+[[nodiscard]] Result<Reader> new_reader(ReaderFor what);
 
 // While alive, libarchive on this thread takes names as UTF-8 whatever the
 // process's locale: libarchive converts a zip's UTF-8 names (general purpose

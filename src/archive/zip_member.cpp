@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "envkit/core/text.hpp"
+#include "libarchive.hpp"
 #include "zip_format.hpp"
 
 namespace envkit::archive {
@@ -89,6 +90,7 @@ Result<std::string> zip_member_content(std::string_view local, const ZipMember& 
   if (local.size() < *span) return damaged(name, fmt::format("{} is cut short", member.path));
   // libarchive's streaming zip reader reads one local header and its data, then looks
   // ahead for what follows: an empty end record ends this one-member zip.
+  if (auto missing = detail::libarchive_load_error()) return Error::failed(std::move(*missing));
   std::string alone(local.substr(0, *span));
   alone += std::string("PK\x05\x06", 4) + std::string(kEndSize - 4, '\0');
   std::unique_ptr<struct archive, decltype(&archive_read_free)> reader(archive_read_new(),

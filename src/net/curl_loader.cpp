@@ -3,48 +3,23 @@
 // whose loading was 5 ms of every envkit process, `lock`, a warm `install`
 // and `--version` included, none of which downloads (docs/benchmarks.md).
 // Each function envkit calls is defined here, with curl.h's signature, and
-// forwards to libcurl's own, found with dlsym. Kept out of the unity build:
+// forwards to libcurl's own (envkit/sys/lazy_library.hpp). Kept out of the unity build:
 // the type-checking macros must be off before curl.h is read.
 #define CURL_DISABLE_TYPECHECK
 #include <curl/curl.h>
-#include <dlfcn.h>
 
 #include <cstdarg>
 #include <string>
 
 #include "curl_common.hpp"
+#include "envkit/sys/lazy_library.hpp"
 
 namespace envkit::net::detail {
 
 namespace {
 
 // The soname of libcurl 7.16 and later, whichever TLS library it was built with.
-constexpr const char* kLibcurl = "libcurl.so.4";
-
-struct Loaded {
-  void* handle = nullptr;
-  std::string error;  // dlerror's, when it could not be loaded
-};
-
-const Loaded& libcurl() {
-  static const Loaded loaded = [] {
-    Loaded out;
-    out.handle = ::dlopen(kLibcurl, RTLD_NOW | RTLD_LOCAL);
-    if (out.handle == nullptr) {
-      const char* why = ::dlerror();
-      out.error = why != nullptr ? why : "unknown error";
-    }
-    return out;
-  }();
-  return loaded;
-}
-
-template <class Function>
-Function resolve(const char* name) {
-  const auto& loaded = libcurl();
-  if (loaded.handle == nullptr) return nullptr;
-  return reinterpret_cast<Function>(::dlsym(loaded.handle, name));
-}
+constinit sys::LazyLibrary libcurl{"libcurl.so.4", "libcurl (Debian, Ubuntu: libcurl4)"};
 
 // The variadic setters take one argument after the option: a long, a
 // curl_off_t, a pointer or a function pointer, each passed in one 64-bit
@@ -56,37 +31,25 @@ static_assert(sizeof(long) == sizeof(void*) && sizeof(curl_off_t) == sizeof(void
 }  // namespace
 
 std::optional<std::string> libcurl_load_error() {
-  const auto& loaded = libcurl();
-  if (loaded.handle != nullptr) return std::nullopt;
-  return "envkit cannot load " + std::string(kLibcurl) + " (" + loaded.error +
-         "): install libcurl (Debian, Ubuntu: libcurl4)";
+  return libcurl.load_error();
 }
 
 }  // namespace envkit::net::detail
 
-using envkit::net::detail::resolve;
-
-// `name` with `params`, forwarding `args`; `failed` when libcurl is missing.
 #define ENVKIT_CURL_FORWARD(result, name, params, args, failed) \
-  extern "C" result name params {                               \
-    static const auto real = resolve<result(*) params>(#name);  \
-    if (real == nullptr) return failed;                         \
-    return real args;                                           \
-  }
-#define ENVKIT_CURL_FORWARD_VOID(name, params, args)         \
-  extern "C" void name params {                              \
-    static const auto real = resolve<void(*) params>(#name); \
-    if (real != nullptr) real args;                          \
-  }
-#define ENVKIT_CURL_FORWARD_VARIADIC(result, name, handle_type, option_type, failed)    \
-  extern "C" result name(handle_type handle, option_type option, ...) {                 \
-    static const auto real = resolve<result (*)(handle_type, option_type, ...)>(#name); \
-    if (real == nullptr) return failed;                                                 \
-    va_list rest;                                                                       \
-    va_start(rest, option);                                                             \
-    void* value = va_arg(rest, void*);                                                  \
-    va_end(rest);                                                                       \
-    return real(handle, option, value);                                                 \
+  ENVKIT_LAZY_FORWARD(envkit::net::detail::libcurl, result, name, params, args, failed)
+#define ENVKIT_CURL_FORWARD_VOID(name, params, args) \
+  ENVKIT_LAZY_FORWARD_VOID(envkit::net::detail::libcurl, name, params, args)
+#define ENVKIT_CURL_FORWARD_VARIADIC(result, name, handle_type, option_type, failed)      \
+  extern "C" result name(handle_type handle, option_type option, ...) {                   \
+    static const auto real = reinterpret_cast<result (*)(handle_type, option_type, ...)>( \
+        envkit::net::detail::libcurl.symbol(#name));                                      \
+    if (real == nullptr) return failed;                                                   \
+    va_list rest;                                                                         \
+    va_start(rest, option);                                                               \
+    void* value = va_arg(rest, void*);                                                    \
+    va_end(rest);                                                                         \
+    return real(handle, option, value);                                                   \
   }
 
 ENVKIT_CURL_FORWARD(CURLcode, curl_global_init, (long flags), (flags), CURLE_FAILED_INIT)

@@ -12,6 +12,7 @@
 #include "curl_common.hpp"
 #include "download.hpp"
 #include "envkit/core/text.hpp"
+#include "envkit/core/url.hpp"
 #include "url_chain.hpp"
 
 // One thread drives every transfer through one libcurl multi handle. Each
@@ -43,6 +44,25 @@ class Stream final : public ByteStream {
 
  private:
   std::shared_ptr<Download> download_;
+};
+
+// A download that cannot start because libcurl cannot be loaded: its reader
+// gets the reason, as for any failed download, instead of an exception
+// thrown on whichever thread opened it.
+class Unavailable final : public ByteStream {
+ public:
+  Unavailable(const DownloadRequest& request, std::string why)
+      : url_(request.urls.empty() ? std::string() : url::redacted(request.urls.front())),
+        why_(std::move(why)) {}
+
+  Result<std::size_t> read(std::span<std::byte>) override {
+    return Error::failed("cannot download " + url_ + ": " + why_);
+  }
+  [[nodiscard]] std::string url() const override { return url_; }
+
+ private:
+  std::string url_;
+  std::string why_;
 };
 
 // What one turn of the loop does with libcurl, decided under the lock.
@@ -206,24 +226,37 @@ void Transport::Impl::shut_down() {
   downloads.clear();
 }
 
-Transport::Transport(TransportOptions options)
-    : impl_(std::make_unique<Impl>(std::move(options))) {}
+Transport::Transport(TransportOptions options) : options_(std::move(options)) {}
 
 Transport::~Transport() = default;
 
+Transport::Impl& Transport::started() {
+  const std::lock_guard lock(start_mutex_);
+  if (!impl_) impl_ = std::make_unique<Impl>(options_);
+  return *impl_;
+}
+
+Transport::Impl* Transport::started_or_null() const {
+  const std::lock_guard lock(start_mutex_);
+  return impl_.get();
+}
+
 std::unique_ptr<ByteStream> Transport::open(DownloadRequest request) {
   if (std::any_of(request.urls.begin(), request.urls.end(), detail::is_file_url)) {
-    return detail::open_chain(std::move(request), impl_->core->options,
+    return detail::open_chain(std::move(request), options_,
                               [this](DownloadRequest run) { return open(std::move(run)); });
   }
-  auto download = std::make_shared<Download>(impl_->core, std::move(request));
+  if (auto missing = detail::libcurl_load_error())
+    return std::make_unique<Unavailable>(request, std::move(*missing));
+  auto& impl = started();
+  auto download = std::make_shared<Download>(impl.core, std::move(request));
   {
-    std::lock_guard lock(impl_->core->mutex);
-    if (!impl_->core->running) {
+    std::lock_guard lock(impl.core->mutex);
+    if (!impl.core->running) {
       download->cancel_locked();
     } else if (!download->over_locked()) {
-      impl_->downloads.push_back(download);
-      impl_->core->wake_locked();
+      impl.downloads.push_back(download);
+      impl.core->wake_locked();
     }
   }
   return std::make_unique<Stream>(std::move(download));
@@ -241,8 +274,10 @@ bool is_plain_http_remote(std::string_view url) {
 
 std::vector<TransferProgress> Transport::progress() const {
   std::vector<TransferProgress> snapshot;
-  std::lock_guard lock(impl_->core->mutex);
-  for (const auto& download : impl_->downloads) {
+  const Impl* impl = started_or_null();
+  if (impl == nullptr) return snapshot;
+  std::lock_guard lock(impl->core->mutex);
+  for (const auto& download : impl->downloads) {
     if (!download->over_locked() && !download->dropped_locked())
       snapshot.push_back(download->progress_locked());
   }

@@ -510,6 +510,28 @@ TEST_CASE("files come from the cache by hard link, and the cache's copies are re
   CHECK(info.st_nlink == 1);
 }
 
+TEST_CASE("a cold install loads libcurl and libarchive, a warm one neither", "[cli][install]") {
+  // Both are loaded the first time they are needed (envkit/sys/lazy_library.hpp):
+  // their ~30 libraries were most of every start. The loader's trace names
+  // each library it loads.
+  if (nginx_missing()) return;
+  InstallProject project;
+  const RedistMirror mirror(project.dir.path() / "www");
+  const auto built = mirror.add_archive(library_component("foo", "1.2.3"));
+  const StaticHttpServer server(mirror.root());
+  project.lock({{"cuda", "12.4.1", {lock_artifact(built, server.url(""))}}});
+  const std::map<std::string, std::optional<std::string>> traced = {{"LD_DEBUG", "files"}};
+  const auto cold = project.install({}, traced);
+  REQUIRE(cold.exit_code == 0);
+  CHECK_THAT(cold.err, Catch::Contains("libcurl.so.4") && Catch::Contains("libarchive.so.13"));
+  const auto fresh = project.dir.path() / "second";
+  const auto warm = project.install({"--prefix", fresh.string()}, traced);
+  REQUIRE(warm.exit_code == 0);
+  CHECK(read_text(fresh / "include" / "foo.h") == "int foo(void);\n");
+  CHECK_THAT(warm.err, Catch::Contains("libc.so.6"));
+  CHECK_THAT(warm.err, !Catch::Contains("libcurl") && !Catch::Contains("libarchive"));
+}
+
 TEST_CASE("restrictive modes survive the cache and the prefix, only write bits go",
           "[cli][install]") {
   if (nginx_missing()) return;

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -110,7 +111,9 @@ struct TransferProgress {
 };
 
 // open() and progress() may be called from any thread. One background
-// thread moves the bytes of every stream.
+// thread moves the bytes of every stream. libcurl, that thread and its
+// connections start at the first download from the web: an install that
+// finds everything in its cache never loads libcurl (a few ms of every start).
 class Transport {
  public:
   explicit Transport(TransportOptions options = {});
@@ -126,7 +129,12 @@ class Transport {
 
  private:
   struct Impl;
-  std::unique_ptr<Impl> impl_;
+  Impl& started();
+  [[nodiscard]] Impl* started_or_null() const;
+
+  TransportOptions options_;
+  mutable std::mutex start_mutex_;
+  std::unique_ptr<Impl> impl_;  // guarded by start_mutex_; set once, at the first download
 };
 
 // Whether `url` is plain http to another machine, where anyone on the way can
