@@ -139,6 +139,14 @@ std::pair<mode_t, mode_t> type_and_mode(const ZipMember& member) {
   return {directory ? S_IFDIR : S_IFREG, permissions};
 }
 
+// A folder's hash, to pick its lock among ZipUnpacker::creating_.
+std::size_t hash_of(std::span<const std::string> folder) {
+  std::size_t hash = folder.size();
+  for (const auto& part : folder)
+    hash = hash * 31 + std::hash<std::string>{}(part);
+  return hash;
+}
+
 // The stored name as RECORD's rows are keyed (split_entry_path has passed it).
 std::string record_key(const std::string& stored) {
   auto parts = split_entry_path(stored);
@@ -532,7 +540,11 @@ Result<void> ZipUnpacker::write_file(TreeWriter& writer, Job& job, Decoding& dec
   const auto& member = job.member;
   // Refuse before writing anything when the header already says too much.
   if (member.size > budget_.remaining()) return over_byte_limit(member.path);
-  auto file = writer.create_file(job.path);
+  auto file = [&] {
+    const auto folder = std::span<const std::string>(job.path).first(job.path.size() - 1);
+    const std::lock_guard creating(creating_[hash_of(folder) % creating_.size()]);
+    return writer.create_file(job.path);
+  }();
   if (!file) return from_writer(member.path, file.error());
   std::optional<core::Sha256> hash;
   if (hash_ && !(options_.trust_record && member.size >= kTrustRecordFloor)) hash.emplace();

@@ -4,9 +4,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <semaphore>
 #include <set>
 
@@ -324,9 +327,19 @@ Result<InstallReport> install(const lock::Lockfile& lockfile, const Cache& cache
     return std::move(registered).error();
   // What killed runs or a full disk left before their commit point.
   if (options.transport) cache.remove_leftovers();
+  // A venv's interpreter and ensurepip's wheels need no download: prepared
+  // while the fill downloads, off the install's longest path.
+  std::future<Result<std::vector<PreparedVenv>>> venvs_prepared;
+  if (needs_python_step(*plan)) {
+    venvs_prepared = std::async(std::launch::async, prepare_venvs,
+                                venv_request(*plan, options.project_dir), std::cref(cache));
+  }
   EntriesInUse in_use;
   auto entries = fill_plan(*plan, cache, options, report, in_use);
+  std::optional<Result<std::vector<PreparedVenv>>> venvs;
+  if (venvs_prepared.valid()) venvs.emplace(venvs_prepared.get());
   if (!entries) return std::move(entries).error();
+  if (venvs && !*venvs) return std::move(*venvs).error();
 
   const int generation = report.generation + 1;
   auto root = prefix->begin(generation);
@@ -360,6 +373,7 @@ Result<InstallReport> install(const lock::Lockfile& lockfile, const Cache& cache
                                    .project_dir = options.project_dir,
                                    .plan = &*plan,
                                    .cache = &cache,
+                                   .venvs = &**venvs,
                                    .entries = &*entries,
                                    .receipts = &receipts,
                                    .builder = &builder,

@@ -51,28 +51,19 @@ PackageReceipt receipt_of(const PlannedPackage& package) {
                         .files = {}};
 }
 
-// A new venv and the ensurepip wheels it is to get.
-struct NewVenv {
-  std::string package;
-  std::vector<fs::path> wheels;
-};
-
-Result<std::vector<NewVenv>> make_venvs(const PythonStepInput& input) {
-  std::vector<NewVenv> made;
-  for (const auto& package : input.plan->packages) {
-    if (package.packaging != Packaging::venv || package.unchanged) continue;
-    auto base = base_interpreter(package.external, input.project_dir);
-    if (!base) return std::move(base).error();
-    auto wheels = python::ensurepip_wheels(*base);
-    if (!wheels) return std::move(wheels).error();
-    auto files = python::make_venv(*base, input.root, input.prefix);
+// The plan's new venvs made, each from its prepared interpreter, with a receipt.
+Result<void> make_venvs(const PythonStepInput& input) {
+  for (const auto& venv : *input.venvs) {
+    auto files = python::make_venv(venv.base, input.root, input.prefix);
     if (!files) return std::move(files).error();
-    auto receipt = receipt_of(package);
+    const auto package =
+        std::find_if(input.plan->packages.begin(), input.plan->packages.end(),
+                     [&](const PlannedPackage& planned) { return planned.name == venv.package; });
+    auto receipt = receipt_of(*package);
     receipt.files = *std::move(files);
-    (*input.receipts)[package.name] = std::move(receipt);
-    made.push_back({.package = package.name, .wheels = *std::move(wheels)});
+    (*input.receipts)[venv.package] = std::move(receipt);
   }
-  return made;
+  return {};
 }
 
 // The closure's package names.
@@ -84,22 +75,17 @@ std::set<std::string> closure_names(const InstallPlan& plan) {
   return names;
 }
 
-// What `venv` with pip would have installed, by envkit from the cache: ensurepip's
-// wheels, each unpacked once, except those the closure brings itself (its pip wins).
+// What `venv` with pip would have installed, by envkit from the cache:
+// ensurepip's wheels, each unpacked once (prepare_venvs).
 Result<void> install_venv_wheels(const PythonStepInput& input,
-                                 const python::InterpreterCheck& check,
-                                 const std::vector<NewVenv>& venvs) {
-  const auto closure = closure_names(*input.plan);
-  for (const auto& venv : venvs) {
+                                 const python::InterpreterCheck& check) {
+  for (const auto& venv : *input.venvs) {
     auto& receipt = input.receipts->at(venv.package);
     for (const auto& wheel : venv.wheels) {
-      const auto name = std::string(text::split(wheel.filename().string(), '-').front());
-      if (closure.contains(name)) continue;
-      auto entry = local_wheel_entry(*input.cache, wheel, name);
-      if (!entry) return std::move(entry).error();
-      auto placed = python::place_wheel(
-          *input.builder, check,
-          {.name = name, .dir = input.cache->entry_dir(entry->id), .files = &entry->files});
+      auto placed = python::place_wheel(*input.builder, check,
+                                        {.name = wheel.name,
+                                         .dir = input.cache->entry_dir(wheel.entry.id),
+                                         .files = &wheel.entry.files});
       if (!placed) return std::move(placed).error();
       if (auto written = python::write_record(*input.builder, *placed); !written) return written;
       receipt.files.insert(receipt.files.end(), placed->files.begin(), placed->files.end());
@@ -238,10 +224,38 @@ bool needs_python_step(const InstallPlan& plan) {
   });
 }
 
+VenvRequest venv_request(const InstallPlan& plan, const fs::path& project_dir) {
+  VenvRequest request{.venvs = {}, .closure = closure_names(plan), .project_dir = project_dir};
+  for (const auto& package : plan.packages) {
+    if (package.packaging == Packaging::venv && !package.unchanged)
+      request.venvs.emplace_back(package.name, package.external);
+  }
+  return request;
+}
+
+Result<std::vector<PreparedVenv>> prepare_venvs(const VenvRequest& request, const Cache& cache) {
+  std::vector<PreparedVenv> prepared;
+  for (const auto& [package, external] : request.venvs) {
+    auto base = base_interpreter(external, request.project_dir);
+    if (!base) return std::move(base).error();
+    auto wheels = python::ensurepip_wheels(*base);
+    if (!wheels) return std::move(wheels).error();
+    PreparedVenv venv{.package = package, .base = *std::move(base), .wheels = {}};
+    for (const auto& wheel : *wheels) {
+      auto name = std::string(text::split(wheel.filename().string(), '-').front());
+      if (request.closure.contains(name)) continue;
+      auto entry = local_wheel_entry(cache, wheel, name);
+      if (!entry) return std::move(entry).error();
+      venv.wheels.push_back({.name = std::move(name), .entry = *std::move(entry)});
+    }
+    prepared.push_back(std::move(venv));
+  }
+  return prepared;
+}
+
 Result<PythonStepOutcome> run_python_step(const PythonStepInput& input) {
   PythonStepOutcome outcome;
-  auto venvs = make_venvs(input);
-  if (!venvs) return std::move(venvs).error();
+  if (auto made = make_venvs(input); !made) return std::move(made).error();
   const auto& packages = input.plan->packages;
   if (std::none_of(packages.begin(), packages.end(),
                    [](const PlannedPackage& p) { return p.name == "python"; }))
@@ -253,7 +267,7 @@ Result<PythonStepOutcome> run_python_step(const PythonStepInput& input) {
                                            check->version,
                                            text::join(check->failed_imports, ", ")));
   }
-  if (auto installed = install_venv_wheels(input, *check, *venvs); !installed)
+  if (auto installed = install_venv_wheels(input, *check); !installed)
     return std::move(installed).error();
   if (auto installed = install_wheels(input, *check); !installed)
     return std::move(installed).error();

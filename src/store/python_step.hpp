@@ -10,7 +10,9 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "envkit/core/result.hpp"
@@ -21,12 +23,39 @@
 
 namespace envkit::store {
 
+// What the Python step needs that no download does, prepared while the fill
+// downloads: each new venv's interpreter, and ensurepip's wheels (the pip a
+// venv would get) unpacked into the cache.
+struct PreparedVenv {
+  std::string package;         // the venv's package (`python`)
+  std::filesystem::path base;  // the machine's interpreter it is made from
+  struct Wheel {
+    std::string name;  // pip, setuptools
+    EntryRecord entry;
+  };
+  std::vector<Wheel> wheels;  // less those the closure brings itself (its pip wins)
+};
+
+// The plan's part that preparing reads, copied: the fill may change the plan
+// (a package falling back to its other packaging) while the venvs are prepared.
+struct VenvRequest {
+  std::vector<std::pair<std::string, std::string>> venvs;  // package, `external:`
+  std::set<std::string> closure;                           // the closure's package names
+  std::filesystem::path project_dir;
+};
+[[nodiscard]] VenvRequest venv_request(const InstallPlan& plan,
+                                       const std::filesystem::path& project_dir);
+[[nodiscard]] Result<std::vector<PreparedVenv>> prepare_venvs(const VenvRequest& request,
+                                                              const Cache& cache);
+
 struct PythonStepInput {
   std::filesystem::path root;         // the generation being built
   std::filesystem::path prefix;       // the prefix's own path (a link to the generation)
   std::filesystem::path project_dir;  // relative `external:` paths start here
   const InstallPlan* plan = nullptr;
   const Cache* cache = nullptr;
+  // prepare_venvs's, for the plan's new venvs.
+  const std::vector<PreparedVenv>* venvs = nullptr;
   // Cache entries of the packages filled for this install, by package.
   const std::map<std::string, std::vector<EntryRecord>>* entries = nullptr;
   // Receipts of everything placed so far, by package; the step adds its own

@@ -165,6 +165,17 @@ inline bool nginx_missing() {
   return true;
 }
 
+// A project whose lock holds cuda 12.4.1 as one redist archive (library
+// `foo` 1.2.3) served by nginx: the most common start of an install test.
+// Check nginx_missing() first.
+struct ServedFooProject {
+  InstallProject project;
+  RedistMirror mirror{project.dir.path() / "www"};
+  BuiltArtifact built = mirror.add_archive(library_component("foo", "1.2.3"));
+  StaticHttpServer server{mirror.root()};
+  ServedFooProject() { project.lock({{"cuda", "12.4.1", {lock_artifact(built, server.url(""))}}}); }
+};
+
 // Tests that make the prefix a venv of the machine's python3 and install with
 // its pip skip, saying why, where that Python lacks venv, ensurepip or pip.
 inline bool host_python_missing() {

@@ -22,11 +22,9 @@ using nlohmann::json;
 
 TEST_CASE("install lays a redist archive out as a prefix, links intact", "[cli][install]") {
   if (nginx_missing()) return;
-  InstallProject project;
-  const RedistMirror mirror(project.dir.path() / "www");
-  const auto built = mirror.add_archive(library_component("foo", "1.2.3"));
-  const StaticHttpServer server(mirror.root());
-  project.lock({{"cuda", "12.4.1", {lock_artifact(built, server.url(""))}}});
+  const ServedFooProject served;
+  const auto& project = served.project;
+  const auto& built = served.built;
 
   const auto r = project.install({"--json"});
   INFO(r.err);
@@ -61,11 +59,8 @@ TEST_CASE("install lays a redist archive out as a prefix, links intact", "[cli][
 
 TEST_CASE("a second install with nothing changed does nothing", "[cli][install]") {
   if (nginx_missing()) return;
-  InstallProject project;
-  const RedistMirror mirror(project.dir.path() / "www");
-  const auto built = mirror.add_archive(library_component("foo", "1.2.3"));
-  const StaticHttpServer server(mirror.root());
-  project.lock({{"cuda", "12.4.1", {lock_artifact(built, server.url(""))}}});
+  const ServedFooProject served;
+  const auto& project = served.project;
   REQUIRE(project.install().exit_code == 0);
   const auto target = fs::read_symlink(project.prefix());
 
@@ -487,11 +482,8 @@ TEST_CASE("prefixes with different CUDA versions live side by side", "[cli][inst
 TEST_CASE("files come from the cache by hard link, and the cache's copies are read-only",
           "[cli][install]") {
   if (nginx_missing()) return;
-  InstallProject project;
-  const RedistMirror mirror(project.dir.path() / "www");
-  const auto built = mirror.add_archive(library_component("foo", "1.2.3"));
-  const StaticHttpServer server(mirror.root());
-  project.lock({{"cuda", "12.4.1", {lock_artifact(built, server.url(""))}}});
+  const ServedFooProject served;
+  const auto& project = served.project;
   const auto r = project.install({"--json"});
   REQUIRE(r.exit_code == 0);
   const auto mode = json::parse(r.out).at("link_mode").get<std::string>();
@@ -515,11 +507,8 @@ TEST_CASE("a cold install loads libcurl and libarchive, a warm one neither", "[c
   // their ~30 libraries were most of every start. The loader's trace names
   // each library it loads.
   if (nginx_missing()) return;
-  InstallProject project;
-  const RedistMirror mirror(project.dir.path() / "www");
-  const auto built = mirror.add_archive(library_component("foo", "1.2.3"));
-  const StaticHttpServer server(mirror.root());
-  project.lock({{"cuda", "12.4.1", {lock_artifact(built, server.url(""))}}});
+  const ServedFooProject served;
+  const auto& project = served.project;
   const std::map<std::string, std::optional<std::string>> traced = {{"LD_DEBUG", "files"}};
   const auto cold = project.install({}, traced);
   REQUIRE(cold.exit_code == 0);

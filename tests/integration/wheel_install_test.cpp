@@ -379,6 +379,28 @@ TEST_CASE("envkit install --compile-bytecode writes .pyc files into the receipts
   }
 }
 
+// Copies the wheel `from` to `to` with the bytes of its entry `member` replaced
+// by the Python expression `replaced` (of the old bytes, `data`), its RECORD
+// left as it was: a wheel changed after it was built.
+void rewrite_member(const fs::path& from, const fs::path& to, const std::string& member,
+                    const std::string& replaced) {
+  const auto rewritten =
+      wheel_run({"python3", "-c",
+                 "import sys, zipfile\n"
+                 "src, dst = zipfile.ZipFile(sys.argv[1]), zipfile.ZipFile(sys.argv[2], 'w')\n"
+                 "for item in src.infolist():\n"
+                 "    data = src.read(item)\n"
+                 "    if item.filename == sys.argv[3]:\n"
+                 "        data = " +
+                     replaced +
+                     "\n"
+                     "    dst.writestr(item, data)\n"
+                     "dst.close()\n",
+                 from.string(), to.string(), member});
+  INFO(rewritten.err);
+  REQUIRE(rewritten.exit_code == 0);
+}
+
 TEST_CASE("a wheel whose RECORD lists a stale METADATA installs with a warning, as pip does",
           "[python][wheel-install][integration][slow]") {
   // As PyPI's torch 1.10.2, 1.11.0 and 1.12.1: METADATA rewritten after the
@@ -388,20 +410,8 @@ TEST_CASE("a wheel whose RECORD lists a stale METADATA installs with a warning, 
   const auto built = fixture.index.add({.name = "stalepkg", .version = "1.0"},
                                        "built/stalepkg-1.0-py3-none-any.whl");
   const auto stale = fixture.served / "files" / "stalepkg-1.0-py3-none-any.whl";
-  const auto rewritten =
-      wheel_run({"python3", "-c",
-                 "import sys, zipfile\n"
-                 "src, dst = zipfile.ZipFile(sys.argv[1]), zipfile.ZipFile(sys.argv[2], 'w')\n"
-                 "for item in src.infolist():\n"
-                 "    data = src.read(item)\n"
-                 "    if item.filename.endswith('/METADATA'):\n"
-                 "        data = data.replace(b'Version: 1.0\\n', b'Version: 1.0\\nKeywords: "
-                 "rewritten\\n', 1)\n"
-                 "    dst.writestr(item, data)\n"
-                 "dst.close()\n",
-                 built.string(), stale.string()});
-  INFO(rewritten.err);
-  REQUIRE(rewritten.exit_code == 0);
+  rewrite_member(built, stale, "stalepkg-1.0.dist-info/METADATA",
+                 "data.replace(b'Version: 1.0\\n', b'Version: 1.0\\nKeywords: rewritten\\n', 1)");
   fixture.write_lock({fixture.locked("stalepkg", "1.0", stale)});
   const auto installed = fixture.envkit({"install", "--frozen"});
   INFO(installed.err);
@@ -468,19 +478,7 @@ TEST_CASE(
                                        "built/tamperpkg-1.0-py3-none-any.whl");
   // The module changed after the wheel was built, its RECORD row left as it was.
   const auto tampered = fixture.served / "files" / "tamperpkg-1.0-py3-none-any.whl";
-  const auto rewritten =
-      wheel_run({"python3", "-c",
-                 "import sys, zipfile\n"
-                 "src, dst = zipfile.ZipFile(sys.argv[1]), zipfile.ZipFile(sys.argv[2], 'w')\n"
-                 "for item in src.infolist():\n"
-                 "    data = src.read(item)\n"
-                 "    if item.filename == 'tamperpkg/__init__.py':\n"
-                 "        data = b'answer = 41\\n'\n"
-                 "    dst.writestr(item, data)\n"
-                 "dst.close()\n",
-                 built.string(), tampered.string()});
-  INFO(rewritten.err);
-  REQUIRE(rewritten.exit_code == 0);
+  rewrite_member(built, tampered, "tamperpkg/__init__.py", "b'answer = 41\\n'");
   fixture.write_lock({fixture.locked("datapkg", "1.0", fixture.data_wheel),
                       fixture.locked("tamperpkg", "1.0", tampered)});
   const auto failed = fixture.envkit({"install", "--frozen"});

@@ -241,13 +241,18 @@ TEST_CASE(
     "when streamed too",
     "[archive][zip]") {
   TempDir tmp;
-  const std::string stale_row = "sha256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU,6\n";
-  SECTION("a file of the package: refused, naming the wheel and entry") {
+  // A wheel of one file `path` holding "a = 1\n", its RECORD row another's hash.
+  const auto stale_wheel = [](const std::string& path) {
     ZipBuilder zip;
-    zip.add("demo/a.py", "a = 1\n");
+    zip.add(path, "a = 1\n");
     zip.add("demo-1.0.dist-info/RECORD",
-            "demo/a.py," + stale_row + "demo-1.0.dist-info/RECORD,,\n");
-    auto arrived = unpack_streamed(zip.finish(), tmp.path() / "arrived");
+            path +
+                ",sha256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU,6\n"
+                "demo-1.0.dist-info/RECORD,,\n");
+    return zip.finish();
+  };
+  SECTION("a file of the package: refused, naming the wheel and entry") {
+    auto arrived = unpack_streamed(stale_wheel("demo/a.py"), tmp.path() / "arrived");
     REQUIRE_FALSE(arrived.ok());
     CHECK_THAT(
         arrived.error().to_string(),
@@ -255,11 +260,8 @@ TEST_CASE(
                                               envkit::core::sha256_hex(std::string("a = 1\n"))));
   }
   SECTION("the wheel's METADATA, as PyPI's torch 1.11.0 lists it: a warning") {
-    ZipBuilder zip;
-    zip.add("demo-1.0.dist-info/METADATA", "a = 1\n");
-    zip.add("demo-1.0.dist-info/RECORD",
-            "demo-1.0.dist-info/METADATA," + stale_row + "demo-1.0.dist-info/RECORD,,\n");
-    auto arrived = unpack_streamed(zip.finish(), tmp.path() / "arrived");
+    auto arrived =
+        unpack_streamed(stale_wheel("demo-1.0.dist-info/METADATA"), tmp.path() / "arrived");
     REQUIRE(arrived.ok());
     REQUIRE(arrived->has_value());
     const auto& result = **arrived;
