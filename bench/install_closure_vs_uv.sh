@@ -10,7 +10,9 @@
 #                                                             (cold, then warm: a second venv)
 #   the same with each pin's --hash=sha256 (cold): the locked wheels checked as envkit checks them
 # Each run's time is the install command's (uv's venv is made before the clock
-# starts; envkit's venv of python3 is part of its install), after a sync. The
+# starts; envkit's venv of python3 is part of its install), after a sync; a cold
+# run starts SETTLE seconds (default 61) after the last deletion, for ext4 without
+# a journal (see timed() below; SETTLE=0 on other file systems). The
 # tools take turns at going first in a round. The second
 # environment's disk is what it adds beyond the first (du of both minus du of
 # the first: hard links count once). Medians of 3. Writes
@@ -94,7 +96,25 @@ import json, os, shutil, statistics, subprocess, sys, time
 envkit, run, work, base, here = sys.argv[1:6]
 uv = f"{work}/tools/bin/uv"
 quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-def timed(args, **kw):
+# This VM's ext4 has no journal. There a new file does not get an inode freed in the last
+# 60 s (fs/ext4/ialloc.c, recently_deleted), and every file creation scans past those: after a
+# round's deletions (15 GB, ~100,000 files) whichever tool ran next took 2-4 s longer, and spent
+# a third of its CPU in that scan. So a cold run starts SETTLE seconds (default 61; 0 where the
+# file system has a journal) after the last deletion, and measures the installer, not the scan.
+settle = float(os.environ.get("SETTLE", "61"))
+last_removal = [float("-inf")]
+def remove(path):
+    if os.path.islink(path):
+        os.unlink(path)
+    else:
+        shutil.rmtree(path, ignore_errors=True)
+    last_removal[0] = time.monotonic()
+def settled():
+    os.sync()
+    time.sleep(max(0.0, settle - (time.monotonic() - last_removal[0])))
+def timed(args, cold=False, **kw):
+    if cold:
+        settled()
     # The last run's dirty pages written out first, not during this one.
     os.sync()
     start = time.perf_counter()
@@ -102,14 +122,14 @@ def timed(args, **kw):
     if done.returncode != 0:
         sys.exit(f"{args[0]} failed ({done.returncode}): {done.stderr}")
     return time.perf_counter() - start
-def envkit_install(cache, prefix):
+def envkit_install(cache, prefix, cold):
     return timed([envkit, "-q", "-C", f"{run}/project", "--cache-dir", cache, "install", "--frozen",
-                  "--mirror", f"{base}/mirror", "--prefix", prefix])
-def uv_install(cache, venv, requirements="requirements.txt"):
+                  "--mirror", f"{base}/mirror", "--prefix", prefix], cold=cold)
+def uv_install(cache, venv, cold, requirements="requirements.txt"):
     subprocess.run([uv, "venv", "-q", venv, "--python", sys.executable], **quiet)
     return timed([uv, "pip", "install", "-q", "--python", f"{venv}/bin/python", "--no-index",
                   "--no-deps", "--find-links", f"{base}/flat/", "-r", f"{run}/{requirements}"],
-                 env=dict(os.environ, UV_CACHE_DIR=cache))
+                 cold=cold, env=dict(os.environ, UV_CACHE_DIR=cache))
 def kib(*paths):
     # du counts a hard-linked inode once across its arguments.
     out = subprocess.run(["du", "-sk", "--total", *paths], capture_output=True, text=True, check=True)
@@ -119,28 +139,28 @@ def extra_mib(first, second):
 results = {k: [] for k in ["envkit cold", "envkit warm", "uv cold", "uv warm", "uv+hashes cold"]}
 disk = {"envkit second env MiB": [], "uv second env MiB": []}
 def envkit_round(i):
-    results["envkit cold"].append(envkit_install(f"{run}/ek-cache", f"{run}/ek-{i}-cold"))
-    results["envkit warm"].append(envkit_install(f"{run}/ek-cache", f"{run}/ek-{i}-warm"))
+    results["envkit cold"].append(envkit_install(f"{run}/ek-cache", f"{run}/ek-{i}-cold", True))
+    results["envkit warm"].append(envkit_install(f"{run}/ek-cache", f"{run}/ek-{i}-warm", False))
     disk["envkit second env MiB"].append(extra_mib(f"{run}/ek-{i}-cold", f"{run}/ek-{i}-warm"))
 def uv_round(i):
-    results["uv cold"].append(uv_install(f"{run}/uv-cache", f"{run}/uv-{i}-cold"))
-    results["uv warm"].append(uv_install(f"{run}/uv-cache", f"{run}/uv-{i}-warm"))
+    results["uv cold"].append(uv_install(f"{run}/uv-cache", f"{run}/uv-{i}-cold", True))
+    results["uv warm"].append(uv_install(f"{run}/uv-cache", f"{run}/uv-{i}-warm", False))
     disk["uv second env MiB"].append(extra_mib(f"{run}/uv-{i}-cold", f"{run}/uv-{i}-warm"))
 def uv_hashes_round(i):
     # The same locked wheels with their sha256 (`--hash`), which uv then checks as envkit does.
-    results["uv+hashes cold"].append(uv_install(f"{run}/uvh-cache", f"{run}/uvh-{i}-cold",
+    results["uv+hashes cold"].append(uv_install(f"{run}/uvh-cache", f"{run}/uvh-{i}-cold", True,
                                                 "requirements-hashed.txt"))
 rounds = [envkit_round, uv_round, uv_hashes_round]
 for i in range(int(os.environ["RUNS"])):
     for path in [f"{run}/ek-cache", f"{run}/uv-cache", f"{run}/uvh-cache"]:
-        shutil.rmtree(path, ignore_errors=True)
-    # Each tool first in turn: the first run after deleting the last round's
-    # 15 GB pays for it (ext4 looks past recently deleted inodes for a while).
+        remove(path)
+    # Each tool first in turn (the first run after a round's deletions ran on freed memory).
     for one in rounds[i % len(rounds):] + rounds[:i % len(rounds)]:
         one(i)
+    # An envkit prefix is a link to its generations (.NAME.generations/): both go.
     for path in os.listdir(run):
-        if path.startswith(("ek-", "uv-", "uvh-")) and "cache" not in path:
-            shutil.rmtree(os.path.join(run, path), ignore_errors=True)
+        if path.lstrip(".").startswith(("ek-", "uv-", "uvh-")) and "cache" not in path:
+            remove(os.path.join(run, path))
 medians = {k: statistics.median(v) for k, v in results.items()}
 for k, v in results.items():
     print(f"{k:12s} median {medians[k]:7.2f} s   runs: {', '.join(f'{t:.2f}' for t in v)}")
