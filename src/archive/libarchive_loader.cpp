@@ -17,19 +17,22 @@
 namespace envkit::archive::detail {
 
 namespace {
-// The soname of libarchive 3.
-constinit sys::LazyLibrary libarchive{"libarchive.so.13",
-                                      "libarchive (Debian, Ubuntu: libarchive13)"};
+// The soname of libarchive 3. A function's static, made at its first use
+// (clang cannot constant-initialize libstdc++ 12's std::string).
+sys::LazyLibrary& libarchive() {
+  static sys::LazyLibrary library{"libarchive.so.13", "libarchive (Debian, Ubuntu: libarchive13)"};
+  return library;
+}
 }  // namespace
 
 std::optional<std::string> libarchive_load_error() {
-  return libarchive.load_error();
+  return libarchive().load_error();
 }
 
 }  // namespace envkit::archive::detail
 
 #define ENVKIT_ARCHIVE_FORWARD(result, name, params, args, failed) \
-  ENVKIT_LAZY_FORWARD(envkit::archive::detail::libarchive, result, name, params, args, failed)
+  ENVKIT_LAZY_FORWARD(envkit::archive::detail::libarchive(), result, name, params, args, failed)
 
 ENVKIT_ARCHIVE_FORWARD(struct archive*, archive_read_new, (void), (), nullptr)
 ENVKIT_ARCHIVE_FORWARD(int, archive_read_free, (struct archive * a), (a), ARCHIVE_FATAL)
@@ -75,7 +78,7 @@ ENVKIT_ARCHIVE_FORWARD(mode_t, archive_entry_perm, (struct archive_entry * entry
 // Variadic: formatted here, then passed on as one "%s" argument.
 extern "C" void archive_set_error(struct archive* a, int code, const char* format, ...) {
   static const auto real = reinterpret_cast<void (*)(struct archive*, int, const char*, ...)>(
-      envkit::archive::detail::libarchive.symbol("archive_set_error"));
+      envkit::archive::detail::libarchive().symbol("archive_set_error"));
   if (real == nullptr) return;
   va_list args;
   va_start(args, format);

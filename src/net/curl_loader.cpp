@@ -18,8 +18,13 @@ namespace envkit::net::detail {
 
 namespace {
 
-// The soname of libcurl 7.16 and later, whichever TLS library it was built with.
-constinit sys::LazyLibrary libcurl{"libcurl.so.4", "libcurl (Debian, Ubuntu: libcurl4)"};
+// The soname of libcurl 7.16 and later, whichever TLS library it was built
+// with. A function's static, made at its first use (clang cannot
+// constant-initialize libstdc++ 12's std::string).
+sys::LazyLibrary& libcurl() {
+  static sys::LazyLibrary library{"libcurl.so.4", "libcurl (Debian, Ubuntu: libcurl4)"};
+  return library;
+}
 
 // The variadic setters take one argument after the option: a long, a
 // curl_off_t, a pointer or a function pointer, each passed in one 64-bit
@@ -31,19 +36,19 @@ static_assert(sizeof(long) == sizeof(void*) && sizeof(curl_off_t) == sizeof(void
 }  // namespace
 
 std::optional<std::string> libcurl_load_error() {
-  return libcurl.load_error();
+  return libcurl().load_error();
 }
 
 }  // namespace envkit::net::detail
 
 #define ENVKIT_CURL_FORWARD(result, name, params, args, failed) \
-  ENVKIT_LAZY_FORWARD(envkit::net::detail::libcurl, result, name, params, args, failed)
+  ENVKIT_LAZY_FORWARD(envkit::net::detail::libcurl(), result, name, params, args, failed)
 #define ENVKIT_CURL_FORWARD_VOID(name, params, args) \
-  ENVKIT_LAZY_FORWARD_VOID(envkit::net::detail::libcurl, name, params, args)
+  ENVKIT_LAZY_FORWARD_VOID(envkit::net::detail::libcurl(), name, params, args)
 #define ENVKIT_CURL_FORWARD_VARIADIC(result, name, handle_type, option_type, failed)      \
   extern "C" result name(handle_type handle, option_type option, ...) {                   \
     static const auto real = reinterpret_cast<result (*)(handle_type, option_type, ...)>( \
-        envkit::net::detail::libcurl.symbol(#name));                                      \
+        envkit::net::detail::libcurl().symbol(#name));                                    \
     if (real == nullptr) return failed;                                                   \
     va_list rest;                                                                         \
     va_start(rest, option);                                                               \

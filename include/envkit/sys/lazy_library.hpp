@@ -20,8 +20,7 @@ class LazyLibrary {
  public:
   // `soname`, e.g. "libcurl.so.4"; `package` says what to install when it is
   // missing, e.g. "libcurl (Debian, Ubuntu: libcurl4)".
-  constexpr LazyLibrary(const char* soname, const char* package)
-      : soname_(soname), package_(package) {}
+  LazyLibrary(const char* soname, const char* package) : soname_(soname), package_(package) {}
   LazyLibrary(const LazyLibrary&) = delete;
   LazyLibrary& operator=(const LazyLibrary&) = delete;
 
