@@ -125,9 +125,11 @@ for i in range(int(os.environ.get("RUNS", "5"))):
     # deletions pays for them); pip last, its slow writes behind no one's run.
     for one in ([envkit_round, uv_round] if i % 2 == 0 else [uv_round, envkit_round]) + [pip_round]:
         one()
+    # An envkit prefix is a link to its generations (.NAME.generations/): both go.
     for path in os.listdir(run):
-        if path.startswith(("ek-", "uv-", "pip-")) and "cache" not in path:
-            shutil.rmtree(os.path.join(run, path), ignore_errors=True)
+        if path.lstrip(".").startswith(("ek-", "uv-", "pip-")) and "cache" not in path:
+            full = os.path.join(run, path)
+            os.unlink(full) if os.path.islink(full) else shutil.rmtree(full, ignore_errors=True)
 medians = {k: statistics.median(v) for k, v in results.items()}
 for k, v in results.items():
     print(f"{k:12s} median {medians[k]:7.2f} s   runs: {', '.join(f'{t:.2f}' for t in v)}")

@@ -72,7 +72,7 @@ int run_extract(Context& context, const ExtractArgs& args) {
                         : archive::extract_file(source, destination, options);
   if (!result) return report(context, result.error());
   for (const auto& warning : result->warnings)
-    context.console.warn(warning);  // a wheel's RECORD row that disagrees with its file
+    context.console.warn(warning);  // a wheel's RECORD row that disagrees with its METADATA
   context.console.info(fmt::format("unpacked {} entries ({} bytes) into {}", result->entries.size(),
                                    result->bytes_written, destination.string()));
   if (context.options.json) {

@@ -28,9 +28,9 @@ using EasyHandle = std::unique_ptr<CURL, EasyDeleter>;
 using HeaderList = std::unique_ptr<curl_slist, SlistDeleter>;
 using MultiHandle = std::unique_ptr<CURLM, MultiDeleter>;
 
-// curl_global_init, once per process, before the first handle.
-// libcurl's global set-up, once; throws std::runtime_error, saying what to
-// install, where libcurl cannot be loaded (curl_loader.cpp).
+// libcurl's global set-up (curl_global_init), once per process, before the
+// first handle. fetch() and Transport::open() check libcurl_load_error()
+// first; a caller that did not gets std::runtime_error saying what to install.
 void init_curl_once();
 // Why libcurl.so.4 could not be loaded, once envkit first needed it.
 [[nodiscard]] std::optional<std::string> libcurl_load_error();

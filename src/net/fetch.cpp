@@ -214,6 +214,9 @@ std::chrono::milliseconds next_delay(std::chrono::milliseconds delay, const Atte
 }  // namespace
 
 Result<Response> fetch(const std::string& url, const FetchOptions& options) {
+  // As Transport::open: an error for the caller, not an exception on its thread.
+  if (auto missing = detail::libcurl_load_error())
+    return Error::failed("cannot fetch " + text::quoted(url::redacted(url))).because(*missing);
   const int attempts = std::max(options.attempts, 1);
   auto delay = options.first_retry_delay;
   for (int tries = 1;; ++tries) {

@@ -327,7 +327,7 @@ struct Unpacked {
   std::string digest;
   std::uint64_t bytes = 0;
   std::vector<PatchRecord> patches;   // applied over it, in order
-  std::vector<std::string> warnings;  // the unpacking's (a wheel's RECORD that disagrees)
+  std::vector<std::string> warnings;  // the unpacking's (a wheel's stale METADATA row)
 };
 
 // A runfile whose payload is not laid out as its era's is refused, not installed empty.

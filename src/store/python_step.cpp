@@ -59,6 +59,8 @@ Result<void> make_venvs(const PythonStepInput& input) {
     const auto package =
         std::find_if(input.plan->packages.begin(), input.plan->packages.end(),
                      [&](const PlannedPackage& planned) { return planned.name == venv.package; });
+    if (package == input.plan->packages.end())
+      return Error::internal(fmt::format("the venv of {} is not in the plan", venv.package));
     auto receipt = receipt_of(*package);
     receipt.files = *std::move(files);
     (*input.receipts)[venv.package] = std::move(receipt);

@@ -81,8 +81,9 @@ struct ExtractResult {
   // only as the later one.
   std::vector<ExtractedEntry> entries;
   std::uint64_t bytes_written = 0;
-  // What the user should know: a wheel's RECORD row that disagrees with its
-  // file (the file is kept as the archive holds it, with its own hash).
+  // What the user should know: a wheel's RECORD row that disagrees with a
+  // file of its own .dist-info (kept as the archive holds it, with its own
+  // hash; one that disagrees with a file of the package refuses the wheel).
   std::vector<std::string> warnings;
 };
 
