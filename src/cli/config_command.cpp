@@ -51,6 +51,8 @@ std::vector<Row> rows_of(const config::Settings& settings) {
       row(config::kLinkMode, settings.link_mode, link, link),
       row(config::kPackaging, settings.packaging, packaging, packaging),
       row(config::kCompileBytecode, settings.compile_bytecode, compile, compile ? "true" : "false"),
+      row(config::kIndexTtl, settings.index_ttl, settings.index_ttl.value,
+          std::to_string(settings.index_ttl.value)),
   };
 }
 

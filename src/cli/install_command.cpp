@@ -29,6 +29,7 @@ struct InstallFlags {
   bool frozen = false;
   std::optional<fs::path> prefix;
   bool offline = false;
+  bool refresh = false;
   bool reinstall = false;
   bool compile_bytecode = false;
   bool no_compile_bytecode = false;
@@ -74,7 +75,8 @@ std::variant<lock::Lockfile, int> lock_for_install(Context& context, const Insta
                                .hint("run `envkit lock` first"));
   }
   if (*existing && flags.frozen) return **std::move(existing);
-  auto project = open_project(context, {});
+  auto project =
+      open_project(context, {}, {.offline = flags.offline, .refresh = flags.refresh});
   if (!project) return report(context, project.error());
   const auto& database = project->database;
   const auto& inputs = project->inputs;
@@ -384,7 +386,10 @@ void register_install(CLI::App& root, Commands& out) {
   install->add_flag("--locked", flags->locked, "Fail if envkit.lock is missing or out of date");
   install->add_flag("--frozen", flags->frozen, "Install envkit.lock as it is, without solving");
   add_prefix_option(*install, flags->prefix, "Where to install (default: .envkit/env)");
-  install->add_flag("--offline", flags->offline, "Use the cache only; say what is missing");
+  install->add_flag("--offline", flags->offline,
+                    "Use the cache only (downloads and today's releases); say what is missing");
+  install->add_flag("--refresh", flags->refresh,
+                    "When it locks: read today's releases from the package index again");
   install->add_flag("--reinstall", flags->reinstall,
                     "Place every package afresh from the cache (repairs changed files)");
   auto* compile = install->add_flag(

@@ -20,6 +20,7 @@ namespace fs = std::filesystem;
 struct LockOptions {
   std::vector<std::string> platforms;
   bool check = false;
+  IndexFlags index;
 };
 
 nlohmann::json lock_json(const lock::Lockfile& lockfile) {
@@ -114,7 +115,7 @@ int up_to_date(const Context& context, const fs::path& lock_path) {
 int run_lock(Context& context, const LockOptions& options) {
   auto platforms = parse_platform_flags(options.platforms);
   if (!platforms) return report(context, platforms.error());
-  auto project = open_project(context, *platforms);
+  auto project = open_project(context, *platforms, options.index);
   if (!project) return report(context, project.error());
   const auto& database = project->database;
   const auto& inputs = project->inputs;
@@ -183,6 +184,7 @@ void register_lock(CLI::App& root, Commands& out) {
       ->option_text("P");
   command->add_flag("--check", options->check,
                     "Write nothing; exit 1 if envkit.lock is missing or out of date");
+  add_index_flags(*command, options->index);
   out.push_back({command, [options](Context& context) { return run_lock(context, *options); }});
 }
 

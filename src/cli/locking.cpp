@@ -3,12 +3,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "envkit/core/env_vars.hpp"
 #include "envkit/core/text.hpp"
 #include "envkit/core/url.hpp"
+#include "envkit/locking/live_facts.hpp"
+#include "envkit/locking/python_closure.hpp"
 #include "envkit/net/registry_url.hpp"
 #include "envkit/net/transport.hpp"
 #include "envkit/python/uv.hpp"
@@ -88,8 +91,51 @@ locking::ResolverFactory closure_resolver(const Context& context, const LockInpu
   };
 }
 
-Result<Project> open_project(const Context& context,
-                             const std::vector<specs::Platform>& platforms) {
+void add_index_flags(CLI::App& command, IndexFlags& flags) {
+  command.add_flag("--offline", flags.offline,
+                   "Never ask the package index: today's releases as cached (or none)");
+  command.add_flag("--refresh", flags.refresh,
+                   "Read today's releases from the package index again, however fresh the cache");
+}
+
+namespace {
+
+// Today's index over the database: the index the closure resolves from, through the
+// download mirror, kept in the cache for `index-ttl` seconds.
+Result<void> add_index_layer(const Context& context, const config::Settings& settings,
+                             const IndexFlags& flags, Project& project) {
+  auto& inputs = project.inputs;
+  const auto cache = cache_dir_of(settings);
+  const auto mirror = inputs.mirror;
+  std::function<std::string(const std::string&)> origin_of;
+  if (mirror) origin_of = [mirror](const std::string& url) { return net::origin_url(*mirror, url); };
+  const locking::LiveFactsRequest request{
+      .cache_root = cache,
+      .index_url = locking::effective_indexes(inputs).front(),
+      .frameworks = locking::live_frameworks(inputs),
+      .policy = {.offline = flags.offline,
+                 .refresh = flags.refresh,
+                 .ttl = std::chrono::seconds(settings.index_ttl.value),
+                 .now = std::chrono::duration_cast<std::chrono::seconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count()},
+      .fetch = locking::index_fetch(mirror, cache / "recipes" / "live" / "files"),
+      .origin_of = std::move(origin_of)};
+  auto live = locking::add_live_facts(project.database, request);
+  if (!live) return std::move(live).error();
+  if (live->read_now && live->state) {
+    context.console.detail(fmt::format("read today's releases from {}", live->state->index_url));
+  }
+  for (auto& warning : live->warnings)
+    inputs.warnings.push_back(std::move(warning));
+  inputs.live_index = std::move(live->state);
+  return {};
+}
+
+}  // namespace
+
+Result<Project> open_project(const Context& context, const std::vector<specs::Platform>& platforms,
+                             const IndexFlags& index) {
   auto database = recipes::Database::open(recipes::default_database_dir(context.options.recipes));
   if (!database) return std::move(database).error();
   auto inputs =
@@ -106,7 +152,10 @@ Result<Project> open_project(const Context& context,
     inputs->mirror = mirror;
     break;
   }
-  return Project{.database = *std::move(database), .inputs = *std::move(inputs)};
+  Project project{.database = *std::move(database), .inputs = *std::move(inputs)};
+  if (auto added = add_index_layer(context, *settings, index, project); !added)
+    return added.error();
+  return project;
 }
 
 }  // namespace envkit::cli

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,8 +26,21 @@ struct Project {
   recipes::Database database;
   LockInputs inputs;
 };
+
+// How a command treats the package index's live overlay (`--offline`, `--refresh`).
+struct IndexFlags {
+  bool offline = false;
+  bool refresh = false;
+};
+
+// The database with today's index laid over it (docs/recipes.md, "Today's index"); what
+// the user should know about the overlay goes into inputs.warnings.
 [[nodiscard]] Result<Project> open_project(const Context& context,
-                                           const std::vector<specs::Platform>& platforms);
+                                           const std::vector<specs::Platform>& platforms,
+                                           const IndexFlags& index = {});
+
+// Adds `--offline` and `--refresh` to a command that locks.
+void add_index_flags(CLI::App& command, IndexFlags& flags);
 
 // The production resolver: uv (ENVKIT_UV, else the uv envkit provides), asked
 // through the first configured mirror; `--verbose` says which uv runs.

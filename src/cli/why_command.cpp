@@ -18,6 +18,7 @@ namespace {
 struct WhyOptions {
   std::string package;
   std::vector<std::string> platforms;
+  IndexFlags index;
 };
 
 std::string chosen_text(const solve::Choice& choice) {
@@ -47,7 +48,7 @@ std::optional<std::string> lock_disagreement(const Context& context, specs::Plat
 int run_why(Context& context, const WhyOptions& options) {
   auto platforms = parse_platform_flags(options.platforms);
   if (!platforms) return report(context, platforms.error());
-  auto project = open_project(context, *platforms);
+  auto project = open_project(context, *platforms, options.index);
   if (!project) return report(context, project.error());
   const auto& database = project->database;
   const auto& inputs = project->inputs;
@@ -117,6 +118,7 @@ void register_why(CLI::App& root, Commands& out) {
       ->add_option("--platform", options->platforms,
                    "Explain for this platform (repeatable; default: the manifest's platforms)")
       ->option_text("P");
+  add_index_flags(*command, options->index);
   out.push_back({command, [options](Context& context) { return run_why(context, *options); }});
 }
 

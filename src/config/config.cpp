@@ -51,6 +51,11 @@ bool is_jobs(std::string_view text) {
   return value && *value >= 1 && *value <= kMaxJobs;
 }
 
+bool is_seconds(std::string_view text) {
+  const auto value = whole_number(text);
+  return value && *value >= 0;
+}
+
 fs::path resolve_path(std::string_view text, const PathBase& base) {
   if (base.home && (text == "~" || text.starts_with("~/")))
     return fs::path(*base.home) / std::string(text.substr(std::min<std::size_t>(2, text.size())));
@@ -119,6 +124,11 @@ const Field kFields[] = {
          [](Settings& s, std::vector<std::string> items, std::string source, const PathBase&) {
            put(s.compile_bytecode, items[0] == "true" || items[0] == "1", std::move(source));
          }},
+    {.key = &kIndexTtl,
+     .expected = "a whole number of seconds (0: read the index on every lock)",
+     .valid = is_seconds,
+     .assign = [](Settings& s, std::vector<std::string> items, std::string source,
+                  const PathBase&) { put(s.index_ttl, *whole_number(items[0]), std::move(source)); }},
 };
 
 bool accepts(const Field& field, std::string_view item) {

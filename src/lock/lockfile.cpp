@@ -297,6 +297,22 @@ Result<void> read_recipes(const Source& source, const Entry& entry, Lockfile& lo
   return {};
 }
 
+Result<void> read_index_facts(const Source& source, const Entry& entry, Lockfile& lock) {
+  if (entry.value.is_null()) return {};
+  if (!entry.value.is_mapping()) {
+    return wrong(source, entry, "index-facts", "a mapping of packages to the index they came from");
+  }
+  auto facts = yaml::entries_of(entry.value, source, "index-facts");
+  if (!facts) return facts.error();
+  for (const auto& fact : *facts) {
+    if (!fact.value.is_scalar() || fact.value.text().empty()) {
+      return wrong(source, fact, path_of("index-facts", fact.key), "the index and the day read");
+    }
+    lock.index_facts.emplace(fact.key, fact.value.text());
+  }
+  return {};
+}
+
 // A driver or glibc fact: a specifier (`>=2.28`) or a version (`535.104.05`).
 Result<std::string> read_fact(const Source& source, const Entry& entry, std::string_view what) {
   auto written = read_text(source, entry, what, "a version specifier or a version");
@@ -737,6 +753,7 @@ Result<Lockfile> read_lock(const Source& source) {
           return {};
         }},
        {"recipes", true, [&](const Entry& e) { return read_recipes(source, e, lock); }},
+       {"index-facts", false, [&](const Entry& e) { return read_index_facts(source, e, lock); }},
        {"system", true, [&](const Entry& e) { return read_system(source, e, lock.system); }},
        {"platforms", true, [&](const Entry& e) { return read_platforms(source, e, lock); }}});
   if (!read) return read.error();
@@ -814,6 +831,11 @@ std::string write(const Lockfile& lockfile) {
     out += "recipes:\n";
     for (const auto& [name, hash] : lock.recipes)
       out += fmt::format("  {}: {}\n", yaml::scalar(name), hash_scalar(hash));
+  }
+  if (!lock.index_facts.empty()) {
+    out += "index-facts:\n";
+    for (const auto& [name, source] : lock.index_facts)
+      out += fmt::format("  {}: {}\n", yaml::scalar(name), yaml::scalar(source));
   }
   write_system(out, lock.system);
   if (lock.platforms.empty()) {

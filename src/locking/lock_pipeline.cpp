@@ -8,6 +8,7 @@
 
 #include "envkit/core/text.hpp"
 #include "envkit/core/url.hpp"
+#include "envkit/locking/live_facts.hpp"
 #include "envkit/locking/python_closure.hpp"
 #include "envkit/python/wheel_filename.hpp"
 #include "envkit/sys/fs.hpp"
@@ -199,6 +200,33 @@ void add_glibc_needed(lock::Lockfile& lockfile) {
   if (highest) lockfile.system.glibc = fmt::format(">=2.{}", *highest);
 }
 
+// Where the facts of each locked package came from when an index's live overlay gave
+// them: the layer's source ("https://pypi.org/simple (read 2026-11-29)").
+std::map<std::string, std::string> index_facts(const recipes::Database& database,
+                                               const lock::Lockfile& lockfile) {
+  std::map<std::string, std::string> sources;
+  for (const auto& [name, versions] : locked_versions(lockfile)) {
+    for (const auto& version : versions) {
+      if (const auto* layer = database.layer_of(name, version)) sources[name] = layer->source;
+    }
+  }
+  return sources;
+}
+
+// The day a fact was read changes with every read of the index, the fact itself rarely:
+// where the previous lock's facts of a package are the same (its recipe hash), its source
+// line stays, so that a lock is rewritten only when something in it changed.
+void keep_fact_dates(lock::Lockfile& lockfile, const lock::Lockfile* previous) {
+  if (previous == nullptr) return;
+  for (auto& [name, source] : lockfile.index_facts) {
+    const auto before = previous->index_facts.find(name);
+    const auto hash = previous->recipes.find(name);
+    if (before != previous->index_facts.end() && hash != previous->recipes.end() &&
+        lockfile.recipes.contains(name) && lockfile.recipes.at(name) == hash->second)
+      source = before->second;
+  }
+}
+
 }  // namespace
 
 Result<std::map<std::string, std::string>> recipe_hashes(const recipes::Database& database,
@@ -251,6 +279,7 @@ Result<lock::Lockfile> make_lockfile(const recipes::Database& database, const Lo
   auto hashes = recipe_hashes(database, lockfile);
   if (!hashes) return hashes.error();
   lockfile.recipes = *std::move(hashes);
+  lockfile.index_facts = index_facts(database, lockfile);
   lock::canonicalize(lockfile);
   return lockfile;
 }
@@ -308,9 +337,16 @@ Result<LockAttempt> solve_lock(const recipes::Database& database, const LockInpu
   if (!unavailable) return std::move(unavailable).error();
   effective.unavailable.insert(effective.unavailable.end(), unavailable->begin(),
                                unavailable->end());
+  if (inputs.live_index) {
+    auto not_served = releases_not_served(database, inputs, *inputs.live_index);
+    if (!not_served) return std::move(not_served).error();
+    effective.unavailable.insert(effective.unavailable.end(), not_served->begin(),
+                                 not_served->end());
+  }
   if (*python && needs_python_requirement(inputs))
     effective.extra_requirements.push_back({"python", specs::VersionSpec{}, "requires"});
   auto attempt = solve_and_make(database, effective);
+  if (attempt && attempt->lockfile) keep_fact_dates(*attempt->lockfile, previous);
   if (!attempt || !attempt->lockfile || !*python) return attempt;
   const auto resolver = made_when_needed(factory);
   // Each round agrees or rules something out for good (a pin, a build), so a
@@ -331,6 +367,7 @@ Result<LockAttempt> solve_lock(const recipes::Database& database, const LockInpu
     last = *attempt->lockfile;
     lend = &*last;
     attempt = solve_and_make(database, effective);
+    if (attempt && attempt->lockfile) keep_fact_dates(*attempt->lockfile, previous);
     if (!attempt || !attempt->lockfile) {
       if (attempt) attempt->warnings = std::move(notes);
       return attempt;
@@ -378,6 +415,14 @@ Result<lock::Staleness> lock_staleness(const recipes::Database& database, const 
                                        const lock::Lockfile& lockfile) {
   auto hashes = recipe_hashes(database, lockfile);
   if (!hashes) return hashes.error();
+  // Facts an index gave are checked only where that index's overlay is at hand: offline
+  // on a machine that never read it, the lock is taken at its word.
+  if (!inputs.live_index) {
+    for (const auto& [name, source] : lockfile.index_facts) {
+      if (const auto locked = lockfile.recipes.find(name); locked != lockfile.recipes.end())
+        (*hashes)[name] = locked->second;
+    }
+  }
   auto staleness = lock::compare(lockfile, inputs.manifest_hash, *hashes);
   std::vector<std::string> wanted;
   for (const auto platform : inputs.platforms)

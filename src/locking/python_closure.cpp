@@ -102,14 +102,6 @@ const lock::LockedPackage* framework_of(const lock::PlatformLock& locked) {
   return nullptr;
 }
 
-// The index URLs the closure is resolved from: envkit.yaml's `indexes:`, else
-// the configured default index (`index-url`, a PyPI mirror), else PyPI.
-std::vector<std::string> effective_indexes(const LockInputs& inputs) {
-  if (!inputs.manifest.indexes.empty()) return inputs.manifest.indexes;
-  if (!inputs.default_index.empty()) return {inputs.default_index};
-  return {std::string(recipes::kPypiIndex)};
-}
-
 std::string trimmed_url(std::string_view url) {
   while (url.ends_with('/'))
     url.remove_suffix(1);
@@ -379,12 +371,16 @@ std::string through_mirror(const std::optional<std::string>& mirror, const std::
 }
 
 std::string from_mirror(const std::optional<std::string>& mirror, const std::string& url) {
-  if (!mirror) return url;
-  const std::string root = trimmed_url(*mirror) + "/";
-  return url.starts_with(root) ? "https://" + url.substr(root.size()) : url;
+  return mirror ? net::origin_url(*mirror, url) : url;
 }
 
 }  // namespace
+
+std::vector<std::string> effective_indexes(const LockInputs& inputs) {
+  if (!inputs.manifest.indexes.empty()) return inputs.manifest.indexes;
+  if (!inputs.default_index.empty()) return {inputs.default_index};
+  return {std::string(recipes::kPypiIndex)};
+}
 
 std::string closure_inputs_hash(const PythonRequest& request, const lock::PlatformLock& locked) {
   const auto* python = find_package(locked, "python");

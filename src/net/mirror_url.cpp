@@ -43,6 +43,14 @@ std::string mirror_url(std::string_view mirror, std::string_view url) {
   return std::string(mirror) + "/" + mirror_path(url);
 }
 
+std::string origin_url(std::string_view mirror, std::string_view url) {
+  while (mirror.ends_with('/') && !mirror.ends_with("://"))
+    mirror.remove_suffix(1);
+  const std::string root = std::string(mirror) + "/";
+  return url.starts_with(root) ? "https://" + std::string(url.substr(root.size()))
+                               : std::string(url);
+}
+
 // A registry that cannot be parsed was refused where the mirrors were read
 // (the CLI); here it would give a URL libcurl refuses, which fails over to the next.
 std::string artifact_mirror_url(std::string_view mirror, std::string_view url,

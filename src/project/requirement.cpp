@@ -49,6 +49,7 @@ class Pep508Reader {
       if (!spec) return std::move(spec).error();
       requirement.spec = std::move(spec).value();
     }
+    skip_spaces();  // `name (==1.0) ; marker`: a space may follow `)`
     if (peek(';')) {
       ++position_;
       requirement.marker = std::string(text::trim(text_.substr(position_)));

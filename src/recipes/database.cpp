@@ -53,22 +53,23 @@ void prefer_prebuilt(Recipe& recipe) {
   }
 }
 
-// One database file as read: its path relative to the database and its bytes
-// (nullopt: not there). Parsing and hashing use the same bytes, so a recipe is
-// cached under the digest of exactly what it was made of.
+// One database file as read: where it is, the name it goes by in digests (its path
+// relative to the database; `live/...` in a layer) and its bytes (nullopt: not there).
+// Parsing and hashing use the same bytes, so a recipe is cached under the digest of
+// exactly what it was made of.
 struct FileText {
-  fs::path relative;
+  fs::path path;
+  std::string name;
   std::optional<std::string> text;
 };
 
-// Parses a facts file of package `name` (`<name>.yaml` or its overlay).
-Result<Recipe> parse_facts_file(const fs::path& dir, const FileText& file, std::string_view name) {
-  const fs::path path = dir / file.relative;
-  auto recipe = read_facts(*file.text, path.string());
+// Parses a facts file of package `name` (`<name>.yaml` or an overlay of it).
+Result<Recipe> parse_facts_file(const FileText& file, std::string_view name) {
+  auto recipe = read_facts(*file.text, file.path.string());
   if (!recipe) return recipe;
   if (recipe->name != name) {
-    return Error::input(
-               fmt::format("{} names the package {}", path.string(), text::quoted(recipe->name)))
+    return Error::input(fmt::format("{} names the package {}", file.path.string(),
+                                    text::quoted(recipe->name)))
         .hint(fmt::format("a facts file is named after its package: {}.yaml", recipe->name));
   }
   return recipe;
@@ -85,69 +86,75 @@ Error unknown_package(std::string_view name, const fs::path& dir,
   return error;
 }
 
-// Reads `relative` (a path under `dir`) into `files`; a file that is not there
-// is recorded as absent unless `required`.
-Result<void> read_into(std::vector<FileText>& files, const fs::path& dir, fs::path relative,
-                       bool required) {
-  const fs::path path = dir / relative;
+// Reads `relative` (a path under `root`) into `files` under the digest name `prefix` +
+// `relative`; a file that is not there is recorded as absent.
+Result<void> read_into(std::vector<FileText>& files, const fs::path& root,
+                       const fs::path& relative, std::string_view prefix = {}) {
+  FileText file{root / relative, std::string(prefix) + relative.generic_string(), std::nullopt};
   std::error_code ec;
-  if (!required && !fs::exists(path, ec)) {
-    files.push_back({std::move(relative), std::nullopt});
-    return {};
+  if (fs::exists(file.path, ec)) {
+    auto bytes = yaml::read_file(file.path);
+    if (!bytes) return bytes.error();
+    file.text = *std::move(bytes);
   }
-  auto bytes = yaml::read_file(path);
-  if (!bytes) return bytes.error();
-  files.push_back({std::move(relative), *std::move(bytes)});
+  files.push_back(std::move(file));
   return {};
 }
 
-// The files that describe `package` for a lock, in the digest's order: <name>.yaml (or,
-// for a package read from PyPI alone, its pypi/ overlay), the pypi/ and pyenv/ overlays,
-// then for each of `version_files` its offline, pypi/ and pyenv/ files.
-Result<std::vector<FileText>> package_files(const fs::path& dir, const std::string& package,
-                                            std::span<const std::string> version_files) {
-  std::vector<FileText> files;
-  std::error_code ec;
-  const bool overlay_only = !fs::exists(dir / (package + ".yaml"), ec);
-  if (auto read = read_into(files, dir, package + ".yaml", !overlay_only); !read) {
-    return read.error();
-  }
-  for (const auto folder : kOverlays) {
-    const bool required = overlay_only && folder == kPypiOverlay;
-    if (auto read = read_into(files, dir, fs::path(folder) / (package + ".yaml"), required);
-        !read) {
-      return read.error();
+// A layer's files go by `live/<path>` in digests: never the name of a database file.
+constexpr std::string_view kLayerPrefix = "live/";
+
+// The files that describe a package: its facts (<name>.yaml, the pypi/ and pyenv/
+// overlays, then each layer's <name>.yaml, in merge order) and, for each of
+// `version_files`, its artifacts (offline, pypi/, pyenv/, then each layer's).
+struct PackageFiles {
+  std::vector<FileText> facts;
+  std::vector<FileText> versions;
+};
+
+Result<PackageFiles> package_files(const fs::path& dir, std::span<const Layer> layers,
+                                   const std::string& package,
+                                   std::span<const std::string> version_files) {
+  PackageFiles files;
+  const auto read_all = [&](std::vector<FileText>& into, const fs::path& relative) -> Result<void> {
+    if (auto read = read_into(into, dir, relative); !read) return read;
+    for (const auto folder : kOverlays) {
+      if (auto read = read_into(into, dir, fs::path(folder) / relative); !read) return read;
     }
+    for (const auto& layer : layers) {
+      if (auto read = read_into(into, layer.dir, relative, kLayerPrefix); !read) return read;
+    }
+    return {};
+  };
+  if (auto read = read_all(files.facts, package + ".yaml"); !read) return read.error();
+  if (std::none_of(files.facts.begin(), files.facts.end(),
+                   [](const FileText& f) { return f.text.has_value(); })) {
+    return Error::input(fmt::format("no facts file of {} in {}", text::quoted(package),
+                                    dir.string()));
   }
   for (const auto& file : version_files) {
-    if (auto read = read_into(files, dir, fs::path(package) / file, false); !read) {
-      return read.error();
-    }
-    for (const auto folder : kOverlays) {
-      if (auto read = read_into(files, dir, fs::path(folder) / package / file, false); !read) {
-        return read.error();
-      }
-    }
+    if (auto read = read_all(files.versions, fs::path(package) / file); !read) return read.error();
   }
   return files;
 }
 
-// sha256 (hex) over `files` as `<path>\0<length>\0<bytes>` each; an absent file adds nothing.
-std::string digest_of(const std::vector<FileText>& files) {
-  core::Sha256 hash;
+// sha256 (hex) over `files` as `<name>\0<length>\0<bytes>` each; an absent file adds nothing.
+void hash_files(core::Sha256& hash, const std::vector<FileText>& files) {
   for (const auto& file : files) {
     if (!file.text) continue;
-    hash.update(file.relative.generic_string());
+    hash.update(file.name);
     hash.update(std::string_view("\0", 1));
     hash.update(std::to_string(file.text->size()));
     hash.update(std::string_view("\0", 1));
     hash.update(*file.text);
   }
-  return hash.hex_digest();
 }
 
-// Where a package's facts files end in package_files(): the version files follow.
-constexpr std::size_t kFactsFiles = 1 + kOverlays.size();
+std::string digest_of(const std::vector<FileText>& files) {
+  core::Sha256 hash;
+  hash_files(hash, files);
+  return hash.hex_digest();
+}
 
 // The recipe cache's key for what `files` make of `what` (`facts <name>` or
 // `version <name> <version>`): the same files read for another purpose are another entry.
@@ -158,9 +165,13 @@ std::string cache_key(std::string_view what, const std::vector<FileText>& files)
   return core::sha256_hex(keyed);
 }
 
-Result<void> add_artifacts_from(const fs::path& dir, const FileText& file, Recipe& recipe) {
+Result<void> add_artifacts_from(const FileText& file, Recipe& recipe) {
   if (!file.text) return {};
-  return read_artifacts(*file.text, (dir / file.relative).string(), recipe);
+  return read_artifacts(*file.text, file.path.string(), recipe);
+}
+
+bool is_layer_file(const FileText& file) {
+  return file.name.starts_with(kLayerPrefix);
 }
 
 }  // namespace
@@ -196,22 +207,35 @@ bool Database::contains(std::string_view name) const {
   return std::binary_search(names_.begin(), names_.end(), name);
 }
 
+void Database::add_layer(Layer layer) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(layer.dir, ec)) {
+    const auto name = entry.path().stem().string();
+    if (entry.is_regular_file() && entry.path().extension() == ".yaml" && !contains(name)) {
+      names_.insert(std::upper_bound(names_.begin(), names_.end(), name), name);
+    }
+  }
+  layers_.push_back(std::move(layer));
+  cache_.clear();  // facts read before now were read without it
+}
+
 namespace {
 
-// A package's facts file with its pypi/ and pyenv/ overlays merged in; the pypi/ overlay
-// alone for a package that has no facts file of its own (jax). `files` as package_files().
-Result<Recipe> parse_merged_facts(const fs::path& dir, std::span<const FileText> files,
-                                  std::string_view name) {
-  if (!files[0].text) return parse_facts_file(dir, files[1], name);
-  auto recipe = parse_facts_file(dir, files[0], name);
-  if (!recipe) return recipe.error();
-  for (std::size_t i = 1; i < kFactsFiles; ++i) {
-    if (!files[i].text) continue;
-    auto refined = parse_facts_file(dir, files[i], name);
-    if (!refined) return refined.error();
-    merge_into(*recipe, *refined);
+// A package's facts: the first facts file there is (<name>.yaml; the pypi/ overlay for a
+// package read from PyPI alone, jax), with every later one merged over it in order.
+Result<Recipe> parse_merged_facts(std::span<const FileText> files, std::string_view name) {
+  std::optional<Recipe> merged;
+  for (const auto& file : files) {
+    if (!file.text) continue;
+    auto recipe = parse_facts_file(file, name);
+    if (!recipe) return recipe.error();
+    if (!merged) {
+      merged = *std::move(recipe);
+    } else {
+      merge_into(*merged, *recipe);
+    }
   }
-  return recipe;
+  return *std::move(merged);
 }
 
 // The merged facts of `name` with the key they are cached under: from the recipe
@@ -221,15 +245,15 @@ struct LoadedFacts {
   std::string key;
 };
 
-Result<LoadedFacts> load_merged_facts(const fs::path& dir, const std::string& name,
-                                      const RecipeCache* cache) {
-  auto files = package_files(dir, name, {});
+Result<LoadedFacts> load_merged_facts(const fs::path& dir, std::span<const Layer> layers,
+                                      const std::string& name, const RecipeCache* cache) {
+  auto files = package_files(dir, layers, name, {});
   if (!files) return files.error();
-  auto key = cache_key("facts " + name, *files);
+  auto key = cache_key("facts " + name, files->facts);
   if (cache) {
     if (auto cached = cache->load(key)) return LoadedFacts{*std::move(cached), std::move(key)};
   }
-  auto recipe = parse_merged_facts(dir, *files, name);
+  auto recipe = parse_merged_facts(files->facts, name);
   if (!recipe) return recipe.error();
   if (cache) cache->store(key, *recipe);
   return LoadedFacts{*std::move(recipe), std::move(key)};
@@ -241,10 +265,20 @@ void Database::use_cache(const fs::path& cache_root) {
   recipe_cache_ = std::make_shared<const RecipeCache>(cache_root);
 }
 
+Result<Recipe> Database::tables(std::string_view name) const {
+  std::vector<FileText> files;
+  if (auto read = read_into(files, dir_, std::string(name) + ".yaml"); !read) return read.error();
+  if (!files[0].text) {
+    return Error::input(fmt::format("{} has no tables: {} does not exist", name,
+                                    files[0].path.string()));
+  }
+  return parse_facts_file(files[0], name);
+}
+
 Result<const Recipe*> Database::facts(std::string_view name) const {
   if (auto it = cache_.find(name); it != cache_.end()) return &it->second.recipe;
   if (!contains(name)) return unknown_package(name, dir_, names_);
-  auto loaded = load_merged_facts(dir_, std::string(name), recipe_cache_.get());
+  auto loaded = load_merged_facts(dir_, layers_, std::string(name), recipe_cache_.get());
   if (!loaded) return loaded.error();
   auto [it, inserted] =
       cache_.emplace(std::string(name), Loaded{std::move(loaded->recipe), std::move(loaded->key)});
@@ -263,7 +297,7 @@ void Database::prefetch(std::span<const std::string> names) const {
   std::vector<std::future<Result<LoadedFacts>>> parsed;
   for (const auto& name : wanted) {
     parsed.push_back(std::async(std::launch::async, [this, name] {
-      return load_merged_facts(dir_, name, recipe_cache_.get());
+      return load_merged_facts(dir_, layers_, name, recipe_cache_.get());
     }));
   }
   for (std::size_t i = 0; i < wanted.size(); ++i) {
@@ -286,9 +320,11 @@ Result<Recipe> Database::load_version(std::string_view name, const specs::Versio
   if (!contains(name)) return unknown_package(name, dir_, names_);
   const std::string package(name);
   const std::string version_file[] = {file_name_of(version)};
-  auto files = package_files(dir_, package, version_file);
+  auto files = package_files(dir_, layers_, package, version_file);
   if (!files) return files.error();
-  const auto key = cache_key(fmt::format("version {} {}", package, version.original()), *files);
+  std::vector<FileText> all = files->facts;
+  all.insert(all.end(), files->versions.begin(), files->versions.end());
+  const auto key = cache_key(fmt::format("version {} {}", package, version.original()), all);
   if (recipe_cache_) {
     if (auto cached = recipe_cache_->load(key)) return *std::move(cached);
   }
@@ -301,20 +337,38 @@ Result<Recipe> Database::load_version(std::string_view name, const specs::Versio
   }
   Recipe recipe = **facts_of;
   recipe.versions = {*found};
-  // The version's files as read above, in package_files() order.
-  for (std::size_t i = kFactsFiles; i < files->size(); ++i) {
-    if (auto added = add_artifacts_from(dir_, (*files)[i], recipe); !added) return added.error();
+  for (const auto& file : files->versions) {
+    if (auto added = add_artifacts_from(file, recipe); !added) return added.error();
   }
   prefer_prebuilt(recipe);
   canonicalize(recipe);
   // Kept only when the facts were made of the same bytes as read here (a file
   // edited in between is read again next time).
-  const std::vector<FileText> facts_files(files->begin(), files->begin() + kFactsFiles);
-  if (recipe_cache_ && cache_.at(package).key == cache_key("facts " + package, facts_files)) {
+  if (recipe_cache_ && cache_.at(package).key == cache_key("facts " + package, files->facts)) {
     recipe_cache_->store(key, recipe);
   }
   return recipe;
 }
+
+namespace {
+
+// What a layer's facts file says of `versions` alone, as text: a lock of those versions
+// goes stale when it changes, not when the layer learns of another release.
+std::optional<std::string> layer_facts_of(const FileText& file, std::string_view name,
+                                          std::span<const specs::Version> versions) {
+  if (!file.text) return std::nullopt;
+  auto recipe = parse_facts_file(file, name);
+  if (!recipe) return file.text;  // unreadable: its bytes, so that any edit counts
+  Recipe subset{.name = recipe->name};
+  for (const auto& version : recipe->versions) {
+    if (std::find(versions.begin(), versions.end(), version.version) != versions.end())
+      subset.versions.push_back(version);
+  }
+  if (subset.versions.empty()) return std::nullopt;
+  return write_facts(subset);
+}
+
+}  // namespace
 
 Result<std::string> Database::digest(std::string_view name,
                                      std::span<const specs::Version> versions) const {
@@ -324,22 +378,38 @@ Result<std::string> Database::digest(std::string_view name,
     version_files.push_back(file_name_of(version));
   std::sort(version_files.begin(), version_files.end());
   version_files.erase(std::unique(version_files.begin(), version_files.end()), version_files.end());
-  auto files = package_files(dir_, std::string(name), version_files);
+  auto files = package_files(dir_, layers_, std::string(name), version_files);
   if (!files) return files.error();
-  return "sha256:" + digest_of(*files);
+  std::vector<FileText> hashed;
+  for (auto& file : files->facts) {
+    if (is_layer_file(file)) file.text = layer_facts_of(file, name, versions);
+    hashed.push_back(std::move(file));
+  }
+  hashed.insert(hashed.end(), files->versions.begin(), files->versions.end());
+  return "sha256:" + digest_of(hashed);
+}
+
+const Layer* Database::layer_of(std::string_view name, const specs::Version& version) const {
+  const std::string package(name);
+  const std::string version_file[] = {file_name_of(version)};
+  for (auto layer = layers_.rbegin(); layer != layers_.rend(); ++layer) {
+    std::vector<FileText> files;
+    if (!read_into(files, layer->dir, package + ".yaml", kLayerPrefix) ||
+        !read_into(files, layer->dir, fs::path(package) / version_file[0], kLayerPrefix))
+      continue;
+    const std::span<const specs::Version> wanted(&version, 1);
+    if (layer_facts_of(files[0], name, wanted) || files[1].text) return &*layer;
+  }
+  return nullptr;
 }
 
 Result<void> Database::add_version_files(Recipe& recipe) const {
   for (const auto& version : std::vector<RecipeVersion>(recipe.versions)) {
-    const auto file = file_name_of(version.version);
-    std::vector<FileText> files;
-    if (auto read = read_into(files, dir_, fs::path(recipe.name) / file, false); !read) return read;
-    for (const auto folder : kOverlays) {
-      if (auto read = read_into(files, dir_, fs::path(folder) / recipe.name / file, false); !read)
-        return read;
-    }
-    for (const auto& read : files) {
-      if (auto added = add_artifacts_from(dir_, read, recipe); !added) return added;
+    const std::string version_file[] = {file_name_of(version.version)};
+    auto files = package_files(dir_, layers_, recipe.name, version_file);
+    if (!files) return files.error();
+    for (const auto& file : files->versions) {
+      if (auto added = add_artifacts_from(file, recipe); !added) return added;
     }
   }
   prefer_prebuilt(recipe);

@@ -601,6 +601,11 @@ std::optional<WheelFilename> parse_wheel_filename(std::string_view filename) {
   return wheel;
 }
 
+bool is_final_release(const specs::Version& version) {
+  return !version.is_prerelease() && !version.is_postrelease() && !version.is_devrelease() &&
+         !version.has_local();
+}
+
 std::map<specs::Version, std::vector<IndexWheel>> wheels_by_release(
     const std::vector<IndexFile>& files) {
   std::map<specs::Version, std::vector<IndexWheel>> releases;
@@ -707,6 +712,10 @@ Result<std::optional<std::vector<IndexFile>>> fetch_project_files(const PypiImpo
   if (response->url.empty()) response->url = url;
   auto files = parse_index_page(*response, response->url);
   if (!files) return std::move(files).error();
+  if (options.origin_of) {
+    for (auto& file : *files)
+      file.url = options.origin_of(file.url);
+  }
   return std::optional(std::move(files).value());
 }
 

@@ -47,16 +47,11 @@ struct ReleaseOnIndex {
   std::vector<IndexWheel> wheels;
 };
 
-bool final_release(const Version& version) {
-  return !version.is_prerelease() && !version.is_postrelease() && !version.is_devrelease() &&
-         !version.has_local();
-}
-
 // The final releases with a wheel not yanked, oldest first.
 std::map<Version, ReleaseOnIndex> releases_of(const std::vector<IndexFile>& files) {
   std::map<Version, ReleaseOnIndex> releases;
   for (auto& [version, wheels] : wheels_by_release(files)) {
-    if (!final_release(version)) continue;
+    if (!is_final_release(version)) continue;
     const auto spelled = wheels.front().wheel.version;
     releases.emplace(version, ReleaseOnIndex{.version = spelled, .wheels = std::move(wheels)});
   }
@@ -110,6 +105,7 @@ class JaxImporter {
     if (!files) return std::move(files).error();
     result_.jax.name = std::string(kJaxProject);
     for (const auto& [version, on_index] : releases_of(*files)) {
+      if (options_.is_known(kJaxProject, version)) continue;
       if (auto done = import_release(version, on_index); !done) return done.error();
     }
     result_.jax.sources.insert(
@@ -349,6 +345,8 @@ Result<WheelMetadata> parse_wheel_metadata(std::string_view text, std::string_vi
     if (colon == std::string_view::npos) continue;
     const auto key = text::to_lower(line.substr(0, colon));
     const auto value = std::string(text::trim(line.substr(colon + 1)));
+    if (key == "name") metadata.name = value;
+    if (key == "version") metadata.version = value;
     if (key == "requires-python") metadata.requires_python = value;
     if (key == "provides-extra") extras_as_written.push_back(value);
     if (key == "requires-dist") written.emplace_back(value, line_number);

@@ -8,6 +8,7 @@
 #include "envkit/core/text.hpp"
 #include "envkit/core/url.hpp"
 #include "envkit/recipes/import_frameworks.hpp"
+#include "envkit/recipes/import_pypi_jax.hpp"
 #include "envkit/specs/package_name.hpp"
 
 namespace envkit::recipes {
@@ -67,62 +68,91 @@ bool has_extra(const Pin& pin, std::string_view extra) {
 
 // ---------------------------------------------------------------- the index
 
-bool manylinux_x86_64(const WheelFilename& wheel) {
-  return binary_wheel_platform(wheel) == specs::Platform::linux_x86_64;
-}
+using specs::Platform;
 
-// A patch release on the index, with the wheel whose metadata speaks for it.
-struct PatchOnIndex {
-  std::string version;  // as the wheel names it
-  const IndexFile* wheel = nullptr;
+// The wheel of a release whose metadata speaks for it on one platform.
+struct WheelOnIndex {
+  const IndexFile* file = nullptr;
   std::pair<bool, unsigned> rank{false, 0};  // (metadata advertised, CPython minor)
 };
 
-bool is_patch_of(const specs::Version& version, const specs::Version& minor) {
-  const auto& release = version.release();
-  return !version.is_prerelease() && !version.is_postrelease() && !version.has_local() &&
-         release.size() == 3 && release[0] == minor.major() && release[1] == minor.minor();
+// A patch release on the index: its wheels, and the one per platform whose metadata is read.
+struct PatchOnIndex {
+  std::string version;  // as the wheel names it
+  std::vector<IndexWheel> wheels;
+  WheelOnIndex x86_64;
+  WheelOnIndex aarch64;
+};
+
+// A patch release: final, major.minor.patch.
+bool is_final_patch(const specs::Version& version) {
+  return is_final_release(version) && version.release().size() == 3;
 }
 
-// Offers `file` as the wheel read for its patch: a manylinux x86_64 CPython wheel, one whose
+bool is_patch_of(const specs::Version& version, const specs::Version& minor) {
+  const auto& release = version.release();
+  return is_final_patch(version) && release[0] == minor.major() && release[1] == minor.minor();
+}
+
+// Offers `file` as the wheel read for its platform: a manylinux CPython wheel, one whose
 // metadata the page advertises (PEP 658) first, then the newest CPython. Pages that advertise
 // none (PyPI's HTML without data-core-metadata) still get one wheel asked for its metadata.
 void offer_wheel(PatchOnIndex& patch, const IndexFile& file, const WheelFilename& wheel) {
   const auto cpython = cpython_minor(wheel);
-  if (!cpython || !manylinux_x86_64(wheel)) return;
+  const auto platform = binary_wheel_platform(wheel);
+  if (!cpython || !platform || *platform == Platform::windows_x86_64) return;
+  auto& slot = *platform == Platform::linux_x86_64 ? patch.x86_64 : patch.aarch64;
   const std::pair rank{file.has_metadata, *cpython};
-  if (patch.wheel == nullptr || rank > patch.rank) {
-    patch.wheel = &file;
-    patch.rank = rank;
-  }
+  if (slot.file == nullptr || rank > slot.rank) slot = {&file, rank};
 }
 
-// The final patch releases of `minor` that have a file not yanked, oldest first.
 using Releases = std::map<specs::Version, std::vector<IndexWheel>>;
 
-std::map<specs::Version, PatchOnIndex> patches_of(const specs::Version& minor,
-                                                  const Releases& releases) {
-  std::map<specs::Version, PatchOnIndex> patches;
-  for (const auto& [version, wheels] : releases) {
-    if (!is_patch_of(version, minor)) continue;
-    auto& patch = patches[version];
-    patch.version = wheels.front().wheel.version;
-    for (const auto& [file, wheel] : wheels)
-      offer_wheel(patch, *file, wheel);
+PatchOnIndex patch_on_index(const std::vector<IndexWheel>& wheels) {
+  PatchOnIndex patch{.version = wheels.front().wheel.version, .wheels = wheels};
+  for (const auto& [file, wheel] : wheels)
+    offer_wheel(patch, *file, wheel);
+  return patch;
+}
+
+// ---------------------------------------------------------------- a release's metadata
+
+// What the METADATA of the wheel that speaks for a release says.
+struct ReleaseMetadata {
+  TorchWheelPins pins;
+  std::string requires_python;
+};
+
+// The metadata of `wheel` (PEP 658, else out of the wheel); nullopt when the index has
+// neither. METADATA that names another project or version than the file is a problem
+// (the release is left out), as is one that does not parse.
+Result<std::optional<ReleaseMetadata>> read_metadata(const PypiImportOptions& options,
+                                                     const IndexFile& wheel,
+                                                     std::string_view version,
+                                                     std::vector<std::string>& problems) {
+  auto text = fetch_wheel_metadata(options, wheel);
+  if (!text) return std::move(text).error();
+  if (!*text) return std::optional<ReleaseMetadata>{};
+  auto parsed = parse_wheel_metadata(**text, wheel.filename);
+  if (!parsed) {
+    problems.push_back(fmt::format("torch {}: {}; left out", version, parsed.error().message()));
+    return std::optional<ReleaseMetadata>{};
   }
-  return patches;
+  const auto stated = specs::Version::parse(parsed->version);
+  const auto named = specs::Version::parse(version);
+  if (specs::canonical_package_name(parsed->name) != kProject || !stated || !named ||
+      *stated != *named) {
+    problems.push_back(fmt::format(
+        "torch {}: the METADATA of {} names {} {}, not what its file name says; left out",
+        version, url::redacted(wheel.url), text::quoted(parsed->name),
+        text::quoted(parsed->version)));
+    return std::optional<ReleaseMetadata>{};
+  }
+  return std::optional(
+      ReleaseMetadata{parse_torch_wheel_pins(**text), std::move(parsed->requires_python)});
 }
 
-// The pins of `wheel`'s PEP 658 metadata; nullopt when the index serves none (404, 410).
-Result<std::optional<TorchWheelPins>> read_pins(const PypiImportOptions& options,
-                                                const IndexFile& wheel) {
-  auto metadata = fetch_core_metadata(options, wheel);
-  if (!metadata) return std::move(metadata).error();
-  if (!*metadata) return std::optional<TorchWheelPins>{};
-  return std::optional(parse_torch_wheel_pins(**metadata));
-}
-
-// ---------------------------------------------------------------- the overlay
+// ---------------------------------------------------------------- builds
 
 // Gives the build made for the wheel's CUDA what the wheel pins; returns its id.
 std::optional<std::string> apply_pins(RecipeVersion& version, const TorchWheelPins& pins) {
@@ -142,6 +172,86 @@ std::optional<std::string> apply_pins(RecipeVersion& version, const TorchWheelPi
   return id;
 }
 
+// The Python a release installs on: its Requires-Python within the range of its Linux
+// CPython wheels' tags (2.15.0: >=3.11 and cp311 … cp315 -> >=3.11,<3.16).
+Result<specs::VersionSpec> python_of(const ReleaseMetadata& metadata,
+                                     const std::vector<IndexWheel>& wheels) {
+  std::vector<WheelFilename> linux;
+  for (const auto& [file, wheel] : wheels) {
+    const auto platform = binary_wheel_platform(wheel);
+    if (platform && *platform != Platform::windows_x86_64) linux.push_back(wheel);
+  }
+  specs::VersionSpec range = cpython_range(linux).value_or(specs::VersionSpec{});
+  if (!metadata.requires_python.empty()) {
+    auto stated = specs::VersionSpec::parse(metadata.requires_python);
+    if (!stated) return std::move(stated).error();
+    range = range & *stated;
+  }
+  return range;
+}
+
+// The lowest glibc the manylinux wheels of `platform` need.
+std::optional<specs::Version> glibc_of(const std::vector<IndexWheel>& wheels, Platform platform) {
+  std::optional<std::pair<unsigned, unsigned>> lowest;
+  for (const auto& [file, wheel] : wheels) {
+    const auto glibc = manylinux_glibc(wheel);
+    if (binary_wheel_platform(wheel) == platform && glibc && (!lowest || *glibc < *lowest))
+      lowest = glibc;
+  }
+  if (!lowest) return std::nullopt;
+  return specs::Version::parse(fmt::format("{}.{}", lowest->first, lowest->second)).value();
+}
+
+std::optional<std::uint64_t> cuda_major_of(const TorchWheelPins& pins) {
+  if (!pins.cuda_runtime) return std::nullopt;
+  const auto runtime = specs::Version::parse(*pins.cuda_runtime);
+  if (!runtime) return std::nullopt;
+  return runtime->major();
+}
+
+// A build made from a release's wheels where the tables have none of its CUDA: the CUDA
+// series its x86_64 wheel pins (cuda_series_spec), the cuDNN series, the Python of its
+// tags and Requires-Python, the glibc of its manylinux tags; linux-aarch64 too where that
+// wheel pins the same CUDA. nullopt when the wheel pins no CUDA runtime.
+Result<std::optional<Build>> wheel_build(const PatchOnIndex& patch, const ReleaseMetadata& x86_64,
+                                         const std::optional<ReleaseMetadata>& aarch64,
+                                         std::vector<std::string>& problems) {
+  const auto id = x86_64.pins.cuda_runtime ? cuda_build_id(*x86_64.pins.cuda_runtime)
+                                           : std::nullopt;
+  if (!id) return std::optional<Build>{};
+  Build build{.id = *id};
+  const auto runtime = specs::Version::parse(*x86_64.pins.cuda_runtime).value();
+  build.requires_["cuda"] = cuda_series_spec(runtime);
+  build.tested["cuda"] = *x86_64.pins.cuda_runtime;
+  if (x86_64.pins.cudnn) {
+    if (auto cudnn = specs::Version::parse(*x86_64.pins.cudnn)) {
+      build.requires_["cudnn"] = cudnn_series_spec(*cudnn);
+      build.tested["cudnn"] = *x86_64.pins.cudnn;
+    }
+  }
+  auto python = python_of(x86_64, patch.wheels);
+  if (!python) return std::move(python).error();
+  if (!python->empty()) build.requires_["python"] = *python;
+  build.platforms = {Platform::linux_x86_64};
+  if (aarch64) {
+    const auto arm_id = aarch64->pins.cuda_runtime ? cuda_build_id(*aarch64->pins.cuda_runtime)
+                                                   : std::nullopt;
+    if (arm_id == id) {
+      build.platforms.push_back(Platform::linux_aarch64);
+    } else if (arm_id && cuda_major_of(aarch64->pins) != cuda_major_of(x86_64.pins)) {
+      problems.push_back(fmt::format(
+          "torch {}: its wheels pin two CUDA majors (x86_64 {}, aarch64 {}); linux-aarch64 "
+          "left out",
+          patch.version, *x86_64.pins.cuda_runtime, *aarch64->pins.cuda_runtime));
+    }
+  }
+  for (const auto platform : build.platforms) {
+    if (auto glibc = glibc_of(patch.wheels, platform)) build.min_glibc.emplace(platform, *glibc);
+  }
+  build.wheel_index = std::string(kPypiIndex);
+  return std::optional(std::move(build));
+}
+
 RecipeVersion patch_version(const RecipeVersion& minor, const specs::Version& patch) {
   RecipeVersion version = minor;
   version.version = patch;
@@ -153,63 +263,155 @@ std::string unpinned_note(const TorchPatch& patch) {
   const std::string why = patch.wheel.empty() ? "no manylinux x86_64 CPython wheel on the index"
                           : !patch.metadata_read
                               ? "the index serves no metadata of " + patch.wheel
-                              : patch.wheel + " pins no CUDA runtime of a build of " + patch.minor;
-  return fmt::format("torch {}: {}; builds copied from {} unrefined", patch.version, why,
-                     patch.minor);
+                              : patch.wheel + " pins no CUDA runtime";
+  return patch.minor.empty()
+             ? fmt::format("torch {}: {}; left out", patch.version, why)
+             : fmt::format("torch {}: {}; builds copied from {} unrefined", patch.version, why,
+                           patch.minor);
 }
 
-Result<void> refine_minor(const RecipeVersion& minor, const Releases& releases,
-                          const PypiImportOptions& options, PypiTorchImport& result) {
-  const auto patches = patches_of(minor.version, releases);
-  if (patches.empty()) return {};
-  for (const auto& [parsed, on_index] : patches) {
-    TorchPatch patch{.version = on_index.version, .minor = minor.version.original()};
-    RecipeVersion version = patch_version(minor, parsed);
-    if (on_index.wheel != nullptr) {
-      auto pins = read_pins(options, *on_index.wheel);
-      if (!pins) return std::move(pins).error();
-      ++result.metadata_fetched;
-      patch.wheel = on_index.wheel->filename;
-      patch.metadata_read = pins->has_value();
-      patch.pins = pins->value_or(TorchWheelPins{});
-      patch.build_id = apply_pins(version, patch.pins);
+// ---------------------------------------------------------------- the import
+
+class TorchImporter {
+ public:
+  TorchImporter(const Recipe& tables, const PypiImportOptions& options)
+      : tables_(tables), options_(options) {}
+
+  Result<PypiTorchImport> run() {
+    result_.torch.name = tables_.name.empty() ? std::string(kProject) : tables_.name;
+    auto files = fetch_listed_project_files(options_, kProject);
+    if (!files) return std::move(files).error();
+    const auto releases = wheels_by_release(*files);
+    for (const auto& minor : tables_.versions) {
+      if (minor.version.release().size() != 2) continue;
+      if (auto refined = refine_minor(minor, releases); !refined) return refined.error();
     }
-    if (!patch.build_id) result.torch.sources.push_back(unpinned_note(patch));
-    result.torch.versions.push_back(std::move(version));
-    result.patches.push_back(std::move(patch));
+    if (auto added = add_newer_releases(releases); !added) return added.error();
+    if (const auto ranged = add_python_ranges(releases); ranged > 0) {
+      result_.python_ranges = ranged;
+      result_.torch.sources.push_back(fmt::format(
+          "Python ranges of releases the tables give none (before 1.12): the CPython tags of "
+          "their wheels on {}",
+          url::redacted(options_.index_url)));
+    }
+    if (!result_.torch.versions.empty()) {
+      result_.torch.sources.push_back(fmt::format(
+          "patch releases and CUDA/cuDNN pins: {} ({} wheels' METADATA, Requires-Dist)",
+          url::redacted(options_.index_url), kProject));
+    }
+    canonicalize(result_.torch);
+    return std::move(result_);
   }
-  result.torch.replaces.push_back(minor.version.original());
-  return {};
-}
 
-bool states_python(const RecipeVersion& version) {
-  return std::any_of(version.builds.begin(), version.builds.end(),
-                     [](const Build& build) { return build.requires_.contains("python"); });
-}
-
-// The tables give no Python range before torch 1.12: the CPython tags of each release's
-// wheels do. Returns how many versions got one.
-std::size_t add_python_ranges(const Recipe& torch, const Releases& releases, Recipe& overlay) {
-  std::size_t added = 0;
-  for (const auto& version : torch.versions) {
-    if (version.version.release().size() != 3 || states_python(version)) continue;
-    const auto it = releases.find(version.version);
-    if (it == releases.end()) continue;
-    std::vector<WheelFilename> binary;
-    for (const auto& [file, wheel] : it->second) {
-      if (binary_wheel_platform(wheel)) binary.push_back(wheel);
+ private:
+  // Reads the release's metadata and gives `version` its pinned build: the tables' build of
+  // that CUDA, refined, else one made from the wheels.
+  Result<TorchPatch> read_patch(TorchPatch patch, const PatchOnIndex& on_index,
+                                RecipeVersion& version) {
+    if (on_index.x86_64.file == nullptr) return patch;
+    auto x86_64 = read_metadata(options_, *on_index.x86_64.file, patch.version, result_.problems);
+    if (!x86_64) return std::move(x86_64).error();
+    ++result_.metadata_fetched;
+    patch.wheel = on_index.x86_64.file->filename;
+    patch.metadata_read = x86_64->has_value();
+    if (!*x86_64) return patch;
+    patch.pins = (*x86_64)->pins;
+    patch.build_id = apply_pins(version, patch.pins);
+    if (patch.build_id || !patch.pins.cuda_runtime) return patch;
+    std::optional<ReleaseMetadata> aarch64;
+    if (on_index.aarch64.file != nullptr) {
+      auto read =
+          read_metadata(options_, *on_index.aarch64.file, patch.version, result_.problems);
+      if (!read) return std::move(read).error();
+      ++result_.metadata_fetched;
+      aarch64 = *std::move(read);
     }
-    const auto range = cpython_range(binary);
-    if (!range) continue;
-    RecipeVersion ranged{.version = version.version};
-    for (const auto& build : version.builds) {
-      ranged.builds.push_back(Build{.id = build.id, .requires_ = {{"python", *range}}});
+    auto build = wheel_build(on_index, **x86_64, aarch64, result_.problems);
+    if (!build) return std::move(build).error();
+    if (*build) {
+      patch.build_id = (*build)->id;
+      patch.from_wheels = true;
+      version.builds.push_back(**std::move(build));
     }
-    overlay.versions.push_back(std::move(ranged));
-    ++added;
+    return patch;
   }
-  return added;
-}
+
+  void keep(TorchPatch patch, RecipeVersion version) {
+    if (!patch.build_id) result_.torch.sources.push_back(unpinned_note(patch));
+    if (!version.builds.empty()) result_.torch.versions.push_back(std::move(version));
+    result_.patches.push_back(std::move(patch));
+  }
+
+  Result<void> refine_minor(const RecipeVersion& minor, const Releases& releases) {
+    bool refined = false;
+    for (const auto& [parsed, wheels] : releases) {
+      if (!is_patch_of(parsed, minor.version)) continue;
+      refined = true;  // a release the index has: the minor-keyed version goes
+      if (options_.is_known(kProject, parsed)) continue;
+      const auto on_index = patch_on_index(wheels);
+      RecipeVersion version = patch_version(minor, parsed);
+      auto patch = read_patch({.version = on_index.version, .minor = minor.version.original()},
+                              on_index, version);
+      if (!patch) return std::move(patch).error();
+      keep(*std::move(patch), std::move(version));
+    }
+    if (refined) result_.torch.replaces.push_back(minor.version.original());
+    return {};
+  }
+
+  // Releases newer than every version the tables give: only their wheels speak for them.
+  Result<void> add_newer_releases(const Releases& releases) {
+    std::optional<specs::Version> newest;
+    for (const auto& version : tables_.versions)
+      newest = std::max(newest.value_or(version.version), version.version);
+    for (const auto& [parsed, wheels] : releases) {
+      if (!is_final_patch(parsed) || (newest && parsed.major_minor() <= newest->major_minor()) ||
+          options_.is_known(kProject, parsed))
+        continue;
+      const auto on_index = patch_on_index(wheels);
+      RecipeVersion version{.version = parsed};
+      auto patch = read_patch({.version = on_index.version}, on_index, version);
+      if (!patch) return std::move(patch).error();
+      keep(*std::move(patch), std::move(version));
+    }
+    return {};
+  }
+
+  // The tables give no Python range before torch 1.12: the CPython tags of each release's
+  // wheels do. Returns how many versions got one.
+  std::size_t add_python_ranges(const Releases& releases) {
+    std::size_t added = 0;
+    for (const auto& version : tables_.versions) {
+      if (version.version.release().size() != 3 || states_python(version) ||
+          options_.is_known(kProject, version.version))
+        continue;
+      const auto it = releases.find(version.version);
+      if (it == releases.end()) continue;
+      std::vector<WheelFilename> binary;
+      for (const auto& [file, wheel] : it->second) {
+        if (binary_wheel_platform(wheel)) binary.push_back(wheel);
+      }
+      const auto range = cpython_range(binary);
+      if (!range) continue;
+      RecipeVersion ranged{.version = version.version};
+      for (const auto& build : version.builds) {
+        ranged.builds.push_back(Build{.id = build.id, .requires_ = {{"python", *range}}});
+      }
+      result_.torch.versions.push_back(std::move(ranged));
+      ++added;
+    }
+    return added;
+  }
+
+  static bool states_python(const RecipeVersion& version) {
+    return std::any_of(version.builds.begin(), version.builds.end(),
+                       [](const Build& build) { return build.requires_.contains("python"); });
+  }
+
+  const Recipe& tables_;
+  const PypiImportOptions& options_;
+  PypiTorchImport result_;
+};
 
 }  // namespace
 
@@ -240,31 +442,7 @@ std::optional<std::string> cuda_build_id(std::string_view cuda_runtime) {
 
 Result<PypiTorchImport> import_pypi_torch(const Recipe& torch, const PypiImportOptions& options) {
   if (!options.fetch) return Error::internal("import_pypi_torch: no fetch function");
-  PypiTorchImport result;
-  result.torch.name = torch.name.empty() ? std::string(kProject) : torch.name;
-  auto files = fetch_listed_project_files(options, kProject);
-  if (!files) return std::move(files).error();
-  const auto releases = wheels_by_release(*files);
-  for (const auto& minor : torch.versions) {
-    if (minor.version.release().size() != 2) continue;
-    if (auto refined = refine_minor(minor, releases, options, result); !refined) {
-      return refined.error();
-    }
-  }
-  if (const auto ranged = add_python_ranges(torch, releases, result.torch); ranged > 0) {
-    result.python_ranges = ranged;
-    result.torch.sources.push_back(fmt::format(
-        "Python ranges of releases the tables give none (before 1.12): the CPython tags of "
-        "their wheels on {}",
-        url::redacted(options.index_url)));
-  }
-  if (!result.torch.versions.empty()) {
-    result.torch.sources.push_back(fmt::format(
-        "patch releases and CUDA/cuDNN pins: {} ({} wheels' PEP 658 metadata, Requires-Dist)",
-        url::redacted(options.index_url), kProject));
-  }
-  canonicalize(result.torch);
-  return result;
+  return TorchImporter(torch, options).run();
 }
 
 }  // namespace envkit::recipes

@@ -547,7 +547,8 @@ Result<Artifact> read_artifact(const Source& source, const yaml::Node& node,
 }  // namespace
 
 bool belongs_to(const Artifact& artifact, ArtifactSet set) {
-  return (artifact.kind == ArtifactKind::wheel) == (set == ArtifactSet::wheels);
+  return set == ArtifactSet::all ||
+         (artifact.kind == ArtifactKind::wheel) == (set == ArtifactSet::wheels);
 }
 
 std::string write_facts(const Recipe& recipe) {
@@ -585,7 +586,7 @@ std::string write_facts(const Recipe& recipe) {
 std::string write_artifacts(const RecipeVersion& version, ArtifactSet set) {
   std::string body;
   // Component versions travel with the archives: only locking one version needs them.
-  if (set == ArtifactSet::offline && !version.components.empty()) {
+  if (set != ArtifactSet::wheels && !version.components.empty()) {
     body += "components:\n";
     for (const auto& c : version.components)
       body += fmt::format("  {}: {}\n", c.name, yaml::scalar(c.version));

@@ -22,6 +22,8 @@ namespace envkit::config {
 inline constexpr std::string_view kFileName = "config.yaml";
 inline constexpr int kDefaultJobs = 8;
 inline constexpr int kMaxJobs = 64;
+// How long facts read from a package index stay fresh (uv keeps PyPI's pages 600 s).
+inline constexpr int kDefaultIndexTtl = 600;
 inline constexpr std::string_view kLinkModes[] = {"auto", "reflink", "hardlink", "copy"};
 inline constexpr std::string_view kPackagings[] = {"archive", "wheel"};
 // A yes-or-no setting, as uv's variables take it (UV_COMPILE_BYTECODE=1).
@@ -50,6 +52,8 @@ struct Settings {
   Sourced<std::string> packaging{.value = "archive"};  // one of kPackagings
   // `install` compiles the new Python packages' .py files (`--compile-bytecode`).
   Sourced<bool> compile_bytecode;
+  // Seconds a lock uses the releases read from the index before reading it again.
+  Sourced<int> index_ttl{.value = kDefaultIndexTtl};
 };
 
 // A setting as config.yaml and the environment name it.
@@ -64,8 +68,9 @@ inline constexpr Key kIndexUrl{"index-url", &env::kIndexUrl};
 inline constexpr Key kLinkMode{"link-mode", &env::kLinkMode};
 inline constexpr Key kPackaging{"packaging", &env::kPackaging};
 inline constexpr Key kCompileBytecode{"compile-bytecode", &env::kCompileBytecode};
-inline constexpr Key kKeys[] = {kMirrors,  kJobs,      kCacheDir,       kIndexUrl,
-                                kLinkMode, kPackaging, kCompileBytecode};
+inline constexpr Key kIndexTtl{"index-ttl", &env::kIndexTtl};
+inline constexpr Key kKeys[] = {kMirrors,  kJobs,      kCacheDir,        kIndexUrl,
+                                kLinkMode, kPackaging, kCompileBytecode, kIndexTtl};
 
 // A command-line flag, when given, wins over everything.
 template <class T, class U>

@@ -28,6 +28,14 @@ inline constexpr Variable kProcDriverVersion{
 inline constexpr Variable kSysDriverVersion{
     "ENVKIT_SYS_DRIVER_VERSION",
     "path read instead of /sys/module/nvidia/version (tests and containers)"};
+inline constexpr Variable kLibcuda{
+    "ENVKIT_LIBCUDA",
+    "driver library loaded instead of libcuda.so.1 (tests and containers; a path that does not "
+    "exist: none)"};
+inline constexpr Variable kNvidiaSmi{
+    "ENVKIT_NVIDIA_SMI",
+    "program run instead of nvidia-smi from PATH (tests and containers; a path that does not "
+    "exist: none)"};
 inline constexpr Variable kTestFailWrite{
     "ENVKIT_TEST_FAIL_WRITE",
     "tests only: a file envkit writes whose path contains this fails as on a full disk"};
@@ -58,6 +66,12 @@ inline constexpr Variable kPipConfigFile{"PIP_CONFIG_FILE", "pip configuration f
 inline constexpr Variable kNoPython{"ENVKIT_NO_PYTHON",
                                     "1: lock without a Python closure (the CUDA stack only; "
                                     "no pip, no network)"};
+inline constexpr Variable kNoLiveIndex{
+    "ENVKIT_NO_LIVE_INDEX",
+    "1: lock from the recipe database envkit was built with, never reading today's releases "
+    "from the package index (tests about something else)"};
+inline constexpr Variable kIndexTtl{
+    "ENVKIT_INDEX_TTL", "seconds the facts read from a package index stay fresh (default 600)"};
 inline constexpr Variable kUv{"ENVKIT_UV",
                               "the uv that resolves Python closures (default: the pinned uv "
                               "envkit downloads into its cache)"};
@@ -135,7 +149,8 @@ inline constexpr Variable kAll[] = {kRecipes,          kCacheDir,        kOverri
                                     kConnectTimeoutMs, kMirrors,         kJobs,
                                     kIndexUrl,         kLinkMode,        kPackaging,
                                     kCompileBytecode,  kXdgConfigHome,   kUv,
-                                    kNoPython};
+                                    kNoPython,         kNoLiveIndex,     kIndexTtl,
+                                    kLibcuda,          kNvidiaSmi};
 
 // The variable's value, or nullopt when unset. Empty counts as set.
 [[nodiscard]] std::optional<std::string> get(const Variable& variable);

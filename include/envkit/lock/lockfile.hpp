@@ -103,6 +103,10 @@ struct Lockfile {
   std::string manifest_hash;
   // Recipe package -> "sha256:<hex>" of the database files the lock read for it.
   std::map<std::string, std::string> recipes;
+  // Recipe package -> where the facts of its locked versions came from when a package
+  // index's live overlay gave them ("https://pypi.org/simple (read 2026-11-29)"); a
+  // package absent here was locked from the built-in database alone.
+  std::map<std::string, std::string> index_facts;
   SystemAssumptions system;
   std::vector<PlatformLock> platforms;  // sorted by platform name
   friend bool operator==(const Lockfile&, const Lockfile&) = default;

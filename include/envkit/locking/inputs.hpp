@@ -11,6 +11,7 @@
 #include "envkit/gpu/host_probe.hpp"
 #include "envkit/lock/lockfile.hpp"
 #include "envkit/manifest/manifest.hpp"
+#include "envkit/recipes/live_index.hpp"
 #include "envkit/solve/solve.hpp"
 
 // What a lock is made from besides the recipe database: envkit.yaml, the
@@ -39,6 +40,9 @@ struct LockInputs {
   std::optional<std::string> mirror;
   std::chrono::seconds resolve_timeout{60};
   bool only_binary = false;
+  // The package index's live overlay laid over the recipe database (live_facts.hpp);
+  // nullopt when the lock reads the built-in database alone.
+  std::optional<recipes::LiveState> live_index;
 };
 
 // Reads envkit.yaml in `directory` and settles the machines' facts: the

@@ -22,6 +22,10 @@ namespace envkit::locking {
 
 struct LockInputs;
 
+// The index URLs the closure is resolved from: envkit.yaml's `indexes:`, else the
+// configured default index (`index-url`, a PyPI mirror), else PyPI.
+[[nodiscard]] std::vector<std::string> effective_indexes(const LockInputs& inputs);
+
 // What the project asks of Python.
 struct PythonRequest {
   python::ResolveRequest resolve;  // requirement lines and files, indexes as configured

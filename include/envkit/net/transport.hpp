@@ -151,6 +151,11 @@ class Transport {
 // The mirror may end with '/' or not.
 [[nodiscard]] std::string mirror_url(std::string_view mirror, std::string_view url);
 
+// The origin of a URL inside mirror `mirror` (MIRROR/HOST/PATH -> https://HOST/PATH): what
+// a page read through a mirror links to, named as a lock names it. Another URL is returned
+// as it is.
+[[nodiscard]] std::string origin_url(std::string_view mirror, std::string_view url);
+
 // Where mirror `mirror` keeps the artifact at `url` whose sha256 is `sha256`:
 // a registry (oci://HOST/REPO, registry_url.hpp) as the blob of that digest,
 // any other mirror as mirror_url(mirror, url).

@@ -16,6 +16,16 @@ namespace envkit::recipes {
 
 class RecipeCache;
 
+// A layer of facts laid over the database's own files, in the same format: facts
+// overlays `<name>.yaml` (merged like pypi/'s, `replaces` included) and artifacts
+// `<name>/<version>.yaml`. The live overlay of a package index is one (live_index.hpp):
+// what the index serves today wins over what envkit was built with.
+struct Layer {
+  std::filesystem::path dir;
+  // How a lock names where the facts came from: "https://pypi.org/simple (read 2026-11-29)".
+  std::string source;
+};
+
 // A recipe database directory (docs/recipes.md):
 //   <name>.yaml                  facts of a package (what the solver reads)
 //   <name>/<version>.yaml        archives, runfiles, sources of a version
@@ -27,7 +37,8 @@ class RecipeCache;
 //   pyenv/<name>.yaml            facts overlay of source releases (`import pyenv`: CPython
 //   pyenv/<name>/<version>.yaml  from python.org), merged after pypi/; where a build has an
 //                                archive for a platform, its source artifact there is dropped
-// Packages are read on first use, artifacts only when asked for.
+// then each Layer added, in order. Packages are read on first use, artifacts only when
+// asked for.
 class Database {
  public:
   [[nodiscard]] static Result<Database> open(const std::filesystem::path& dir);
@@ -38,8 +49,17 @@ class Database {
   // unchanged. Without it every file is parsed.
   void use_cache(const std::filesystem::path& cache_root);
   [[nodiscard]] const std::vector<std::string>& names() const { return names_; }
+  // Lays `layer` over the database (and over the layers added before it).
+  void add_layer(Layer layer);
+  [[nodiscard]] const std::vector<Layer>& layers() const { return layers_; }
+  // The topmost layer that states facts or artifacts of `name` `version`; nullptr when
+  // the database's own files alone describe it.
+  [[nodiscard]] const Layer* layer_of(std::string_view name, const specs::Version& version) const;
   [[nodiscard]] bool contains(std::string_view name) const;
 
+  // The facts `<name>.yaml` gives alone, before any overlay: the tables the PyPI importers
+  // refine (not cached).
+  [[nodiscard]] Result<Recipe> tables(std::string_view name) const;
   // The package's facts without artifacts (pypi/ and pyenv/<name>.yaml merged over them); cached.
   [[nodiscard]] Result<const Recipe*> facts(std::string_view name) const;
   // Reads the facts of several packages at once, each file parsed on its own
@@ -56,7 +76,9 @@ class Database {
   // `name` for a lock: the facts file, its pypi/ and pyenv/ overlays when
   // present, and for each of `versions` its offline, pypi/ and pyenv/
   // per-version files when present. Each file is hashed with its path relative to the database and
-  // its length, in a fixed order, so any change to those files changes it.
+  // its length, in a fixed order, so any change to those files changes it. Of a layer, only
+  // what it says of `versions` counts (its facts of them and their artifact files): a
+  // release the index adds does not make a lock of another one stale.
   // A version's files are named by its original spelling (`8.9.7.29.yaml`);
   // the order and repetitions of `versions` do not matter.
   [[nodiscard]] Result<std::string> digest(std::string_view name,
@@ -74,6 +96,7 @@ class Database {
 
   std::filesystem::path dir_;
   std::vector<std::string> names_;
+  std::vector<Layer> layers_;
   std::shared_ptr<const RecipeCache> recipe_cache_;
   mutable std::map<std::string, Loaded, std::less<>> cache_;
 };

@@ -87,6 +87,9 @@ struct IndexWheel {
   WheelFilename wheel;
 };
 
+// A release without a pre-, post-, dev- or local part (2.4.1, not 2.4.1rc1 or 2.4.1+cu124).
+[[nodiscard]] bool is_final_release(const specs::Version& version);
+
 // The wheels of a project page that are not yanked, by release version (pre-, post- and
 // local versions included: each importer keeps the releases it reads), in page order.
 [[nodiscard]] std::map<specs::Version, std::vector<IndexWheel>> wheels_by_release(
@@ -132,6 +135,17 @@ struct WheelProject {
 struct PypiImportOptions {
   std::string index_url = std::string(kPypiSimpleUrl);
   FetchIndexPage fetch;
+  // Releases an importer leaves alone (neither read nor written): those whose facts the
+  // database already holds from an earlier read of the same wheels, which never change.
+  // The live overlay (live_index.hpp) reads only what is new this way; empty: every release.
+  // The origin of a URL a page links to: a page read through a download mirror links to
+  // the mirror's copies, and the database names the origin's. Empty: the URL as linked.
+  std::function<std::string(const std::string&)> origin_of;
+  using KnownRelease = std::function<bool(std::string_view project, const specs::Version& release)>;
+  KnownRelease known_release;
+  [[nodiscard]] bool is_known(std::string_view project, const specs::Version& release) const {
+    return known_release && known_release(project, release);
+  }
 };
 
 struct PypiImport {

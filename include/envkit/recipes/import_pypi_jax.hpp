@@ -30,6 +30,8 @@ struct MetadataRequirement {
 
 // The headers of a METADATA text that decide jax's builds.
 struct WheelMetadata {
+  std::string name;                         // as written; "" when absent
+  std::string version;                      // as written; "" when absent
   std::string requires_python;              // "" when absent
   std::vector<std::string> provides_extra;  // normalized (PEP 685)
   std::vector<MetadataRequirement> requires_dist;

@@ -13,8 +13,9 @@
 namespace envkit::recipes {
 
 // Which artifacts an artifacts file holds: what the offline importers make
-// (archives, runfiles, sources) or what `import pypi-nvidia` makes (wheels).
-enum class ArtifactSet : std::uint8_t { offline, wheels };
+// (archives, runfiles, sources), what `import pypi-nvidia` makes (wheels), or all of
+// them (a live overlay's files, where a new CUDA release has its components and wheels).
+enum class ArtifactSet : std::uint8_t { offline, wheels, all };
 
 [[nodiscard]] bool belongs_to(const Artifact& artifact, ArtifactSet set);
 

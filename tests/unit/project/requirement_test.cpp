@@ -53,6 +53,13 @@ TEST_CASE("PEP 508: extras and markers", "[project]") {
   CHECK(tf.spec == "==2.15");
   CHECK(tf.marker == "python_version >= \"3.9\"");
 
+  // As PyPI's torch 2.1-2.5 METADATA writes its NVIDIA pins: a space between `)` and `;`.
+  const auto nvrtc = pep508(
+      "nvidia-cuda-nvrtc-cu12 (==12.1.105) ; platform_system == \"Linux\" and "
+      "platform_machine == \"x86_64\"");
+  CHECK(nvrtc.spec == "==12.1.105");
+  CHECK(nvrtc.marker == "platform_system == \"Linux\" and platform_machine == \"x86_64\"");
+
   const auto jax = pep508("jax[cuda12, tpu]>=0.4.20;sys_platform=='linux'");
   CHECK(jax.extras == std::vector<std::string>{"cuda12", "tpu"});
   CHECK(jax.spec == ">=0.4.20");
