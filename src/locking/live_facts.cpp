@@ -135,8 +135,8 @@ Result<std::vector<solve::UnavailableBuild>> releases_not_served(
         {.package = framework->name,
          .version = version.version.original(),
          .build = {},
-         .reason = fmt::format("the index {} serves no {} {} (read {})", state.index_url,
-                               framework->name, version.version.original(), state.read_date()),
+         .reason = fmt::format("the index {} serves no {} {}", state.index_url,
+                               framework->name, version.version.original()),
          .hint = {}});
   }
   return unavailable;

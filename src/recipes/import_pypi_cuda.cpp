@@ -153,6 +153,8 @@ class CudaReleases {
       const auto* family = family_newest(version.version.major());
       if (family != nullptr && !family->builds.empty()) {
         build.min_driver_compat = family->builds.front().min_driver_compat;
+        // NVIDIA drops architectures with a major release, never within one.
+        build.cuda_arch = family->builds.front().cuda_arch;
       }
       result_.notes.push_back(driver_note(version, family));
       return false;
@@ -174,9 +176,9 @@ class CudaReleases {
       minimums.push_back(fmt::format("{} {}", specs::to_string(platform), driver.original()));
     return fmt::format(
         "cuda {}: newer than the database's driver table; the {}.x family minimum (minor-version "
-        "compatibility, as of cuda {}): {}",
+        "compatibility, as of cuda {}): {}; its GPU architectures: those of cuda {}",
         version.version.original(), version.version.major(), family->version.original(),
-        text::join(minimums, ", "));
+        text::join(minimums, ", "), family->version.original());
   }
 
   const Recipe& known_;

@@ -138,6 +138,7 @@ Result<void> import_project(const Project& project, const Recipe& tensorflow,
   if (!files) return std::move(files).error();
   project.overlay.name = project.tables.name;
   for (const auto& [version, release] : releases_on_index(*files)) {
+    if (options.is_known(project.name, version)) continue;
     ++result.releases;
     const auto* row = row_for(project.tables, version);
     auto builds = row != nullptr ? builds_for(*row, release) : std::vector<Build>{};

@@ -154,12 +154,27 @@ Result<std::optional<ReleaseMetadata>> read_metadata(const PypiImportOptions& op
 
 // ---------------------------------------------------------------- builds
 
-// Gives the build made for the wheel's CUDA what the wheel pins; returns its id.
-std::optional<std::string> apply_pins(RecipeVersion& version, const TorchWheelPins& pins) {
+// Gives the build made for the wheel's CUDA what the wheel pins; returns its id. The
+// aarch64 wheel speaks for the tables' `<id>-aarch64` build where they have one (their
+// arch lists differ), else for `<id>` where that lists linux-aarch64.
+std::optional<std::string> apply_pins(RecipeVersion& version, const TorchWheelPins& pins,
+                                      Platform platform = Platform::linux_x86_64) {
   const auto id = pins.cuda_runtime ? cuda_build_id(*pins.cuda_runtime) : std::nullopt;
   if (!id) return std::nullopt;
-  const auto build = std::find_if(version.builds.begin(), version.builds.end(),
-                                  [&](const Build& b) { return b.id == *id; });
+  const auto named = [&](const std::string& wanted) {
+    return std::find_if(version.builds.begin(), version.builds.end(),
+                        [&](const Build& b) { return b.id == wanted; });
+  };
+  auto build = named(*id);
+  if (platform == Platform::linux_aarch64) {
+    if (const auto arm = named(*id + "-aarch64"); arm != version.builds.end()) {
+      build = arm;
+    } else if (build != version.builds.end() &&
+               std::find(build->platforms.begin(), build->platforms.end(), platform) ==
+                   build->platforms.end()) {
+      build = version.builds.end();
+    }
+  }
   if (build == version.builds.end()) return std::nullopt;
   build->tested["cuda"] = *pins.cuda_runtime;
   build->wheel_index = std::string(kPypiIndex);
@@ -169,7 +184,7 @@ std::optional<std::string> apply_pins(RecipeVersion& version, const TorchWheelPi
       build->requires_["cudnn"] = cudnn_series_spec(*cudnn);
     }
   }
-  return id;
+  return build->id;
 }
 
 // The Python a release installs on: its Requires-Python within the range of its Linux
@@ -317,7 +332,7 @@ class TorchImporter {
     if (!*x86_64) return patch;
     patch.pins = (*x86_64)->pins;
     patch.build_id = apply_pins(version, patch.pins);
-    if (patch.build_id || !patch.pins.cuda_runtime) return patch;
+    if (!patch.pins.cuda_runtime) return patch;
     std::optional<ReleaseMetadata> aarch64;
     if (on_index.aarch64.file != nullptr) {
       auto read =
@@ -325,6 +340,10 @@ class TorchImporter {
       if (!read) return std::move(read).error();
       ++result_.metadata_fetched;
       aarch64 = *std::move(read);
+    }
+    if (patch.build_id) {
+      if (aarch64) (void)apply_pins(version, aarch64->pins, Platform::linux_aarch64);
+      return patch;
     }
     auto build = wheel_build(on_index, **x86_64, aarch64, result_.problems);
     if (!build) return std::move(build).error();

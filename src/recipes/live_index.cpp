@@ -31,20 +31,28 @@ const specs::Version kFirstPinnedTorch = specs::Version::parse("1.13").value();
 
 // What the database already holds from an earlier read of the same (immutable) wheels:
 // torch releases it has a PyPI build of, or from before PyPI's wheels pinned CUDA; jax
-// releases up to its newest (older ones without CUDA builds were read and left out).
-PypiImportOptions::KnownRelease known_releases(const Recipe* torch, const Recipe* jax) {
+// releases up to its newest (older ones without CUDA builds were read and left out);
+// tensorflow releases it has. The overlay adds what is new, it does not redo the database.
+PypiImportOptions::KnownRelease known_releases(const Database& database) {
+  const auto facts_of = [&database](std::string_view name) -> const Recipe* {
+    if (!database.contains(name)) return nullptr;
+    auto facts = database.facts(name);
+    return facts ? *facts : nullptr;
+  };
   std::optional<specs::Version> newest_jax;
-  if (jax != nullptr) {
+  if (const auto* jax = facts_of("jax")) {
     for (const auto& version : jax->versions)
       newest_jax = std::max(newest_jax.value_or(version.version), version.version);
   }
-  return [torch, newest_jax](std::string_view project, const specs::Version& release) {
+  return [facts_of, newest_jax](std::string_view project, const specs::Version& release) {
     if (project == "jax") return newest_jax && !(*newest_jax < release);
-    if (project != "torch" || torch == nullptr) return false;
+    const auto* known = facts_of(project);
+    const auto* version = known != nullptr ? known->find(release) : nullptr;
+    if (project == "tensorflow" || project == "tensorflow-gpu") return version != nullptr;
+    if (project != "torch" || known == nullptr) return false;
     if (release < kFirstPinnedTorch) return true;
-    const auto* known = torch->find(release);
-    return known != nullptr &&
-           std::any_of(known->builds.begin(), known->builds.end(),
+    return version != nullptr &&
+           std::any_of(version->builds.begin(), version->builds.end(),
                        [](const Build& build) { return !build.wheel_index.empty(); });
   };
 }
@@ -183,24 +191,22 @@ Result<LiveImport> import_live(const Database& database, const PypiImportOptions
   LiveImport out;
   out.state.index_url = url::redacted(options.index_url);
   out.state.frameworks = frameworks;
-  auto torch = database.contains("torch") ? database.facts("torch") : Result<const Recipe*>(nullptr);
-  if (!torch) return std::move(torch).error();
-  auto jax = database.contains("jax") ? database.facts("jax") : Result<const Recipe*>(nullptr);
-  if (!jax) return std::move(jax).error();
   PypiImportOptions asking = options;
   asking.fetch = memoized(options.fetch);
-  asking.known_release = known_releases(*torch, *jax);
+  asking.known_release = known_releases(database);
 
-  auto cuda = database.facts("cuda");
-  if (!cuda) return std::move(cuda).error();
-  auto cudnn = database.facts("cudnn");
-  if (!cudnn) return std::move(cudnn).error();
-  auto nvidia = import_pypi_cuda_releases(**cuda, **cudnn, asking);
-  if (!nvidia) return std::move(nvidia).error();
-  append(out.state.notes, nvidia->notes);
-  append(out.state.problems, nvidia->problems);
-  keep_if_any(out.recipes, std::move(nvidia->cuda));
-  keep_if_any(out.recipes, std::move(nvidia->cudnn));
+  if (database.contains("cuda") && database.contains("cudnn")) {
+    auto cuda = database.facts("cuda");
+    if (!cuda) return std::move(cuda).error();
+    auto cudnn = database.facts("cudnn");
+    if (!cudnn) return std::move(cudnn).error();
+    auto nvidia = import_pypi_cuda_releases(**cuda, **cudnn, asking);
+    if (!nvidia) return std::move(nvidia).error();
+    append(out.state.notes, nvidia->notes);
+    append(out.state.problems, nvidia->problems);
+    keep_if_any(out.recipes, std::move(nvidia->cuda));
+    keep_if_any(out.recipes, std::move(nvidia->cudnn));
+  }
   for (const auto& framework : frameworks) {
     if (auto imported = import_framework(database, asking, framework, out); !imported)
       return imported.error();

@@ -20,7 +20,9 @@ struct Problem {
 // names only an http URL for some files), every sha256 is 64 lowercase
 // hex digits, every requirement names a package of the database and matches at
 // least one of its versions, no version, build or artifact appears twice, and every
-// runfile has its CUDA era's layout and its components (cuda_runfile.hpp).
+// runfile has its CUDA era's layout and its components (cuda_runfile.hpp). A framework
+// build a package index serves (`wheel-index`) may require a CUDA or cuDNN newer than the
+// database: NVIDIA's wheels of today's index provide it, so that is a warning.
 // Unreadable files are errors; inconsistencies are the returned problems.
 [[nodiscard]] Result<std::vector<Problem>> check_database(const Database& db,
                                                           std::vector<Problem>* warnings = nullptr);

@@ -14,7 +14,7 @@
 // `nvidia-cudnn-cuNN`, often weeks before the redist manifests the database is built
 // from reach envkit. What no index says is taken from the database's newest release of
 // the same family, and a note says so: a CUDA gets its family's minimum driver
-// (minor-version compatibility, CUDA 11 on), no native driver and no architecture list;
+// (minor-version compatibility, CUDA 11 on) and architecture list, no native driver;
 // a cuDNN build gets the requirements of the newest build of the same id.
 namespace envkit::recipes {
 

@@ -121,9 +121,15 @@ TEST_CASE("minor-keyed torch versions are refined into PyPI's patch releases", "
   const auto wheel = [](std::string_view name) {
     return std::string(kFiles) + "torch-" + std::string(name) + "-manylinux1_x86_64.whl.metadata";
   };
-  CHECK(index.asked ==
-        std::vector<std::string>{fake_index_url("torch/"), wheel("2.1.0-cp311-cp311"),
-                                 wheel("2.1.1-cp311-cp311"), wheel("2.1.2-cp311-cp311")});
+  // 2.1.1's wheel is then asked for its METADATA itself (its last 64 KiB): not there either.
+  const auto whole = [](std::string_view name) {
+    return std::string(kFiles) + "torch-" + std::string(name) + "-manylinux1_x86_64.whl";
+  };
+  CHECK(index.asked == std::vector<std::string>{fake_index_url("torch/"),
+                                                wheel("2.1.0-cp311-cp311"),
+                                                wheel("2.1.1-cp311-cp311"),
+                                                whole("2.1.1-cp311-cp311"),
+                                                wheel("2.1.2-cp311-cp311")});
   CHECK(result.metadata_fetched == 3);
 
   REQUIRE(result.patches.size() == 3);
@@ -214,4 +220,132 @@ TEST_CASE("the torch overlay round-trips through the database", "[pypi-torch]") 
   auto full = db->load_full("torch");
   REQUIRE(full);
   CHECK_FALSE(full->find(v("2.1.0"))->builds.empty());
+}
+
+namespace {
+
+// What PyPI's torch 2.15.0 METADATA pins (read from torch-2.15.0-cp312-cp312-manylinux_2_28_x86_64.whl
+// on 2026-11-29): CUDA 13.2 through NVIDIA's toolkit meta-package, cuDNN 9.26.
+std::string metadata_of(std::string_view version, std::string_view toolkit, std::string_view cudnn,
+                        std::string_view requires_python = ">=3.11") {
+  return "Metadata-Version: 2.4\nName: torch\nVersion: " + std::string(version) +
+         "\nRequires-Python: " + std::string(requires_python) +
+         "\nRequires-Dist: filelock\n"
+         "Requires-Dist: cuda-toolkit[cublas,cudart,cufft]==" +
+         std::string(toolkit) +
+         "; platform_system == \"Linux\"\n"
+         "Requires-Dist: nvidia-cudnn-cu13==" +
+         std::string(cudnn) + "; platform_system == \"Linux\"\n\nThe description.\n";
+}
+
+// torch's page with 2.14.1 and 2.15.0 (cp311 … cp315 and cp314t, x86_64 and aarch64, a
+// CPU-only win_amd64 wheel), each wheel's metadata served beside it (PEP 658).
+FakeIndex newer_index(std::string_view aarch64_toolkit = "13.2.2") {
+  std::vector<std::string> wheels;
+  for (const std::string version : {"2.14.1", "2.15.0"}) {
+    for (const std::string tag : {"cp311-cp311", "cp312-cp312", "cp314-cp314t", "cp315-cp315"}) {
+      for (const std::string platform : {"manylinux_2_28_x86_64", "manylinux_2_28_aarch64",
+                                         "win_amd64"})
+        wheels.push_back("torch-" + version + "-" + tag + "-" + platform + ".whl");
+    }
+  }
+  FakeIndex index;
+  index.add("torch", "application/vnd.pypi.simple.v1+json", envkit::test::json_page(wheels));
+  for (const auto& name : wheels) {
+    const bool newest = name.starts_with("torch-2.15.0");
+    const bool arm = name.find("aarch64") != std::string::npos;
+    index.add_url(std::string(kFiles) + name + ".metadata", "text/plain",
+                  metadata_of(newest ? "2.15.0" : "2.14.1",
+                              newest ? (arm ? aarch64_toolkit : "13.2.2") : "13.0.3.0",
+                              newest ? "9.26.0.51" : "9.24.0.43"));
+  }
+  return index;
+}
+
+// The tables as they stood: 2.14 keyed by minor, with the cu126 builds only.
+Recipe tables_up_to_2_14() {
+  Recipe torch{.name = "torch", .sources = {"tables"}};
+  Build cu126{.id = "cu126",
+              .requires_ = {{"cuda", spec(">=12.6,<13")}, {"python", spec(">=3.10,<3.15")}},
+              .tested = {{"cuda", "12.6"}},
+              .platforms = {specs::Platform::linux_x86_64, specs::Platform::windows_x86_64}};
+  torch.versions.push_back(RecipeVersion{.version = v("2.14"), .builds = {cu126}});
+  return torch;
+}
+
+}  // namespace
+
+TEST_CASE("a torch release newer than the tables gets a build from its wheels' pins",
+          "[pypi-torch]") {
+  FakeIndex index = newer_index();
+  auto result = import_pypi_torch(tables_up_to_2_14(),
+                                  {.index_url = fake_index_url(), .fetch = index.fetcher()});
+  REQUIRE(result);
+  CHECK(versions_of(result->torch) == std::vector<std::string>{"2.14.1", "2.15.0"});
+  const Build& newest = build_of(result->torch, "2.15.0", "cu132");
+  CHECK(newest.requires_.at("cuda").to_string() == spec(">=13.2,<14").to_string());
+  CHECK(newest.requires_.at("cudnn").to_string() == spec(">=9.26,<10").to_string());
+  // Requires-Python within the CPython tags (cp314t is not a CPython 3 minor of its own).
+  CHECK(newest.requires_.at("python").to_string() == spec(">=3.11,<3.16").to_string());
+  CHECK(newest.tested ==
+        std::map<std::string, std::string>{{"cuda", "13.2.2"}, {"cudnn", "9.26.0.51"}});
+  // PyPI's Windows wheels are CPU-only: no CUDA build there.
+  CHECK(newest.platforms ==
+        std::vector{specs::Platform::linux_x86_64, specs::Platform::linux_aarch64});
+  CHECK(newest.min_glibc.at(specs::Platform::linux_x86_64).original() == "2.28");
+  CHECK(newest.wheel_index == kPypiIndex);
+  CHECK(result->torch.find(v("2.15.0"))->builds.size() == 1);
+
+  // 2.14.1: the tables' cu126 build is copied, and PyPI's CUDA 13.0 build added beside it.
+  CHECK(build_of(result->torch, "2.14.1", "cu126").wheel_index.empty());
+  const Build& pypi = build_of(result->torch, "2.14.1", "cu130");
+  CHECK(pypi.wheel_index == kPypiIndex);
+  CHECK(pypi.requires_.at("cuda").to_string() == spec(">=13.0,<14").to_string());
+  REQUIRE(result->patches.size() == 2);
+  CHECK(result->patches[0].from_wheels);
+  CHECK(result->problems.empty());
+}
+
+TEST_CASE("releases the database already read are left alone", "[pypi-torch]") {
+  FakeIndex index = newer_index();
+  PypiImportOptions options{.index_url = fake_index_url(), .fetch = index.fetcher()};
+  options.known_release = [](std::string_view project, const specs::Version& release) {
+    return project == "torch" && release == v("2.14.1");
+  };
+  auto result = import_pypi_torch(tables_up_to_2_14(), options);
+  REQUIRE(result);
+  CHECK(versions_of(result->torch) == std::vector<std::string>{"2.15.0"});
+  CHECK(std::none_of(index.asked.begin(), index.asked.end(), [](const std::string& url) {
+    return url.find("torch-2.14.1") != std::string::npos;
+  }));
+}
+
+TEST_CASE("a release whose wheels pin two CUDA majors keeps the platform that agrees",
+          "[pypi-torch]") {
+  FakeIndex index = newer_index("12.9.1");
+  auto result = import_pypi_torch(tables_up_to_2_14(),
+                                  {.index_url = fake_index_url(), .fetch = index.fetcher()});
+  REQUIRE(result);
+  CHECK(build_of(result->torch, "2.15.0", "cu132").platforms ==
+        std::vector{specs::Platform::linux_x86_64});
+  REQUIRE(result->problems.size() == 1);
+  CHECK_THAT(result->problems[0], Catch::Matchers::Contains("torch 2.15.0") &&
+                                      Catch::Matchers::Contains("two CUDA majors") &&
+                                      Catch::Matchers::Contains("13.2.2") &&
+                                      Catch::Matchers::Contains("12.9.1"));
+}
+
+TEST_CASE("a wheel whose METADATA names another version is left out, naming it", "[pypi-torch]") {
+  FakeIndex index = newer_index();
+  const std::string url =
+      std::string(kFiles) + "torch-2.15.0-cp315-cp315-manylinux_2_28_x86_64.whl.metadata";
+  index.add_url(url, "text/plain", metadata_of("2.16.0", "13.2.2", "9.26.0.51"));
+  auto result = import_pypi_torch(tables_up_to_2_14(),
+                                  {.index_url = fake_index_url(), .fetch = index.fetcher()});
+  REQUIRE(result);
+  CHECK(result->torch.find(v("2.15.0")) == nullptr);
+  REQUIRE(result->problems.size() == 1);
+  CHECK_THAT(result->problems[0],
+             Catch::Matchers::Contains("torch-2.15.0-cp315-cp315-manylinux_2_28_x86_64.whl") &&
+                 Catch::Matchers::Contains("`2.16.0`"));
 }
