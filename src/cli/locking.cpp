@@ -98,41 +98,41 @@ void add_index_flags(CLI::App& command, IndexFlags& flags) {
                    "Read today's releases from the package index again, however fresh the cache");
 }
 
-namespace {
-
-// Today's index over the database: the index the closure resolves from, through the
-// download mirror, kept in the cache for `index-ttl` seconds.
-Result<void> add_index_layer(const Context& context, const config::Settings& settings,
-                             const IndexFlags& flags, Project& project) {
-  auto& inputs = project.inputs;
-  const auto cache = cache_dir_of(settings);
-  const auto mirror = inputs.mirror;
+Result<locking::LiveFacts> lay_index_over(const Context& context, recipes::Database& database,
+                                          const IndexOverlay& overlay) {
+  auto settings = load_settings(context);
+  if (!settings) return std::move(settings).error();
+  const auto cache = cache_dir_of(*settings);
+  std::optional<std::string> mirror = overlay.mirror;
   std::function<std::string(const std::string&)> origin_of;
   if (mirror) origin_of = [mirror](const std::string& url) { return net::origin_url(*mirror, url); };
   const locking::LiveFactsRequest request{
       .cache_root = cache,
-      .index_url = locking::effective_indexes(inputs).front(),
-      .frameworks = locking::live_frameworks(inputs),
-      .policy = {.offline = flags.offline,
-                 .refresh = flags.refresh,
-                 .ttl = std::chrono::seconds(settings.index_ttl.value),
+      .index_url = overlay.index_url,
+      .frameworks = overlay.frameworks,
+      .policy = {.offline = overlay.flags.offline,
+                 .refresh = overlay.flags.refresh,
+                 .ttl = std::chrono::seconds(settings->index_ttl.value),
                  .now = std::chrono::duration_cast<std::chrono::seconds>(
                             std::chrono::system_clock::now().time_since_epoch())
                             .count()},
       .fetch = locking::index_fetch(mirror, cache / "recipes" / "live" / "files"),
       .origin_of = std::move(origin_of)};
-  auto live = locking::add_live_facts(project.database, request);
+  auto live = locking::add_live_facts(database, request);
   if (!live) return std::move(live).error();
   if (live->read_now && live->state) {
     context.console.detail(fmt::format("read today's releases from {}", live->state->index_url));
   }
-  for (auto& warning : live->warnings)
-    inputs.warnings.push_back(std::move(warning));
-  inputs.live_index = std::move(live->state);
-  return {};
+  return live;
 }
 
-}  // namespace
+std::optional<std::string> download_mirror(const config::Settings& settings) {
+  // uv and the overlay read an index through a mirror of files; a registry holds blobs.
+  for (const auto& mirror : settings.mirrors.value) {
+    if (!net::is_registry_mirror(mirror)) return mirror;
+  }
+  return std::nullopt;
+}
 
 Result<Project> open_project(const Context& context, const std::vector<specs::Platform>& platforms,
                              const IndexFlags& index) {
@@ -146,15 +146,17 @@ Result<Project> open_project(const Context& context, const std::vector<specs::Pl
   // Parsed recipes are kept in the cache folder: most of a lock's time is reading YAML.
   database->use_cache(cache_dir_of(*settings));
   inputs->default_index = settings->index_url.value.value_or("");
-  // uv reads an index through a mirror of files; a registry holds blobs, not pages.
-  for (const auto& mirror : settings->mirrors.value) {
-    if (net::is_registry_mirror(mirror)) continue;
-    inputs->mirror = mirror;
-    break;
-  }
+  inputs->mirror = download_mirror(*settings);
   Project project{.database = *std::move(database), .inputs = *std::move(inputs)};
-  if (auto added = add_index_layer(context, *settings, index, project); !added)
-    return added.error();
+  auto live = lay_index_over(context, project.database,
+                             {.index_url = locking::effective_indexes(project.inputs).front(),
+                              .mirror = project.inputs.mirror,
+                              .frameworks = locking::live_frameworks(project.inputs),
+                              .flags = index});
+  if (!live) return std::move(live).error();
+  for (auto& warning : live->warnings)
+    project.inputs.warnings.push_back(std::move(warning));
+  project.inputs.live_index = std::move(live->state);
   return project;
 }
 

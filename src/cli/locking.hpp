@@ -8,8 +8,10 @@
 #include "context.hpp"
 #include "envkit/core/result.hpp"
 #include "envkit/locking/inputs.hpp"
+#include "envkit/locking/live_facts.hpp"
 #include "envkit/locking/lock_pipeline.hpp"
 #include "envkit/locking/machine.hpp"
+#include "envkit/config/config.hpp"
 #include "envkit/recipes/database.hpp"
 
 // What `lock`, `why` and `install` share on top of the lock pipeline
@@ -41,6 +43,23 @@ struct IndexFlags {
 
 // Adds `--offline` and `--refresh` to a command that locks.
 void add_index_flags(CLI::App& command, IndexFlags& flags);
+
+// Which index's overlay to lay over a database, and how.
+struct IndexOverlay {
+  std::string index_url;
+  std::optional<std::string> mirror;    // the download mirror the index is read through
+  std::vector<std::string> frameworks;  // of recipes::kLiveFrameworks
+  IndexFlags flags;
+};
+
+// Lays the index's live overlay over `database` (reading the index when the policy says
+// so); the warnings are the caller's to print.
+[[nodiscard]] Result<locking::LiveFacts> lay_index_over(const Context& context,
+                                                        recipes::Database& database,
+                                                        const IndexOverlay& overlay);
+
+// The first configured mirror that serves files (not a registry), for reading indexes.
+[[nodiscard]] std::optional<std::string> download_mirror(const config::Settings& settings);
 
 // The production resolver: uv (ENVKIT_UV, else the uv envkit provides), asked
 // through the first configured mirror; `--verbose` says which uv runs.

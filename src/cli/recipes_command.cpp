@@ -6,6 +6,10 @@
 
 #include "command.hpp"
 #include "envkit/core/text.hpp"
+#include "envkit/core/url.hpp"
+#include "envkit/recipes/live_index.hpp"
+#include "locking.hpp"
+#include "settings.hpp"
 #include "envkit/recipes/check.hpp"
 #include "envkit/recipes/database.hpp"
 #include "envkit/specs/package_name.hpp"
@@ -25,6 +29,38 @@ std::string package_name(const std::string& written) {
 
 Result<Database> open_database(const Context& context) {
   return Database::open(recipes::default_database_dir(context.options.recipes));
+}
+
+// The index the overlay is read from: `--index`, else the configured index-url, else pip's.
+Result<std::string> overlay_index(const Context& context, const std::optional<std::string>& flag) {
+  if (flag) return *flag;
+  auto settings = load_settings(context);
+  if (!settings) return std::move(settings).error();
+  return settings->index_url.value.value_or(std::string(recipes::kPypiIndex));
+}
+
+// The database with the index's overlay as cached laid over it (never read here): what
+// `envkit lock` answers from. `--recipes` alone shows the database as built.
+Result<Database> open_browsed(const Context& context) {
+  auto db = open_database(context);
+  if (!db || context.options.recipes) return db;
+  auto index = overlay_index(context, std::nullopt);
+  if (!index) return std::move(index).error();
+  auto settings = load_settings(context);
+  if (!settings) return std::move(settings).error();
+  std::vector<std::string> frameworks(std::begin(recipes::kLiveFrameworks),
+                                      std::end(recipes::kLiveFrameworks));
+  auto live = lay_index_over(context, *db,
+                             {.index_url = *index,
+                              .mirror = download_mirror(*settings),
+                              .frameworks = std::move(frameworks),
+                              .flags = {.offline = true, .refresh = false}});
+  if (!live) return std::move(live).error();
+  if (live->state) {
+    context.console.detail(fmt::format("with the releases read from {} on {}",
+                                       live->state->index_url, live->state->read_date()));
+  }
+  return db;
 }
 
 json build_json(const recipes::RecipeVersion& version, const recipes::Build& build) {
@@ -151,7 +187,7 @@ std::string describe_build(const recipes::RecipeVersion& version, const recipes:
 }
 
 int run_list(Context& context, const std::optional<std::string>& name) {
-  auto db = open_database(context);
+  auto db = open_browsed(context);
   if (!db) return report(context, db.error());
   std::vector<std::string> names = db->names();
   if (name) names = {package_name(*name)};
@@ -172,7 +208,7 @@ int run_list(Context& context, const std::optional<std::string>& name) {
 }
 
 int run_show(Context& context, const std::string& name, const std::optional<std::string>& version) {
-  auto db = open_database(context);
+  auto db = open_browsed(context);
   if (!db) return report(context, db.error());
   const std::string package = package_name(name);
   std::optional<specs::Version> wanted;
@@ -232,6 +268,58 @@ int run_check(Context& context) {
   return 0;
 }
 
+// `envkit recipes update`: reads today's releases from the index now, for every framework,
+// and says what the index adds to the database.
+int run_update(Context& context, const std::optional<std::string>& index_flag) {
+  auto db = open_database(context);
+  if (!db) return report(context, db.error());
+  auto index = overlay_index(context, index_flag);
+  if (!index) return report(context, index.error());
+  auto settings = load_settings(context);
+  if (!settings) return report(context, settings.error());
+  std::vector<std::string> frameworks(std::begin(recipes::kLiveFrameworks),
+                                      std::end(recipes::kLiveFrameworks));
+  auto live = lay_index_over(context, *db,
+                             {.index_url = *index,
+                              .mirror = download_mirror(*settings),
+                              .frameworks = std::move(frameworks),
+                              .flags = {.offline = false, .refresh = true}});
+  if (!live) return report(context, live.error());
+  for (const auto& warning : live->warnings)
+    context.console.warn(warning);
+  if (!live->read_now || !live->state) {
+    return report(context, Error::failed(fmt::format("cannot read today's releases from {}",
+                                                     url::redacted(*index))));
+  }
+  json added = json::object();
+  for (const auto& name : db->names()) {
+    auto facts = db->facts(name);
+    if (!facts) return report(context, facts.error());
+    std::vector<std::string> versions;
+    for (const auto& version : (*facts)->versions) {
+      if (db->layer_of(name, version.version) != nullptr)
+        versions.push_back(version.version.original());
+    }
+    if (versions.empty()) continue;
+    added[name] = versions;
+    context.console.info(fmt::format("{}: {}", name, text::join(versions, ", ")));
+  }
+  for (const auto& note : live->state->notes)
+    context.console.detail(note);
+  context.console.info(fmt::format("read {} on {}: facts of the versions above come from it",
+                                   live->state->index_url, live->state->read_date()));
+  if (context.options.json) {
+    std::cout << json{{"index", live->state->index_url},
+                      {"read", live->state->read_date()},
+                      {"versions", added},
+                      {"notes", live->state->notes},
+                      {"problems", live->state->problems}}
+                     .dump()
+              << '\n';
+  }
+  return 0;
+}
+
 }  // namespace
 
 void register_recipes(CLI::App& root, Commands& out) {
@@ -257,6 +345,16 @@ void register_recipes(CLI::App& root, Commands& out) {
 
   auto* check = recipes_cmd->add_subcommand("check", "Check the database is consistent");
   out.push_back({check, run_check});
+
+  auto update_index = std::make_shared<std::optional<std::string>>();
+  auto* update = recipes_cmd->add_subcommand(
+      "update",
+      "Read today's releases from the package index now (the live overlay every lock uses)");
+  update
+      ->add_option("--index", *update_index,
+                   "Simple-API index URL (default: index-url, else https://pypi.org/simple)")
+      ->option_text("URL");
+  out.push_back({update, [update_index](Context& c) { return run_update(c, *update_index); }});
 
   register_recipes_import(*recipes_cmd, out);
 }
