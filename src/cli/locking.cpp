@@ -157,6 +157,7 @@ Result<Project> open_project(const Context& context, const std::vector<specs::Pl
   for (auto& warning : live->warnings)
     project.inputs.warnings.push_back(std::move(warning));
   project.inputs.live_index = std::move(live->state);
+  project.inputs.live_index_read_now = live->read_now;
   return project;
 }
 

@@ -318,7 +318,8 @@ Result<bool> framework_unserved(const lock::PlatformLock& locked,
                                .cwd = base.cwd,
                                .timeout = base.timeout,
                                .only_binary = base.only_binary,
-                               .no_deps = true};
+                               .no_deps = true,
+                               .refresh = base.refresh};
   auto served = resolve(alone, target);
   if (served) return false;
   // An index that cannot be read says nothing about what it serves.
@@ -422,6 +423,7 @@ Result<std::optional<PythonRequest>> python_request(const LockInputs& inputs) {
   request.resolve.cwd = fs::absolute(inputs.manifest_path).parent_path();
   request.resolve.timeout = inputs.resolve_timeout;
   request.resolve.only_binary = inputs.only_binary;
+  request.resolve.refresh = inputs.live_index_read_now;
   for (const auto& index : request.resolve.index_urls)
     digest += "index " + index + "\n";
   if (inputs.only_binary) digest += "only-binary\n";

@@ -504,6 +504,7 @@ Result<Closure> resolve_with_uv(const Uv& uv, const ResolveRequest& request,
     argv.emplace_back(":all:");
   }
   if (request.no_deps) argv.emplace_back("--no-deps");
+  if (request.refresh) argv.emplace_back("--refresh");
   // Without one, uv finds none either, and its refusal says so.
   if (auto interpreter = build_interpreter(program, target.python, request.cwd)) {
     argv.emplace_back("--python");

@@ -33,11 +33,7 @@ struct ClosureProject {
   std::optional<StaticHttpServer> server;
 
   bool skip() {
-    if (!uv) {
-      WARN("skipped: no uv (run scripts/fetch-test-tools, or set ENVKIT_UV)");
-      return true;
-    }
-    if (nginx_missing()) return true;
+    if (uv_missing() || nginx_missing()) return true;
     build_mirror(served, pyindex_descriptions(test_data_dir()));
     server.emplace(served);
     return false;
@@ -51,6 +47,7 @@ struct ClosureProject {
     const std::string no_proxy = "http://127.0.0.1:9";
     return project.envkit({"--recipes", (source_dir() / "recipes").string(), "lock"},
                           {{"ENVKIT_NO_PYTHON", std::nullopt},
+                           {"ENVKIT_NO_LIVE_INDEX", std::nullopt},
                            {"ENVKIT_MIRRORS", mirror.value_or(server->url(""))},
                            {"ENVKIT_UV", uv->string()},
                            {"https_proxy", no_proxy},

@@ -8,9 +8,9 @@
 #include <fstream>
 #include <set>
 
-#include "envkit/core/env_vars.hpp"
 #include "envkit/lock/lockfile.hpp"
 #include "support/envkit_runner.hpp"
+#include "support/skip.hpp"
 #include "support/temp_dir.hpp"
 
 namespace envkit::test {
@@ -29,10 +29,7 @@ for line in open("/proc/self/maps"):
 )py";
 
 TEST_CASE("a real torch from PyPI installs with the prefix's cuDNN", "[python][live]") {
-  if (env::get(env::kLiveTests) != "1") {
-    WARN("skipped: set ENVKIT_LIVE_TESTS=1 to lock and install torch from PyPI (~3 GB)");
-    return;
-  }
+  if (live_tests_off("lock and install torch from PyPI (~3 GB)")) return;
   const TempDir work;
   const auto project = work.path() / "project";
   fs::create_directories(project);
@@ -43,7 +40,7 @@ TEST_CASE("a real torch from PyPI installs with the prefix's cuDNN", "[python][l
                                             "system: {driver: \"550.54.15\"}\n";
   const auto cache = (work.path() / "cache").string();
   const auto locked = run_envkit({.args = {"-C", project.string(), "lock"},
-                                  .env = {{"ENVKIT_NO_PYTHON", std::nullopt}},
+                                  .env = {{"ENVKIT_NO_PYTHON", std::nullopt}, {"ENVKIT_NO_LIVE_INDEX", std::nullopt}},
                                   .timeout = std::chrono::minutes(10)});
   INFO(locked.err);
   REQUIRE(locked.exit_code == 0);
@@ -58,7 +55,7 @@ TEST_CASE("a real torch from PyPI installs with the prefix's cuDNN", "[python][l
 
   const auto installed =
       run_envkit({.args = {"-C", project.string(), "--cache-dir", cache, "install"},
-                  .env = {{"ENVKIT_NO_PYTHON", std::nullopt}},
+                  .env = {{"ENVKIT_NO_PYTHON", std::nullopt}, {"ENVKIT_NO_LIVE_INDEX", std::nullopt}},
                   .timeout = std::chrono::minutes(30)});
   INFO(installed.err);
   REQUIRE(installed.exit_code == 0);

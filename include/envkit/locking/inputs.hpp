@@ -43,6 +43,9 @@ struct LockInputs {
   // The package index's live overlay laid over the recipe database (live_facts.hpp);
   // nullopt when the lock reads the built-in database alone.
   std::optional<recipes::LiveState> live_index;
+  // The overlay was read from the index by this very lock: the resolver reads its pages
+  // again too, so that both see the same releases.
+  bool live_index_read_now = false;
 };
 
 // Reads envkit.yaml in `directory` and settles the machines' facts: the

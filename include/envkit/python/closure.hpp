@@ -50,6 +50,9 @@ struct ResolveRequest {
   // The requirements themselves, not what they require (uv's `--no-deps`):
   // whether a release has a file for the target at all.
   bool no_deps = false;
+  // Read the indexes' pages again (uv's `--refresh`): when envkit has just read today's
+  // releases, the resolver must see the same index, not its cached pages.
+  bool refresh = false;
 };
 
 }  // namespace envkit::python
