@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 
 #include "envkit/core/env_vars.hpp"
 #include "envkit/locking/machine.hpp"
+#include "envkit/locking/requirement_constraints.hpp"
 #include "envkit/project/external.hpp"
 
 namespace envkit::locking {
@@ -102,6 +104,14 @@ Result<LockInputs> gather_lock_inputs(const fs::path& directory,
   inputs.manifest_hash = manifest::content_hash(inputs.manifest);
   inputs.platforms = platforms.empty() ? inputs.manifest.platforms : platforms;
   inputs.only_binary = inputs.manifest.only_binary;
+  // Lines of the `python-requirements` files that name a CUDA or cuDNN (`jax[cuda12]`,
+  // `torch==2.1.0+cu118`, `cupy-cuda11x`) are requirements of the solve, whether or
+  // not the Python closure runs (docs/solver.md, "Requirements that name a CUDA").
+  auto named =
+      cuda_requirements_of_files(directory, inputs.manifest.python_requirements, inputs.platforms);
+  std::move(named.requirements.begin(), named.requirements.end(),
+            std::back_inserter(inputs.extra_requirements));
+  std::move(named.warnings.begin(), named.warnings.end(), std::back_inserter(inputs.warnings));
   for (const auto& [package, source] : inputs.manifest.external) {
     auto version = project::resolve_external(package, source, directory);
     if (!version) return version.error();

@@ -236,8 +236,11 @@ std::string Describer::fact(const Incompatibility& incompatibility, const Fact& 
     case Fact::Kind::requirement:
       break;
   }
-  const auto clause =
-      fmt::format("{} requires {}", candidates(first.package, first.set), requirement(fact));
+  // A requirement file's line, not envkit.yaml, states what it implies.
+  const auto subject =
+      fact.written_at ? fmt::format("`{}` in {}", fact.written_at->text, fact.written_at->location)
+                      : candidates(first.package, first.set);
+  const auto clause = fmt::format("{} requires {}", subject, requirement(fact));
   if (incompatibility.terms.size() == 1)
     return fmt::format("{}, but {}", clause, nothing_satisfies(fact));
   return clause;

@@ -24,6 +24,11 @@ Problem::Problem(const recipes::Database& database, Request request)
 Result<std::unique_ptr<Problem>> Problem::create(const recipes::Database& database,
                                                  const Request& request) {
   std::unique_ptr<Problem> problem(new Problem(database, request));
+  // A requirement whose marker limits it to other platforms is not part of this one's problem.
+  std::erase_if(problem->request_.requirements, [&](const Requirement& requirement) {
+    const auto& only = requirement.platforms;
+    return !only.empty() && std::find(only.begin(), only.end(), request.platform) == only.end();
+  });
   auto& root = problem->packages_.emplace_back();
   root.name = "envkit.yaml";
   root.kind = PackageKind::root;
@@ -32,7 +37,7 @@ Result<std::unique_ptr<Problem>> Problem::create(const recipes::Database& databa
   // Every package reachable from the project's requirements, breadth first;
   // each wave's facts files are parsed in parallel.
   std::vector<std::string> wave;
-  for (const auto& requirement : request.requirements)
+  for (const auto& requirement : problem->request_.requirements)
     wave.push_back(requirement.package);
   while (!wave.empty()) {
     database.prefetch(wave);
@@ -239,7 +244,8 @@ void Problem::dependencies_of(PackageId package, Candidate candidate,
   const auto& info = packages_[package];
   const auto universe = info.candidates.size();
   const auto state = [&](const std::string& dependency_name, const specs::VersionSpec& spec,
-                         VersionSet dependers, std::string origin) {
+                         VersionSet dependers, std::string origin,
+                         std::optional<WrittenAt> written_at = std::nullopt) {
     const auto dependency = *find(dependency_name);
     const auto allowed = allowed_by(dependency, spec);
     const auto id =
@@ -248,6 +254,7 @@ void Problem::dependencies_of(PackageId package, Candidate candidate,
                   .dependency = dependency,
                   .spec = spec,
                   .origin = std::move(origin),
+                  .written_at = std::move(written_at),
                   .driver_through_compat = info.candidates[candidate].driver_through_compat &&
                                            dependency_name == kDriverPackage});
     Term depender{package, true, std::move(dependers)};
@@ -260,7 +267,8 @@ void Problem::dependencies_of(PackageId package, Candidate candidate,
   };
   if (info.kind == PackageKind::root) {
     for (const auto& requirement : request_.requirements) {
-      state(requirement.package, requirement.spec, VersionSet::all(1), requirement.origin);
+      state(requirement.package, requirement.spec, VersionSet::all(1), requirement.origin,
+            requirement.written_at);
     }
     return;
   }

@@ -63,6 +63,8 @@ struct Fact {
   PackageId dependency = 0;
   specs::VersionSpec spec;
   std::string origin;  // for the root's requirements: "framework" or "requires"
+  // For a root requirement written in a requirement file: its line, which states it.
+  std::optional<WrittenAt> written_at;
   std::size_t gpu = 0;
   std::size_t unavailable = 0;
   bool driver_through_compat = false;

@@ -101,6 +101,17 @@ std::optional<Solution> solved_without(const recipes::Database& database, Reques
   return solution_of(*retry);
 }
 
+// A requirement a requirement file's line implies is changed in that file, not in
+// envkit.yaml; `chosen`: what the solver takes without it, if it says.
+std::string change_line_hint(const Requirement& requirement, const Choice* chosen) {
+  const auto change = fmt::format("change `{}` in {} (it requires {} {})",
+                                  requirement.written_at->text, requirement.written_at->location,
+                                  requirement.package, requirement.spec.to_string());
+  return chosen == nullptr ? change + ": without that, the project can be satisfied"
+                           : fmt::format("{}: without that, envkit would choose {} {}", change,
+                                         chosen->name, chosen->version.original());
+}
+
 // What would make the request solvable: each hint is checked by solving the
 // request with that one thing changed.
 std::vector<std::string> hints_for(const recipes::Database& database, const Request& request,
@@ -166,7 +177,9 @@ std::vector<std::string> hints_for(const recipes::Database& database, const Requ
     const auto* chosen = solution->find(requirement.package);
     const auto written = requirement.spec.original().empty() ? requirement.spec.to_string()
                                                              : requirement.spec.original();
-    if (requirement.origin == "framework" && chosen != nullptr) {
+    if (requirement.written_at) {
+      add(change_line_hint(requirement, dropped ? nullptr : chosen));
+    } else if (requirement.origin == "framework" && chosen != nullptr) {
       add(fmt::format("use {} {}, the {} version that can be satisfied here", chosen->name,
                       chosen->version.original(),
                       relaxed.requirements[i].spec.empty() ? "newest" : "nearest"));

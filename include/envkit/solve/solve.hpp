@@ -42,13 +42,27 @@ struct SystemFacts {
   specs::FactSource source = specs::FactSource::host;
 };
 
-// A requirement of the project (envkit.yaml).
+// Where a requirement that is not envkit.yaml's own is written: a line of a
+// file envkit.yaml lists under `python-requirements` (docs/solver.md,
+// "Requirements that name a CUDA").
+struct WrittenAt {
+  std::string location;  // "requirements.txt:3"
+  std::string text;      // the requirement there: "jax[cuda11_cudnn86]>=0.4.2"
+};
+
+// A requirement of the project: envkit.yaml's, or one a requirement file's line implies.
 struct Requirement {
   std::string package;
   specs::VersionSpec spec;
-  // How it is stated: envkit.yaml's "framework" or "requires", or "wheels" (a pin
-  // of the framework's wheels, which no hint proposes to drop).
+  // How it is stated: envkit.yaml's "framework" or "requires", "wheels" (a pin
+  // of the framework's wheels, which no hint proposes to drop), or
+  // "python-requirements" (a line that names a CUDA; `written_at` says which).
   std::string origin;
+  // Set for a line of a requirement file: explanations and hints name that line,
+  // never envkit.yaml, which does not have it.
+  std::optional<WrittenAt> written_at;
+  // The platforms it holds on (the line's environment marker); empty: every platform.
+  std::vector<specs::Platform> platforms;
 };
 
 // A package the machine provides (envkit.yaml `external:`), resolved to a version.
