@@ -131,6 +131,14 @@ void apply_nvidia_smi(const std::vector<SmiGpu>& reported, Settled& settled, Hos
   }
 }
 
+// What ENVKIT_LIBCUDA or ENVKIT_NVIDIA_SMI names instead of the machine's own: tests
+// (and containers) point the probe away from the real driver. Empty is unset.
+std::optional<std::string> replacement(const env::Variable& variable) {
+  auto value = env::get(variable);
+  if (!value || value->empty()) return std::nullopt;
+  return value;
+}
+
 }  // namespace
 
 ProbeSources host_sources() {
@@ -142,15 +150,24 @@ ProbeSources host_sources() {
         return std::move(content).value();
       },
       .query_nvidia_smi = []() -> std::optional<sys::ProcessOutput> {
-        if (!sys::find_on_path(kNvidiaSmi)) return std::nullopt;
-        const std::vector<std::string> argv(std::begin(kNvidiaSmiQuery), std::end(kNvidiaSmiQuery));
+        std::vector<std::string> argv(std::begin(kNvidiaSmiQuery), std::end(kNvidiaSmiQuery));
+        if (const auto program = replacement(env::kNvidiaSmi)) {
+          argv.front() = *program;
+          if (!fs::exists(*program)) return std::nullopt;
+        } else if (!sys::find_on_path(kNvidiaSmi)) {
+          return std::nullopt;
+        }
         sys::ProcessOptions options;
         options.timeout = kNvidiaSmiTimeout;
         auto run = sys::run_process(argv, options);
         if (!run) return std::nullopt;
         return std::move(run).value();
       },
-      .query_libcuda = [] { return query_libcuda(std::string(kLibcuda), kLibcudaTimeout); },
+      .query_libcuda =
+          [] {
+            const auto library = replacement(env::kLibcuda).value_or(std::string(kLibcuda));
+            return query_libcuda(library, kLibcudaTimeout);
+          },
   };
 }
 

@@ -231,7 +231,9 @@ TEST_CASE("activate --shell bash, evaluated by bash, then deactivated", "[cli][a
   project.install({{"cuda", fake_cuda("12.4")}});
   const auto prefix = project.prefix().string();
   const std::string path = "/usr/bin:/bin";
-  const auto script = project.envkit({"activate", "--shell", "bash"}, {{"PATH", path}});
+  // No inherited LD_LIBRARY_PATH (a CUDA machine often has one): the script extends it.
+  const auto script = project.envkit({"activate", "--shell", "bash"},
+                                     {{"PATH", path}, {"LD_LIBRARY_PATH", std::nullopt}});
   INFO(script.err);
   REQUIRE(script.exit_code == 0);
 
@@ -281,10 +283,7 @@ TEST_CASE("activate picks the shell from $SHELL, and refuses one it cannot write
 // PATH as one colon-separated line (fish keeps it as a list).
 void check_other_shell(const Project& project, const std::string& shell, const std::string& load,
                        const std::string& print_path) {
-  if (!sys::find_on_path(shell)) {
-    WARN("skipped: " + shell + " is not installed");
-    return;
-  }
+  if (program_missing(shell)) return;
   const auto script = project.envkit({"activate", "--shell", shell}, {{"PATH", "/usr/bin:/bin"}});
   REQUIRE(script.exit_code == 0);
   const auto r = run({shell, "-c", load + "; command -v nvcc; envkit_deactivate; " + print_path},
@@ -358,13 +357,15 @@ TEST_CASE("a prefix without nvcc names the nvcc a build would run instead", "[cl
 // repacked as NVIDIA redist archives and installed once for the tests below.
 struct RealCuda {
   Project project;
+  bool cuda_found = false;
   bool ready = false;
 
   RealCuda() {
     auto runtime = real_cuda_component("nvidia_cuda_runtime-", "cuda_cudart");
     auto crt = real_cuda_component("nvidia_cuda_crt-", "cuda_crt");
     auto nvcc = real_cuda_component("nvidia_cuda_nvcc-", "cuda_nvcc");
-    if (!runtime || !crt || !nvcc || !StaticHttpServer::available()) return;
+    cuda_found = runtime && crt && nvcc;
+    if (!cuda_found || !StaticHttpServer::available()) return;
     std::erase_if(nvcc->files, [](const FixtureFile& file) {
       return file.path != "bin/nvcc" && file.path != "bin/nvcc.profile" &&
              !file.path.starts_with("bin/crt/");
@@ -376,11 +377,16 @@ struct RealCuda {
   }
 };
 
-const RealCuda* real_cuda() {
+// The installed real CUDA, or nullptr with the skip recorded.
+const RealCuda* real_cuda(std::source_location where = std::source_location::current()) {
   static const RealCuda cuda;
-  if (cuda.ready) return &cuda;
-  WARN("skipped: needs a CUDA 13 tree with dist-info under /usr/local/cuda, and nginx");
-  return nullptr;
+  if (!cuda.cuda_found) {
+    skip_test(SkipKind::expected, "no CUDA 13 tree with dist-info under /usr/local/cuda", where);
+    return nullptr;
+  }
+  if (nginx_missing(where)) return nullptr;
+  REQUIRE(cuda.ready);
+  return &cuda;
 }
 
 TEST_CASE("envkit run -- nvcc --version runs the prefix's real nvcc", "[cli][activation][cuda]") {
@@ -406,10 +412,7 @@ std::string probe_value(const std::string& output, const std::string& name) {
 
 TEST_CASE("CMake's find_package(CUDAToolkit) finds the prefix under envkit run",
           "[cli][activation][cuda]") {
-  if (!sys::find_on_path("cmake")) {
-    WARN("skipped: cmake is not installed");
-    return;
-  }
+  if (program_missing("cmake")) return;
   const auto* cuda = real_cuda();
   if (!cuda) return;
   TempDir work;

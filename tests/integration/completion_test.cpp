@@ -7,6 +7,7 @@
 #include "envkit/core/text.hpp"
 #include "envkit/sys/process.hpp"
 #include "support/envkit_runner.hpp"
+#include "support/skip.hpp"
 #include "support/temp_dir.hpp"
 
 namespace envkit::test {
@@ -43,10 +44,7 @@ std::vector<std::string> bash_offers(const std::filesystem::path& script,
 }  // namespace
 
 TEST_CASE("bash completes commands, subcommands, flags and folders", "[cli][completion]") {
-  if (!sys::find_on_path("bash")) {
-    WARN("skipped: no bash");
-    return;
-  }
+  if (program_missing("bash")) return;
   const TempDir dir;
   const auto script = completion_script(dir, "bash");
   std::filesystem::create_directories(dir.path() / "project-a");
@@ -75,10 +73,7 @@ TEST_CASE("zsh and fish read their scripts, and an unknown shell is a usage erro
   const TempDir dir;
   for (const std::string shell : {"zsh", "fish"}) {
     const auto script = completion_script(dir, shell);
-    if (!sys::find_on_path(shell)) {
-      WARN("not checked with " << shell << ": it is not installed");
-      continue;
-    }
+    if (program_missing(shell)) continue;  // the case is skipped; the other shell is checked
     // Parse only (-n): both refuse a script with a syntax error.
     auto run = sys::run_process({shell, "-n", script.string()});
     REQUIRE(run);

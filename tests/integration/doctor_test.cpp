@@ -38,12 +38,7 @@ struct DoctorFixture {
   fs::path built = project.dir.path() / "built";
 
   bool skip() {
-    if (nginx_missing()) return true;
-    if (std::system("cc --version >/dev/null 2>&1") != 0) {
-      WARN("skipped: no C compiler to build the test's libraries");
-      return true;
-    }
-    return false;
+    return nginx_missing() || program_missing("cc");  // cc builds the test's libraries
   }
 
   // Installs a CUDA 12.4 + cuDNN 9 prefix whose libraries are real ELF files:

@@ -15,16 +15,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-bool registry_tools_missing() {
-  for (const char* tool : {"skopeo", "docker-registry"}) {
-    if (!sys::find_on_path(tool)) {
-      WARN(std::string("skipped: ") + tool + " is not installed (scripts/setup installs it)");
-      return true;
-    }
-  }
-  return false;
-}
-
 std::string exported_manifest(const InstallProject& project, const fs::path& layout) {
   const auto r = project.envkit({"export", "--oci", layout.string(), "--json"});
   INFO(r.err);
@@ -45,7 +35,7 @@ TEST_CASE(
     "skopeo pushes an exported image to a registry and back with its digests, and a second "
     "environment uploads only its own layers",
     "[cli][export][registry]") {
-  if (nginx_missing() || registry_tools_missing()) return;
+  if (nginx_missing() || program_missing("skopeo") || program_missing("docker-registry")) return;
   InstallProject small;
   InstallProject bigger;
   const RedistMirror mirror(small.dir.path() / "www");

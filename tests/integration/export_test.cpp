@@ -20,12 +20,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-bool export_tool_missing(const std::string& tool) {
-  if (std::system(("command -v " + tool + " >/dev/null 2>&1").c_str()) == 0) return false;
-  WARN("skipped: " + tool + " is not installed (scripts/setup installs it)");
-  return true;
-}
-
 // Two packages whose layers the image orders: CUDA, then cuDNN.
 std::vector<LockedSpec> two_package_lock(const RedistMirror& mirror, const std::string& base_url) {
   const auto cuda = mirror.add_archive(library_component("cudart", "12.4.127"));
@@ -117,7 +111,7 @@ TEST_CASE("export --oci: one lock installed from two caches gives one image, as 
   INFO(verified.err);
   CHECK(verified.exit_code == 0);
 
-  if (export_tool_missing("umoci")) return;
+  if (program_missing("umoci")) return;  // the case is skipped: the rest needs umoci
   const auto bundle = first.dir.path() / "bundle";
   const auto unpacked = sys::run_process(
       {"umoci", "unpack", "--rootless", "--image", one.string() + ":latest", bundle.string()});
@@ -152,7 +146,7 @@ TEST_CASE("export --oci: one lock installed from two caches gives one image, as 
   CHECK(refused.exit_code == 2);
   CHECK_THAT(refused.err, Catch::Contains("unpacked from an image"));
 
-  if (export_tool_missing("skopeo")) return;
+  if (program_missing("skopeo")) return;  // the case is skipped: the rest needs skopeo
   const auto copy = first.dir.path() / "copy";
   const auto copied = sys::run_process(
       {"skopeo", "copy", "oci:" + one.string() + ":latest", "oci:" + copy.string() + ":latest"});

@@ -21,6 +21,15 @@ using envkit::test::TempDir;
 const std::map<std::string, std::optional<std::string>> kNoDriver = {
     {"ENVKIT_OVERRIDE_DRIVER", "none"}};
 
+// A machine with no driver facts but those a test adds: no driver files, no libcuda,
+// no nvidia-smi, whatever machine runs the tests (paths in `dir` that do not exist).
+std::map<std::string, std::optional<std::string>> bare_machine(const TempDir& dir) {
+  return {{"ENVKIT_SYS_DRIVER_VERSION", (dir.path() / "no-sys-file").string()},
+          {"ENVKIT_PROC_DRIVER_VERSION", (dir.path() / "no-such-file").string()},
+          {"ENVKIT_LIBCUDA", (dir.path() / "no-libcuda.so.1").string()},
+          {"ENVKIT_NVIDIA_SMI", (dir.path() / "no-nvidia-smi").string()}};
+}
+
 std::string read_init_text(const fs::path& path) {
   return envkit::sys::read_file(path).value();
 }
@@ -199,9 +208,9 @@ TEST_CASE("the driver comes from the kernel module's version file", "[init]") {
       "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  535.129.03  Release Build  "
       "(dvs-builder@U16-T02-35-3)  Thu Oct 19 18:42:12 UTC 2023\n"
       "GCC version:  gcc version 11.4.0 (Ubuntu 11.4.0-1ubuntu1~22.04)\n");
-  const auto r = init(project, {},
-                      {{"ENVKIT_SYS_DRIVER_VERSION", (dir.path() / "no-sys-file").string()},
-                       {"ENVKIT_PROC_DRIVER_VERSION", version.string()}});
+  auto env = bare_machine(dir);
+  env["ENVKIT_PROC_DRIVER_VERSION"] = version.string();
+  const auto r = init(project, {}, env);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(read_init_text(project / "envkit.yaml"),
              Catch::Contains(fmt::format("#   NVIDIA driver 535.129.03 ({})\n", version.string())));
@@ -216,10 +225,9 @@ TEST_CASE("the GPUs come from nvidia-smi", "[init]") {
                              "printf '535.129.03, 8.0, NVIDIA A100-SXM4-40GB\\n"
                              "535.129.03, 8.6, NVIDIA RTX A6000\\n'\n");
   fs::permissions(smi, fs::perms::owner_all);
-  const std::map<std::string, std::optional<std::string>> env = {
-      {"PATH", (dir.path() / "bin").string() + ":/usr/bin:/bin"},
-      {"ENVKIT_SYS_DRIVER_VERSION", (dir.path() / "no-sys-file").string()},
-      {"ENVKIT_PROC_DRIVER_VERSION", (dir.path() / "no-such-file").string()}};
+  auto env = bare_machine(dir);
+  env["ENVKIT_NVIDIA_SMI"] = std::nullopt;  // nvidia-smi from PATH, as on a user's machine
+  env["PATH"] = (dir.path() / "bin").string() + ":/usr/bin:/bin";
   const auto r = init(project, {}, env);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(
@@ -234,10 +242,10 @@ TEST_CASE("without driver file or nvidia-smi, init says where it looked", "[init
   const auto project = copy_example(dir, "tf2-mnist");
   const fs::path missing_sys = dir.path() / "no-sys-file";
   const fs::path missing = dir.path() / "no-such-file";
-  const auto r = init(project, {},
-                      {{"PATH", (dir.path() / "empty").string()},
-                       {"ENVKIT_SYS_DRIVER_VERSION", missing_sys.string()},
-                       {"ENVKIT_PROC_DRIVER_VERSION", missing.string()}});
+  auto env = bare_machine(dir);
+  env["ENVKIT_NVIDIA_SMI"] = std::nullopt;  // looked for on PATH, which has none
+  env["PATH"] = (dir.path() / "empty").string();
+  const auto r = init(project, {}, env);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(
       read_init_text(project / "envkit.yaml"),

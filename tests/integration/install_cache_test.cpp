@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "envkit/core/sha256.hpp"
+#include "envkit/sys/file_lock.hpp"
 #include "envkit/sys/fs.hpp"
 #include "install_support.hpp"
 #include "support/fault_server.hpp"
@@ -136,10 +137,7 @@ TEST_CASE("a disk that fills while the cache unpacks is an error naming the cach
   if (nginx_missing()) return;
   InstallProject project;
   const SmallDisk disk(project.dir.path() / "small");
-  if (!disk.mounted()) {
-    WARN("skipped: cannot mount a small tmpfs here (needs root in a container that allows it)");
-    return;
-  }
+  if (small_disk_missing(disk)) return;
   const RedistMirror mirror(project.dir.path() / "www");
   auto big = library_component("big", "1.0.0");
   big.files.push_back({.path = "lib/libbig-data.so", .content = incompressible(3 << 20, 7)});
@@ -159,6 +157,24 @@ TEST_CASE("a disk that fills while the cache unpacks is an error naming the cach
   REQUIRE(info.exit_code == 0);
   CHECK(json::parse(info.out).at("entries") == 0);
   CHECK(json::parse(info.out).at("incomplete") == 0);
+}
+
+// The id of the one entry in `cache` (its record, store/v1/entries/ID.json).
+std::string only_entry_id(const fs::path& cache) {
+  std::vector<std::string> ids;
+  for (const auto& record : fs::directory_iterator(cache / "store" / "v1" / "entries")) {
+    const auto name = record.path().filename().string();
+    if (!name.starts_with('.') && name.ends_with(".json")) ids.push_back(record.path().stem());
+  }
+  REQUIRE(ids.size() == 1);
+  return ids.front();
+}
+
+// Whether a running envkit holds entry `id` in use: its shared lock on the entry's
+// use lock refuses the exclusive one `cache clean` tries (Cache::claim_for_removal).
+bool entry_in_use(const fs::path& cache, const std::string& id) {
+  const auto use_lock = cache / "store" / "v1" / "locks" / (id + ".use");
+  return !sys::FileLock::try_acquire(use_lock, sys::FileLock::Mode::exclusive).ok();
 }
 
 TEST_CASE("cache clean during an install leaves the entries it links alone",
@@ -187,8 +203,12 @@ TEST_CASE("cache clean during an install leaves the entries it links alone",
   while (slow_server.requests(slow_path) == 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   REQUIRE(slow_server.requests(slow_path) > 0);
-  // The install's other worker takes foo's entry (found in the cache) at once.
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // The install's other worker takes foo's entry (found in the cache): wait until it holds it.
+  const auto foo_id = only_entry_id(project.cache);
+  while (!entry_in_use(project.cache, foo_id) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  INFO("the install did not take foo's cache entry " << foo_id << " within 20 s");
+  REQUIRE(entry_in_use(project.cache, foo_id));
 
   const auto cleaned = project.envkit({"cache", "clean", "--json"});
   INFO(cleaned.err);

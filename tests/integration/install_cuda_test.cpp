@@ -9,6 +9,7 @@
 #include "support/envkit_runner.hpp"
 #include "support/http_server.hpp"
 #include "support/redist_fixture.hpp"
+#include "support/skip.hpp"
 #include "support/temp_dir.hpp"
 
 namespace envkit::test {
@@ -48,13 +49,10 @@ TEST_CASE("CUDA from /usr/local/cuda, repacked as NVIDIA redist: lock, install, 
   auto crt = real_cuda_component("nvidia_cuda_crt-", "cuda_crt");
   auto nvcc = real_cuda_component("nvidia_cuda_nvcc-", "cuda_nvcc");
   if (!runtime || !crt || !nvcc) {
-    WARN("skipped: no CUDA 13 tree with dist-info under /usr/local/cuda");
+    skip_test(SkipKind::expected, "no CUDA 13 tree with dist-info under /usr/local/cuda");
     return;
   }
-  if (!StaticHttpServer::available() || !sys::find_on_path("g++")) {
-    WARN("skipped: needs nginx and g++ (scripts/setup installs them)");
-    return;
-  }
+  if (nginx_missing() || program_missing("g++")) return;
   TempDir work;
   const RedistMirror mirror(work.path() / "www");
   const std::vector<BuiltArtifact> built = {mirror.add_archive(*runtime), mirror.add_archive(*crt),

@@ -6,10 +6,10 @@
 #include <optional>
 #include <set>
 
-#include "envkit/core/env_vars.hpp"
 #include "envkit/lock/lockfile.hpp"
 #include "envkit/sys/process.hpp"
 #include "support/envkit_runner.hpp"
+#include "support/skip.hpp"
 #include "support/temp_dir.hpp"
 
 namespace envkit::test {
@@ -28,11 +28,8 @@ int main() {
 }
 )";
 
-bool live() {
-  if (env::get(env::kLiveTests) == "1") return true;
-  WARN("skipped: set ENVKIT_LIVE_TESTS=1 to download NVIDIA's wheels from PyPI (~1 GB)");
-  return false;
-}
+// What ENVKIT_LIVE_TESTS=1 lets these tests do.
+constexpr std::string_view kLiveDownloads = "download NVIDIA's wheels from PyPI (~1 GB)";
 
 // Locks `manifest` with the committed database, keeps only the wheels of
 // `components`, and installs them into the project's prefix.
@@ -80,7 +77,7 @@ std::string build_and_run(const fs::path& project, const std::vector<std::string
 
 TEST_CASE("live: CUDA 12.4 and cuDNN 9.1 wheels from PyPI make a prefix to build against",
           "[cli][install][live]") {
-  if (!live()) return;
+  if (live_tests_off(kLiveDownloads)) return;
   TempDir work;
   const auto project = lock_and_install(
       work.path(),
@@ -102,7 +99,7 @@ TEST_CASE("live: CUDA 12.4 and cuDNN 9.1 wheels from PyPI make a prefix to build
 
 TEST_CASE("live: CUDA 13 wheels from PyPI give a prefix whose nvcc compiles and links cuBLAS",
           "[cli][install][live]") {
-  if (!live()) return;
+  if (live_tests_off(kLiveDownloads)) return;
   TempDir work;
   const auto project = lock_and_install(
       work.path(),
@@ -127,12 +124,13 @@ std::optional<std::string> nvidia_unreachable(const std::string& url) {
 
 TEST_CASE("live: NVIDIA's CUDA 10.0 runfile installs its runtime cuBLAS and nvcc into a prefix",
           "[cli][install][live][runfile]") {
-  if (!live()) return;
+  if (live_tests_off("download NVIDIA's CUDA 10.0 runfile (~2 GB)")) return;
   const std::string url =
       "https://developer.nvidia.com/compute/cuda/10.0/Prod/local_installers/"
       "cuda_10.0.130_410.48_linux";
+  if (program_missing("curl")) return;
   if (const auto why = nvidia_unreachable(url)) {
-    WARN("skipped: NVIDIA's download host is unreachable from here (" << *why << ")");
+    skip_test(SkipKind::expected, "NVIDIA's download host is unreachable from here (" + *why + ")");
     return;
   }
   TempDir work;

@@ -10,6 +10,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <source_location>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "support/envkit_runner.hpp"
 #include "support/http_server.hpp"
 #include "support/redist_fixture.hpp"
+#include "support/skip.hpp"
 #include "support/temp_dir.hpp"
 
 namespace envkit::test {
@@ -158,16 +160,9 @@ inline std::vector<std::string> doctor_messages(const sys::ProcessOutput& run,
   return messages;
 }
 
-// Tests that serve files with nginx skip, saying why, where it is not installed.
-inline bool nginx_missing() {
-  if (StaticHttpServer::available()) return false;
-  WARN("skipped: nginx is not installed (scripts/setup installs it)");
-  return true;
-}
-
 // A project whose lock holds cuda 12.4.1 as one redist archive (library
 // `foo` 1.2.3) served by nginx: the most common start of an install test.
-// Check nginx_missing() first.
+// Check nginx_missing() (support/http_server.hpp) first.
 struct ServedFooProject {
   InstallProject project;
   RedistMirror mirror{project.dir.path() / "www"};
@@ -177,17 +172,19 @@ struct ServedFooProject {
 };
 
 // Tests that make the prefix a venv of the machine's python3 and install with
-// its pip skip, saying why, where that Python lacks venv, ensurepip or pip.
-inline bool host_python_missing() {
-  if (std::system("python3 -c 'import venv, ensurepip, pip' >/dev/null 2>&1") != 0) {
-    WARN("skipped: no python3 with venv, ensurepip and pip on PATH");
-    return true;
-  }
-  return false;
+// its pip skip, saying why, where that Python lacks venv, ensurepip or pip
+// (scripts/setup installs python3-venv and python3-pip).
+inline bool host_python_missing(std::source_location where = std::source_location::current()) {
+  if (std::system("python3 -c 'import venv, ensurepip, pip' >/dev/null 2>&1") == 0) return false;
+  skip_test(SkipKind::setup_should_provide,
+            "no python3 with venv, ensurepip and pip on PATH (scripts/setup installs "
+            "python3-venv and python3-pip)",
+            where);
+  return true;
 }
 
 // A 1 MiB tmpfs, where the kernel lets this process mount one (root in a
-// container that allows it); the test skips elsewhere.
+// container that allows it); the test skips elsewhere (small_disk_missing).
 class SmallDisk {
  public:
   explicit SmallDisk(std::filesystem::path where) : path_(std::move(where)) {
@@ -207,5 +204,15 @@ class SmallDisk {
   std::filesystem::path path_;
   bool mounted_ = false;
 };
+
+// Whether `disk` could not be mounted; records an expected skip (not root, or a
+// container that forbids mounts).
+inline bool small_disk_missing(const SmallDisk& disk,
+                               std::source_location where = std::source_location::current()) {
+  if (disk.mounted()) return false;
+  skip_test(SkipKind::expected,
+            "cannot mount a small tmpfs here (needs root in a container that allows it)", where);
+  return true;
+}
 
 }  // namespace envkit::test

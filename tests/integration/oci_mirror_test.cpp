@@ -17,10 +17,11 @@ namespace fs = std::filesystem;
 using Catch::Contains;
 using nlohmann::json;
 
-bool registry_missing(bool with_login = false) {
-  if (RegistryServer::available(with_login)) return false;
-  WARN("docker-registry or htpasswd is not installed (scripts/setup installs them): skipped");
-  return true;
+// Whether docker-registry (and htpasswd, for a login) is missing; records the skip.
+bool registry_missing(bool with_login = false,
+                      std::source_location where = std::source_location::current()) {
+  return program_missing("docker-registry", where) ||
+         (with_login && program_missing("htpasswd", where));
 }
 
 // What the registry tests set: no credentials but the ones a test names.

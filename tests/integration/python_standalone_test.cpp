@@ -151,16 +151,20 @@ struct PythonArchives {
   }
 };
 
-// The archives, or nullptr (with a warning saying why) where this machine
-// lacks what they are made of, or nginx to serve them.
-const PythonArchives* python_archives() {
+// The archives, or nullptr (the skip recorded, saying why) where this machine
+// lacks what they are made of (Debian 12's python3, which scripts/setup
+// installs), or nginx to serve them.
+const PythonArchives* python_archives(
+    std::source_location where = std::source_location::current()) {
   if (!fs::exists(kInterpreter) || !fs::exists(kStdlib / "os.py")) {
-    WARN("skipped: no Debian python3.11 (" << kInterpreter.string() << " with "
-                                           << (kStdlib / "os.py").string()
-                                           << ") to make a relocatable Python archive from");
+    skip_test(SkipKind::setup_should_provide,
+              "no Debian python3.11 (" + kInterpreter.string() + " with " +
+                  (kStdlib / "os.py").string() +
+                  ") to make a relocatable Python archive from (scripts/setup installs python3)",
+              where);
     return nullptr;
   }
-  if (nginx_missing()) return nullptr;
+  if (nginx_missing(where)) return nullptr;
   static const PythonArchives archives;
   return &archives;
 }

@@ -7,6 +7,7 @@
 
 #include "support/envkit_runner.hpp"
 #include "support/http_server.hpp"
+#include "support/skip.hpp"
 #include "support/temp_dir.hpp"
 
 using envkit::test::run_envkit;
@@ -45,10 +46,7 @@ std::vector<json> wheels(const std::string& db, const std::string& package,
 }  // namespace
 
 TEST_CASE("pypi-nvidia adds NVIDIA's wheels from the index it is given", "[cli][recipes][pypi]") {
-  if (!StaticHttpServer::available()) {
-    WARN("skipped: nginx is not installed (scripts/setup installs it)");
-    return;
-  }
+  if (envkit::test::nginx_missing()) return;
   TempDir work;
   const auto db = (work.path() / "db").string();
   const auto imported = run_envkit({.args = {"--recipes", db, "recipes", "import", "nvidia-redist",
@@ -107,11 +105,7 @@ TEST_CASE("pypi-nvidia adds NVIDIA's wheels from the index it is given", "[cli][
 // it (PEP 658 files where served, else HTTP ranges of the wheels); about 500 requests, a
 // minute. Its output is recorded in docs/recipes.md.
 TEST_CASE("live: pypi-jax finds jax 0.4.26's CUDA 12 build on PyPI", "[cli][recipes][pypi][live]") {
-  const char* live = std::getenv("ENVKIT_LIVE_TESTS");
-  if (!live || std::string_view(live) != "1") {
-    WARN("skipped: set ENVKIT_LIVE_TESTS=1 to read jax's metadata from PyPI");
-    return;
-  }
+  if (envkit::test::live_tests_off("read jax's metadata from PyPI")) return;
   TempDir dir;
   const auto db = (dir.path() / "recipes").string();
   const auto imported = run_envkit({.args = {"--recipes", db, "recipes", "import", "pypi-jax",

@@ -114,6 +114,22 @@ for name in ("pip", "setuptools", "datapkg"):
 print(seen, dist.read_text("INSTALLER").strip(), m.version("datapkg"), bad)
 )py";
 
+// Whether Debian 12's pip and setuptools wheels, the ones compared with pip, are
+// missing; records the skip (scripts/setup installs python3-pip-whl, and
+// python3-venv brings python3-setuptools-whl).
+bool debian_wheels_missing(std::source_location where = std::source_location::current()) {
+  for (const auto& wheel : {kPipWheel, kSetuptoolsWheel}) {
+    if (fs::exists(wheel)) continue;
+    skip_test(SkipKind::setup_should_provide,
+              "no " + wheel.string() +
+                  " (Debian 12's python3-pip-whl and python3-setuptools-whl; scripts/setup "
+                  "installs them)",
+              where);
+    return true;
+  }
+  return false;
+}
+
 struct WheelProject {
   IsolatedProject project;
   fs::path served = project.dir.path() / "index";
@@ -122,9 +138,7 @@ struct WheelProject {
   fs::path pip_wheel, setuptools_wheel, data_wheel;
 
   bool skip() {
-    if (nginx_missing() || host_python_missing() || !fs::exists(kPipWheel) ||
-        !fs::exists(kSetuptoolsWheel))
-      return true;
+    if (nginx_missing() || host_python_missing() || debian_wheels_missing()) return true;
     pip_wheel = index.add_file(kPipWheel);
     setuptools_wheel = index.add_file(kSetuptoolsWheel);
     data_wheel = index.add(kDataWheel);

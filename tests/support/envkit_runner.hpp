@@ -4,7 +4,9 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <source_location>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "envkit/sys/process.hpp"
@@ -22,6 +24,10 @@ struct EnvkitRun {
   std::chrono::milliseconds timeout = std::chrono::seconds(60);
 };
 
+// Where run_envkit points the host probe's driver files, libcuda and nvidia-smi
+// unless a test gives its own: a folder that does not exist.
+inline constexpr std::string_view kHiddenDriver = "/nonexistent/envkit-tests-hide-the-driver";
+
 sys::ProcessOutput run_envkit(const EnvkitRun& run);
 
 std::filesystem::path source_dir();
@@ -30,5 +36,7 @@ std::filesystem::path test_data_dir();
 // The uv tests resolve with: $ENVKIT_UV, else tests/.tools/uv (scripts/fetch-test-tools
 // puts it there); nullopt when neither is an executable file.
 std::optional<std::filesystem::path> test_uv();
+// Whether test_uv() has none; records the skip (scripts/setup runs fetch-test-tools).
+bool uv_missing(std::source_location where = std::source_location::current());
 
 }  // namespace envkit::test

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "envkit/sys/process.hpp"
+#include "support/skip.hpp"
 
 namespace envkit::test {
 
@@ -110,6 +111,21 @@ std::string config(const fs::path& dir, const fs::path& root, int port,
 
 bool StaticHttpServer::available() {
   return nginx_binary().has_value();
+}
+
+bool nginx_missing(std::source_location where) {
+  if (StaticHttpServer::available()) return false;
+  skip_test(SkipKind::setup_should_provide, "nginx is not installed (scripts/setup installs it)",
+            where);
+  return true;
+}
+
+bool certificate_missing(const std::optional<Tls>& tls, std::source_location where) {
+  if (tls) return false;
+  skip_test(SkipKind::setup_should_provide,
+            "openssl is missing or failed to make a test certificate (scripts/setup installs it)",
+            where);
+  return true;
 }
 
 std::optional<Tls> make_test_certificate(const fs::path& dir) {

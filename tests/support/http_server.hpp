@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <source_location>
 #include <string>
 
 #include "support/temp_dir.hpp"
@@ -51,7 +52,7 @@ class StaticHttpServer {
   // One line per request: "<protocol> <status> <uri>", e.g. "HTTP/2.0 200 /a.tar.xz".
   [[nodiscard]] std::string access_log() const;
 
-  // Whether nginx is installed here (tests skip with a reason when it is not).
+  // Whether nginx is installed here (tests skip with nginx_missing() when it is not).
   [[nodiscard]] static bool available();
 
  private:
@@ -60,5 +61,14 @@ class StaticHttpServer {
   int port_ = 0;
   pid_t pid_ = -1;
 };
+
+// Whether nginx is missing here; records the skip (scripts/setup installs nginx), so the
+// test that serves files with it returns.
+bool nginx_missing(std::source_location where = std::source_location::current());
+
+// Whether openssl could not make a test certificate (nullopt from
+// make_test_certificate); records the skip (scripts/setup installs openssl).
+bool certificate_missing(const std::optional<Tls>& tls,
+                         std::source_location where = std::source_location::current());
 
 }  // namespace envkit::test

@@ -11,10 +11,12 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <source_location>
 #include <string>
 
 #include "envkit/core/sha256.hpp"
 #include "envkit/sys/process.hpp"
+#include "support/skip.hpp"
 
 namespace envkit::test {
 
@@ -115,19 +117,14 @@ inline std::optional<int> call_tiny_answer(const std::filesystem::path& path) {
   return result;
 }
 
-// Source-build tests skip, saying why, where the host has no compiler, make or cmake.
-inline bool build_tools_missing(bool need_cmake = false) {
+// Source-build tests skip, saying why, where the host has no compiler, make or
+// cmake (scripts/setup installs build-essential and cmake).
+inline bool build_tools_missing(bool need_cmake = false,
+                                std::source_location where = std::source_location::current()) {
   for (const auto* tool : {"cc", "make", "tar"}) {
-    if (!sys::find_on_path(tool)) {
-      WARN("skipped: `" << tool << "` is not installed (apt-get install build-essential)");
-      return true;
-    }
+    if (program_missing(tool, where)) return true;
   }
-  if (need_cmake && !sys::find_on_path("cmake")) {
-    WARN("skipped: `cmake` is not installed (apt-get install cmake)");
-    return true;
-  }
-  return false;
+  return need_cmake && program_missing("cmake", where);
 }
 
 }  // namespace envkit::test

@@ -40,7 +40,8 @@ struct ProbeSources {
 
 // The real machine: the process environment, the filesystem, libcuda.so.1 in a
 // child process and nvidia-smi on PATH (each given a few seconds: a wedged driver
-// can make them hang).
+// can make them hang). ENVKIT_LIBCUDA and ENVKIT_NVIDIA_SMI name others instead
+// (a path that does not exist: none), so tests never see the machine's driver.
 [[nodiscard]] ProbeSources host_sources();
 
 // Each fact from the first source that knows it:

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "envkit/sys/process.hpp"
+#include "support/skip.hpp"
 
 namespace envkit::activation {
 namespace {
@@ -86,10 +87,7 @@ TEST_CASE("the fish script sets lists as lists and restores what was there", "[a
 }
 
 TEST_CASE("the fish script is valid fish, where fish is installed", "[activation]") {
-  if (!sys::find_on_path("fish")) {
-    WARN("skipped: fish is not installed");
-    return;
-  }
+  if (test::program_missing("fish")) return;
   const auto script = activation_script(Shell::fish, "/p q/env", kChanges);
   const auto out = run_in(
       "fish", script + "printf '%s\\n' $CUDA_HOME \"$PATH\"; envkit_deactivate; echo $CUDA_HOME",
@@ -100,6 +98,7 @@ TEST_CASE("the fish script is valid fish, where fish is installed", "[activation
 // What a bash or zsh user sees: the values while activated, then the previous
 // ones (set, empty or unset) after envkit_deactivate.
 void check_posix_shell(Shell shell, const std::string& binary) {
+  if (test::program_missing(binary)) return;
   const auto script = activation_script(shell, "/p q/env", kChanges);
   const std::string show =
       "printf '%s|%s|%s|%s\\n' \"$PATH\" \"$CUDA_HOME\" \"${ENVKIT_PREFIX-unset}\" "
@@ -111,10 +110,7 @@ void check_posix_shell(Shell shell, const std::string& binary) {
                            {"CUDA_HOME", ""},
                            {"ENVKIT_PREFIX", std::nullopt},
                            {"PYTHONHOME", "/opt/py"}});
-  if (!out) {
-    WARN("skipped: " + binary + " is not installed");
-    return;
-  }
+  REQUIRE(out);
   CHECK(*out ==
         "/p q/env/bin:/usr/bin:/bin|/p q/env|/p q/env|unset\n"
         "/usr/bin:/bin||unset|/opt/py\n"

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <source_location>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -16,6 +17,7 @@
 
 #include "envkit/elf/elf_file.hpp"
 #include "envkit/sys/process.hpp"
+#include "support/skip.hpp"
 
 namespace envkit::test {
 
@@ -25,10 +27,14 @@ inline std::optional<std::filesystem::path> c_compiler() {
   return sys::find_on_path("gcc");
 }
 
-// Whether the tests that build libraries can run; warns, once per test, where they cannot.
-inline bool has_c_compiler() {
+// Whether the tests that build libraries can run; records the skip where they
+// cannot (scripts/setup installs build-essential).
+inline bool has_c_compiler(std::source_location where = std::source_location::current()) {
   if (c_compiler()) return true;
-  WARN("no C compiler on PATH: skipping the tests that build libraries");
+  skip_test(SkipKind::setup_should_provide,
+            "no C compiler (cc or gcc) on PATH to build the test's libraries (scripts/setup "
+            "installs build-essential)",
+            where);
   return false;
 }
 
@@ -153,11 +159,16 @@ struct ReadelfDynamic {
   std::optional<std::string> soname, rpath, runpath;
 };
 
-inline std::optional<ReadelfDynamic> readelf_dynamic(const std::filesystem::path& path) {
-  const auto readelf = sys::find_on_path("readelf");
-  if (!readelf) return std::nullopt;
-  auto run = sys::run_process({readelf->string(), "-dW", path.string()});
-  if (!run || run->exit_code != 0) return std::nullopt;
+// Nullopt, with the comparison recorded as skipped, where readelf is missing
+// (binutils; scripts/setup installs it with build-essential).
+inline std::optional<ReadelfDynamic> readelf_dynamic(
+    const std::filesystem::path& path,
+    std::source_location where = std::source_location::current()) {
+  if (program_missing("readelf", where)) return std::nullopt;
+  auto run = sys::run_process({"readelf", "-dW", path.string()});
+  REQUIRE(run);
+  INFO(run->err);
+  REQUIRE(run->exit_code == 0);
   ReadelfDynamic result;
   std::istringstream lines(run->out);
   for (std::string line; std::getline(lines, line);) {

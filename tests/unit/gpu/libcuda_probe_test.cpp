@@ -10,6 +10,8 @@
 
 #include "envkit/gpu/host_probe.hpp"
 #include "envkit/sys/process.hpp"
+#include "support/scoped_env.hpp"
+#include "support/skip.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {
@@ -72,10 +74,12 @@ int cuGetErrorName(int error, const char** name) {
 #endif
 )";
 
-// Builds a fake libcuda.so.1 in `dir` with `defines`; nullopt when there is no C compiler.
-std::optional<std::string> fake_libcuda(const envkit::test::TempDir& dir,
-                                        const std::vector<std::string>& defines = {}) {
-  if (!envkit::sys::find_on_path("cc")) return std::nullopt;
+// Builds a fake libcuda.so.1 in `dir` with `defines`; nullopt, the skip recorded, when
+// there is no C compiler.
+std::optional<std::string> fake_libcuda(
+    const envkit::test::TempDir& dir, const std::vector<std::string>& defines = {},
+    std::source_location where = std::source_location::current()) {
+  if (envkit::test::program_missing("cc", where)) return std::nullopt;
   const auto source = dir.write("fake_libcuda.c", kFakeLibcuda);
   const auto library = dir.path() / "lib" / "libcuda.so.1";
   fs::create_directories(library.parent_path());
@@ -94,18 +98,12 @@ bool no_child_left() {
   return ::waitpid(-1, nullptr, WNOHANG) == -1 && errno == ECHILD;
 }
 
-#define REQUIRE_FAKE(library)                           \
-  if (!(library)) {                                     \
-    WARN("no C compiler (cc) to build a fake libcuda"); \
-    return;                                             \
-  }
-
 }  // namespace
 
 TEST_CASE("libcuda in a child process: the driver's CUDA and every GPU", "[gpu]") {
   envkit::test::TempDir dir;
   const auto library = fake_libcuda(dir);
-  REQUIRE_FAKE(library);
+  if (!library) return;  // skipped: no C compiler
   const auto report = gpu::query_libcuda(*library, 10s);
   REQUIRE(report.has_value());
   CHECK(report->loaded);
@@ -124,7 +122,7 @@ TEST_CASE("libcuda in a child process: the driver's CUDA and every GPU", "[gpu]"
 TEST_CASE("libcuda whose cuInit finds no device: no GPUs and the error's name", "[gpu]") {
   envkit::test::TempDir dir;
   const auto library = fake_libcuda(dir, {"-DFAKE_INIT=100"});
-  REQUIRE_FAKE(library);
+  if (!library) return;  // skipped: no C compiler
   const auto report = gpu::query_libcuda(*library, 10s);
   REQUIRE(report.has_value());
   CHECK(report->driver_cuda->original() == "12.4");
@@ -136,7 +134,7 @@ TEST_CASE("libcuda whose cuInit finds no device: no GPUs and the error's name", 
 TEST_CASE("libcuda whose cuInit hangs is killed at the timeout", "[gpu]") {
   envkit::test::TempDir dir;
   const auto library = fake_libcuda(dir, {"-DFAKE_HANG"});
-  REQUIRE_FAKE(library);
+  if (!library) return;  // skipped: no C compiler
   const auto start = std::chrono::steady_clock::now();
   const auto report = gpu::query_libcuda(*library, 300ms);
   const auto took = std::chrono::steady_clock::now() - start;
@@ -155,7 +153,7 @@ TEST_CASE("libcuda whose cuInit hangs is killed at the timeout", "[gpu]") {
 TEST_CASE("libcuda that crashes the child leaves a problem, not a crash", "[gpu]") {
   envkit::test::TempDir dir;
   const auto library = fake_libcuda(dir, {"-DFAKE_ABORT", "-DFAKE_NO_ERROR_NAME"});
-  REQUIRE_FAKE(library);
+  if (!library) return;  // skipped: no C compiler
   const auto report = gpu::query_libcuda(*library, 10s);
   REQUIRE(report.has_value());
   CHECK_FALSE(report->gpus.has_value());
@@ -183,7 +181,7 @@ TEST_CASE("a libcuda.so.1 that is not a library is a problem", "[gpu]") {
 TEST_CASE("probe_host takes the GPUs and the driver's CUDA from a real libcuda", "[gpu]") {
   envkit::test::TempDir dir;
   const auto library = fake_libcuda(dir);
-  REQUIRE_FAKE(library);
+  if (!library) return;  // skipped: no C compiler
   gpu::ProbeSources sources{
       .variable = [](const envkit::env::Variable&) -> std::optional<std::string> {
         return std::nullopt;
@@ -208,4 +206,42 @@ TEST_CASE("probe_host takes the GPUs and the driver's CUDA from a real libcuda",
   CHECK(facts->gpus[1].name == "NVIDIA H100 80GB HBM3");
   CHECK(facts->gpus_source.to_string() == "libcuda.so.1");
   CHECK(facts->notes.empty());
+}
+
+// The seam tests use to hide the machine's driver (support/envkit_runner.cpp):
+// host_sources() asks the libcuda and nvidia-smi these variables name, and a path
+// that does not exist is a machine without them.
+TEST_CASE("host_sources asks the libcuda and nvidia-smi ENVKIT_LIBCUDA and ENVKIT_NVIDIA_SMI name",
+          "[gpu]") {
+  envkit::test::TempDir dir;
+  const auto library = fake_libcuda(dir);
+  if (!library) return;  // skipped: no C compiler
+  const auto smi = dir.write("nvidia-smi", "#!/bin/sh\necho '535.129.03, 8.0, NVIDIA A100'\n");
+  fs::permissions(smi, fs::perms::owner_all);
+  using envkit::test::ScopedEnv;
+  const ScopedEnv driver("ENVKIT_OVERRIDE_DRIVER", std::nullopt);
+  const ScopedEnv arch("ENVKIT_OVERRIDE_CUDA_ARCH", std::nullopt);
+  const ScopedEnv sys_file("ENVKIT_SYS_DRIVER_VERSION", (dir.path() / "no-sys-file").string());
+  const ScopedEnv proc_file("ENVKIT_PROC_DRIVER_VERSION", (dir.path() / "no-proc-file").string());
+  {
+    const ScopedEnv libcuda("ENVKIT_LIBCUDA", *library);
+    const ScopedEnv nvidia_smi("ENVKIT_NVIDIA_SMI", smi.string());
+    const auto facts = gpu::probe_host(gpu::host_sources());
+    REQUIRE(facts.ok());
+    CHECK(facts->driver->original() == "535.129.03");
+    CHECK(facts->driver_source.to_string() == "nvidia-smi");
+    CHECK(facts->driver_cuda->original() == "12.4");
+    REQUIRE(facts->gpus.size() == 2);
+    CHECK(facts->gpus[1].name == "NVIDIA H100 80GB HBM3");
+    CHECK(facts->gpus_source.to_string() == "libcuda.so.1");
+  }
+  const ScopedEnv libcuda("ENVKIT_LIBCUDA", (dir.path() / "no-libcuda.so.1").string());
+  const ScopedEnv nvidia_smi("ENVKIT_NVIDIA_SMI", (dir.path() / "no-nvidia-smi").string());
+  const auto facts = gpu::probe_host(gpu::host_sources());
+  REQUIRE(facts.ok());
+  CHECK_FALSE(facts->driver);
+  CHECK_FALSE(facts->driver_cuda);
+  CHECK(facts->gpus.empty());
+  CHECK(facts->notes.empty());
+  CHECK(no_child_left());
 }

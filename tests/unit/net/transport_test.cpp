@@ -496,10 +496,7 @@ TEST_CASE("a stream that outlives its transport reads an error", "[net][transpor
 }
 
 TEST_CASE("against nginx: exact bytes, resume with a Range, 404 falls back", "[net][transport]") {
-  if (!envkit::test::StaticHttpServer::available()) {
-    WARN("skipped: nginx is not installed (scripts/setup installs it)");
-    return;
-  }
+  if (envkit::test::nginx_missing()) return;
   envkit::test::TempDir www;
   const auto body = payload(5 * MiB);
   www.write("pkgs/a.tar.xz", body);
@@ -687,16 +684,10 @@ TEST_CASE("plain http to another machine is warned about once per host, loopback
 
 TEST_CASE("an https download redirected to plain http is refused, naming both URLs",
           "[net][transport][tls]") {
-  if (!envkit::test::StaticHttpServer::available()) {
-    WARN("skipped: nginx is not installed (scripts/setup installs it)");
-    return;
-  }
+  if (envkit::test::nginx_missing()) return;
   envkit::test::TempDir www;
   const auto tls = envkit::test::make_test_certificate(www.path());
-  if (!tls) {
-    WARN("skipped: no openssl command to make a test certificate");
-    return;
-  }
+  if (envkit::test::certificate_missing(tls)) return;
   const auto body = payload(64 * KiB);
   www.write("pkgs/a.tar.xz", body);
   FaultServer plain;

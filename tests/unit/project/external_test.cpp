@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "support/skip.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {
@@ -277,7 +278,8 @@ TEST_CASE("only python and cuda versions are detected", "[project][external]") {
 TEST_CASE("the real CUDA toolkit in /usr/local/cuda", "[project][external][host]") {
   const fs::path cuda_dir = "/usr/local/cuda";
   if (!fs::exists(cuda_dir / "bin" / "nvcc")) {
-    WARN("skipped: no CUDA toolkit at " << cuda_dir.string());
+    envkit::test::skip_test(envkit::test::SkipKind::expected,
+                            "no CUDA toolkit at " + cuda_dir.string());
     return;
   }
   const auto cuda = resolved("cuda", ExternalPath{cuda_dir}, "/");

@@ -11,6 +11,7 @@
 #include "envkit/sys/process.hpp"
 #include "support/envkit_runner.hpp"
 #include "support/http_server.hpp"
+#include "support/skip.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {
@@ -21,10 +22,10 @@ using envkit::test::FakeWheel;
 using envkit::test::PythonIndex;
 using envkit::test::TempDir;
 
-std::optional<fs::path> python3() {
-  auto python = envkit::sys::find_on_path("python3");
-  if (!python) WARN("skipped: no python3 on PATH");
-  return python;
+// The machine's python3, or nullopt with the skip recorded.
+std::optional<fs::path> python3(std::source_location where = std::source_location::current()) {
+  if (envkit::test::program_missing("python3", where)) return std::nullopt;
+  return envkit::sys::find_on_path("python3");
 }
 
 // What `python -I -c script file` prints; it must succeed.
@@ -165,15 +166,8 @@ TEST_CASE("the hermetic index lays out tests/data/pyindex as envkit mirror does"
 
 // uv resolves the hermetic index as it resolved PyPI when the data was collected.
 TEST_CASE("uv resolves the real closures from the hermetic index", "[python][index][uv][slow]") {
+  if (envkit::test::uv_missing() || envkit::test::nginx_missing()) return;
   const auto uv = envkit::test::test_uv();
-  if (!uv) {
-    WARN("skipped: no uv (run scripts/fetch-test-tools, or set ENVKIT_UV)");
-    return;
-  }
-  if (!envkit::test::StaticHttpServer::available()) {
-    WARN("skipped: nginx is not installed");
-    return;
-  }
   TempDir dir;
   const auto root = dir.path() / "index";
   envkit::test::build_mirror(root,

@@ -9,6 +9,7 @@
 #include "envkit/sys/fs.hpp"
 #include "envkit/sys/process.hpp"
 #include "python_test_support.hpp"
+#include "support/skip.hpp"
 
 namespace {
 
@@ -393,22 +394,15 @@ TEST_CASE("resolve_with_uv() with a uv too old for pylock.toml says to upgrade",
 
 // Live: PyPI and a real uv ($ENVKIT_UV, uv on PATH, or one pip installs into a scratch venv).
 TEST_CASE("resolve_with_uv() resolves for other platforms from PyPI (live)", "[python][uv][live]") {
-  const char* live = std::getenv("ENVKIT_LIVE_TESTS");
-  if (!live || std::string(live) != "1") {
-    WARN("skipped: set ENVKIT_LIVE_TESTS=1 to reach PyPI");
-    return;
-  }
+  if (envkit::test::live_tests_off("reach PyPI")) return;
   TempDir dir;
   // Caches in the scratch folder, not $HOME.
   ScopedEnv uv_cache("UV_CACHE_DIR", (dir.path() / "uv-cache").string());
   ScopedEnv pip_cache("PIP_CACHE_DIR", (dir.path() / "pip-cache").string());
   auto uv = python::find_uv();
   if (!uv) {
+    if (envkit::test::program_missing("python3")) return;  // to install uv with
     const auto host = envkit::sys::find_on_path("python3");
-    if (!host) {
-      WARN("skipped: no uv and no python3 to install it with");
-      return;
-    }
     const auto venv = dir.path() / "venv";
     auto made = envkit::sys::run_process({host->string(), "-m", "venv", venv.string()},
                                          {.timeout = std::chrono::minutes(2)});

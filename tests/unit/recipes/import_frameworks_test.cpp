@@ -6,6 +6,7 @@
 #include "envkit/sys/fs.hpp"
 #include "recipes_test_support.hpp"
 #include "support/envkit_runner.hpp"
+#include "support/skip.hpp"
 
 namespace fs = std::filesystem;
 using envkit::recipes::Build;
@@ -271,7 +272,8 @@ TEST_CASE("tensorflow: an unreadable row is an error at file:line", "[other][fra
 TEST_CASE("frameworks: the real tables give the headline facts", "[other][upstream]") {
   const auto upstream = envkit::test::test_data_dir() / ".." / ".." / ".." / "shared" / "upstream";
   if (!fs::exists(upstream / "pytorch") || !fs::exists(upstream / "tensorflow-tested-builds")) {
-    WARN("skipped: no upstream data at " << upstream.string());
+    envkit::test::skip_test(envkit::test::SkipKind::expected,
+                            "no upstream data at " + upstream.string());
     return;
   }
   const auto read = [&](const char* path) {

@@ -10,6 +10,7 @@
 #include "envkit/sys/fs.hpp"
 #include "envkit/sys/process.hpp"
 #include "recipes_test_support.hpp"
+#include "support/skip.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace envkit::recipes;
@@ -407,16 +408,9 @@ TEST_CASE("pip's config files come from HOME, XDG_CONFIG_HOME and PIP_CONFIG_FIL
 }
 
 TEST_CASE("live: PyPI has nvidia-cuda-runtime-cu12 12.4.127 for manylinux x86_64", "[pypi][live]") {
-  const char* live = std::getenv("ENVKIT_LIVE_TESTS");
-  if (!live || std::string_view(live) != "1") {
-    WARN("skipped: set ENVKIT_LIVE_TESTS=1 to reach PyPI");
-    return;
-  }
+  if (envkit::test::live_tests_off("reach PyPI")) return;
   // The recipes module does not link the network module; curl stands in for it here.
-  if (!envkit::sys::find_on_path("curl")) {
-    WARN("skipped: no curl on PATH");
-    return;
-  }
+  if (envkit::test::program_missing("curl")) return;
   FetchIndexPage fetch = [](const std::string& url,
                             const std::vector<std::string>& headers) -> Result<IndexResponse> {
     std::vector<std::string> argv = {"curl", "-sSL", "--fail",           "-o",

@@ -6,6 +6,7 @@
 #include "envkit/sys/fs.hpp"
 #include "recipes_test_support.hpp"
 #include "support/envkit_runner.hpp"
+#include "support/skip.hpp"
 
 namespace fs = std::filesystem;
 using envkit::recipes::Artifact;
@@ -121,7 +122,8 @@ TEST_CASE("python: the real uv metadata has every minor 3.8-3.14 on all three pl
   const auto file = envkit::test::test_data_dir() / ".." / ".." / ".." / "shared" / "upstream" /
                     "python-build-standalone-uv" / "download-metadata.json";
   if (!fs::exists(file)) {
-    WARN("skipped: no upstream data at " << file.string());
+    envkit::test::skip_test(envkit::test::SkipKind::expected,
+                            "no upstream data at " + file.string());
     return;
   }
   auto recipe = import_python_standalone(envkit::sys::read_file(file).value(), file.string());

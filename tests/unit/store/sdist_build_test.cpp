@@ -6,9 +6,11 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <fstream>
+#include <source_location>
 
 #include "envkit/sys/fs.hpp"
 #include "envkit/sys/process.hpp"
+#include "support/skip.hpp"
 #include "support/temp_dir.hpp"
 
 namespace envkit::store {
@@ -18,13 +20,17 @@ namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 using test::TempDir;
 
-// A venv of the machine's python3 under `dir`, with pip; nullopt (and a
-// warning) where the machine has no python3 with venv and pip.
-std::optional<fs::path> make_venv(const TempDir& dir) {
+// A venv of the machine's python3 under `dir`, with pip; nullopt (the skip
+// recorded) where the machine has no python3 with venv and pip.
+std::optional<fs::path> make_venv(const TempDir& dir,
+                                  std::source_location where = std::source_location::current()) {
   const auto venv = dir.path() / "venv";
   const auto command = "python3 -m venv '" + venv.string() + "' >/dev/null 2>&1";
   if (std::system(command.c_str()) != 0) {
-    WARN("skipped: no python3 with venv and pip on PATH");
+    test::skip_test(test::SkipKind::setup_should_provide,
+                    "no python3 with venv and pip on PATH (scripts/setup installs python3-venv "
+                    "and python3-pip)",
+                    where);
     return std::nullopt;
   }
   return venv / "bin" / "python3";

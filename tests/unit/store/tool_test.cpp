@@ -246,10 +246,7 @@ void write_index_page(const TempDir& www, const std::string& href) {
 
 TEST_CASE("when the URL and mirrors fail, the pinned file is found on a PEP 503 index",
           "[store][tool][nginx]") {
-  if (!StaticHttpServer::available()) {
-    WARN("skipped: nginx is not installed (scripts/setup installs it)");
-    return;
-  }
+  if (test::nginx_missing()) return;
   TempDir www;
   TempDir work;
   const auto wheel = fake_wheel();
@@ -313,10 +310,7 @@ TEST_CASE("when the URL and mirrors fail, the pinned file is found on a PEP 503 
 }
 
 TEST_CASE("envkits asking for the same tool at once download it once", "[store][tool][nginx]") {
-  if (!StaticHttpServer::available()) {
-    WARN("skipped: nginx is not installed (scripts/setup installs it)");
-    return;
-  }
+  if (test::nginx_missing()) return;
   TempDir www;
   TempDir work;
   const auto wheel = fake_wheel();

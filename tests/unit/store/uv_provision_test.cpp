@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <optional>
+#include <source_location>
 
 #include "envkit/net/transport.hpp"
 #include "envkit/store/tool.hpp"
@@ -15,6 +16,7 @@
 #include "support/http_server.hpp"
 #include "support/quick_transport.hpp"
 #include "support/scoped_env.hpp"
+#include "support/skip.hpp"
 #include "support/temp_dir.hpp"
 
 namespace envkit::store {
@@ -35,19 +37,21 @@ std::string wheel_name() {
   return url.substr(url.rfind('/') + 1);
 }
 
-// The pinned wheel's bytes, or nullopt (with the reason given) when the test cannot run here.
-std::optional<std::string> pinned_wheel() {
+// The pinned wheel's bytes, or nullopt (the skip recorded) when the test cannot run here.
+std::optional<std::string> pinned_wheel(
+    std::source_location where = std::source_location::current()) {
   if (specs::host_platform() != specs::Platform::linux_x86_64) {
-    WARN("skipped: the uv wheel in tests/.tools is linux-x86_64's");
+    test::skip_test(test::SkipKind::expected,
+                    "the uv wheel in tests/.tools is linux-x86_64's, not this machine's", where);
     return std::nullopt;
   }
-  if (!StaticHttpServer::available()) {
-    WARN("skipped: nginx is not installed (scripts/setup installs it)");
-    return std::nullopt;
-  }
+  if (test::nginx_missing(where)) return std::nullopt;
   auto bytes = sys::read_file(kTools / wheel_name());
   if (!bytes) {
-    WARN("skipped: tests/.tools has no " + wheel_name() + " (run scripts/fetch-test-tools)");
+    test::skip_test(
+        test::SkipKind::setup_should_provide,
+        "tests/.tools has no " + wheel_name() + " (scripts/setup runs scripts/fetch-test-tools)",
+        where);
     return std::nullopt;
   }
   return *std::move(bytes);
