@@ -15,19 +15,31 @@
 
 namespace envkit::locking {
 
-Result<Solved> solve_platforms(const recipes::Database& database, const LockInputs& inputs) {
-  solve::Request request{
-      .external = inputs.external, .system = inputs.facts, .unavailable = inputs.unavailable};
+namespace {
+
+// The solver's requirements, in this order: the framework, envkit.yaml's `requires:`, the rest
+// (a hint's HintChange::index counts in it).
+std::vector<solve::Requirement> requirements_of(const LockInputs& inputs) {
+  std::vector<solve::Requirement> requirements;
   const auto& manifest = inputs.manifest;
   if (manifest.framework) {
-    request.requirements.push_back(
-        {manifest.framework->name, manifest.framework->spec, "framework"});
+    requirements.push_back({manifest.framework->name, manifest.framework->spec, "framework"});
   }
   for (const auto& [package, spec] : manifest.requires_) {
-    request.requirements.push_back({package, spec, "requires"});
+    requirements.push_back({package, spec, "requires"});
   }
   for (const auto& requirement : inputs.extra_requirements)
-    request.requirements.push_back(requirement);
+    requirements.push_back(requirement);
+  return requirements;
+}
+
+}  // namespace
+
+Result<Solved> solve_platforms(const recipes::Database& database, const LockInputs& inputs) {
+  solve::Request request{.requirements = requirements_of(inputs),
+                         .external = inputs.external,
+                         .system = inputs.facts,
+                         .unavailable = inputs.unavailable};
   Solved solved;
   for (const auto platform : inputs.platforms) {
     request.platform = platform;
@@ -328,8 +340,115 @@ void add_findings(LockInputs& effective, const ClosureFindings& findings,
 
 }  // namespace
 
+namespace {
+
+Result<LockAttempt> solve_lock_once(const recipes::Database& database, const LockInputs& inputs,
+                                    const lock::Lockfile* previous, const ResolverFactory& factory);
+
+// The inputs a user has after following `change`: envkit.yaml's framework or `requires:`
+// edited, or a newer driver; nullopt for a change envkit.yaml cannot make (a requirement
+// file's line, a pin of the framework's wheels).
+std::optional<LockInputs> followed(const LockInputs& inputs, const solve::Request& asked,
+                                   const solve::HintChange& change) {
+  using Kind = solve::HintChange::Kind;
+  LockInputs after = inputs;
+  if (change.kind == Kind::driver && change.driver) {
+    after.facts.driver = change.driver;
+    after.facts.driver_written = change.driver->original();
+    return after;
+  }
+  if (change.kind != Kind::requirement || change.index >= asked.requirements.size())
+    return std::nullopt;
+  const auto& requirement = asked.requirements[change.index];
+  if (requirement.origin == "framework" && change.spec && after.manifest.framework) {
+    after.manifest.framework->spec = *change.spec;
+  } else if (requirement.origin == "requires") {
+    if (change.spec) {
+      after.manifest.requires_.insert_or_assign(requirement.package, *change.spec);
+    } else {
+      after.manifest.requires_.erase(requirement.package);
+    }
+  } else {
+    return std::nullopt;
+  }
+  return after;
+}
+
+std::string version_in(const lock::Lockfile& lockfile, specs::Platform platform,
+                       std::string_view name) {
+  for (const auto& locked : lockfile.platforms) {
+    if (locked.platform != platform) continue;
+    for (const auto& package : locked.packages) {
+      if (package.name == name) return package.version.original();
+    }
+  }
+  return {};
+}
+
+// Follows each hint of a failed lock as the user would, through the whole pipeline (the
+// Python closure included): a hint that locks stays, naming what it locks to; one that does
+// not is dropped. A hint is a promise.
+Result<void> keep_hints_that_hold(const recipes::Database& database, const LockInputs& inputs,
+                                  const lock::Lockfile* previous, const ResolverFactory& factory,
+                                  std::pair<specs::Platform, solve::Unsolvable>& failure) {
+  auto& unsolvable = failure.second;
+  solve::Request asked{.requirements = requirements_of(inputs)};
+  std::vector<std::string> kept;
+  std::vector<solve::HintChange> changes;
+  for (std::size_t i = 0; i < unsolvable.hints.size(); ++i) {
+    const auto& change = i < unsolvable.changes.size() ? unsolvable.changes[i]
+                                                       : solve::HintChange{};
+    auto hint = unsolvable.hints[i];
+    if (const auto after = followed(inputs, asked, change)) {
+      auto attempt = solve_lock_once(database, *after, previous, factory);
+      if (!attempt) return attempt.error();
+      if (!attempt->lockfile) continue;
+      const auto& requirement = change.kind == solve::HintChange::Kind::requirement
+                                    ? asked.requirements[change.index]
+                                    : solve::Requirement{};
+      // The closure may have settled on another version than the solver alone did.
+      const auto locked = version_in(*attempt->lockfile, failure.first, requirement.package);
+      if (requirement.origin == "framework" && !locked.empty()) {
+        hint = fmt::format("use {} {}, the {} version that can be satisfied here",
+                           requirement.package, locked,
+                           change.spec && change.spec->empty() ? "newest" : "nearest");
+      } else if (requirement.origin == "requires" && change.spec && !locked.empty()) {
+        hint = fmt::format("without `{}: \"{}\"` under `requires:`, envkit would choose {} {}",
+                           requirement.package, requirement.spec.original().empty()
+                                                    ? requirement.spec.to_string()
+                                                    : requirement.spec.original(),
+                           requirement.package, locked);
+      }
+    }
+    if (std::find(kept.begin(), kept.end(), hint) != kept.end()) continue;
+    kept.push_back(std::move(hint));
+    changes.push_back(change);
+  }
+  unsolvable.hints = std::move(kept);
+  unsolvable.changes = std::move(changes);
+  return {};
+}
+
+}  // namespace
+
 Result<LockAttempt> solve_lock(const recipes::Database& database, const LockInputs& inputs,
                                const lock::Lockfile* previous, const ResolverFactory& factory) {
+  auto attempt = solve_lock_once(database, inputs, previous, factory);
+  if (!attempt || !attempt->failure) return attempt;
+  auto python = python_request(inputs);
+  if (!python) return std::move(python).error();
+  // Without a closure the solver's own check of each hint is the whole story.
+  if (!*python) return attempt;
+  if (auto checked = keep_hints_that_hold(database, inputs, previous, factory, *attempt->failure);
+      !checked)
+    return checked.error();
+  return attempt;
+}
+
+namespace {
+
+Result<LockAttempt> solve_lock_once(const recipes::Database& database, const LockInputs& inputs,
+                                    const lock::Lockfile* previous, const ResolverFactory& factory) {
   auto python = python_request(inputs);
   if (!python) return std::move(python).error();
   LockInputs effective = inputs;
@@ -379,6 +498,8 @@ Result<LockAttempt> solve_lock(const recipes::Database& database, const LockInpu
     error.because(note);
   return error.hint("pin the framework's build or CUDA in envkit.yaml (`requires:`)");
 }
+
+}  // namespace
 
 Result<void> write_lock_text(const std::filesystem::path& path, const std::string& text) {
   const auto current = sys::read_file(path);

@@ -112,16 +112,69 @@ std::string change_line_hint(const Requirement& requirement, const Choice* chose
                                          chosen->name, chosen->version.original());
 }
 
+// The drivers at which some CUDA release starts to run on `platform`, natively or through
+// minor-version compatibility, lowest first: where a driver upgrade can make a difference.
+std::vector<specs::Version> driver_steps(const recipes::Database& database,
+                                         specs::Platform platform) {
+  std::vector<specs::Version> steps;
+  const auto recipe = database.facts("cuda");
+  if (!recipe) return steps;
+  for (const auto& version : (*recipe)->versions) {
+    for (const auto& build : version.builds) {
+      for (const auto* table : {&build.min_driver, &build.min_driver_compat}) {
+        if (const auto it = table->find(platform); it != table->end()) steps.push_back(it->second);
+      }
+    }
+  }
+  std::sort(steps.begin(), steps.end());
+  steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
+  return steps;
+}
+
+// The smallest driver upgrade that makes the request solvable, with the CUDA it then runs
+// and how: each step above the machines' driver is tried, lowest first.
+std::optional<std::pair<specs::Version, Solution>> smallest_driver(
+    const recipes::Database& database, const Request& request) {
+  for (const auto& step : driver_steps(database, request.platform)) {
+    if (request.system.driver && !(*request.system.driver < step)) continue;
+    auto upgraded = request;
+    upgraded.system.driver = step;
+    upgraded.system.driver_written = step.original();
+    if (auto solution = solved_without(database, upgraded))
+      return std::pair(step, *std::move(solution));
+  }
+  return std::nullopt;
+}
+
+std::string driver_hint(const recipes::Database& database, const Request& request,
+                        const specs::Version& driver, const Solution& solution) {
+  const auto* cuda = solution.find("cuda");
+  if (cuda == nullptr) return fmt::format("upgrade the NVIDIA driver to >= {}", driver.original());
+  bool through_compat = false;
+  if (const auto recipe = database.facts("cuda")) {
+    if (const auto* version = (*recipe)->find(cuda->version); version != nullptr) {
+      for (const auto& build : version->builds) {
+        const auto compat = build.min_driver_compat.find(request.platform);
+        through_compat = compat != build.min_driver_compat.end() && compat->second == driver;
+      }
+    }
+  }
+  return fmt::format("upgrade the NVIDIA driver to >= {} (what cuda {} needs{})",
+                     driver.original(), cuda->version.original(),
+                     through_compat ? ", through minor-version compatibility" : "");
+}
+
 // What would make the request solvable: each hint is checked by solving the
-// request with that one thing changed.
-std::vector<std::string> hints_for(const recipes::Database& database, const Request& request,
-                                   const Attempt& failed) {
+// request with that one thing changed, and says the smallest such change.
+Unsolvable hints_for(const recipes::Database& database, const Request& request,
+                     const Attempt& failed) {
   const auto& problem = *failed.problem;
   const auto facts = facts_behind(failed);
-  std::vector<std::string> hints;
-  const auto add = [&](std::string hint) {
-    if (std::find(hints.begin(), hints.end(), hint) == hints.end())
-      hints.push_back(std::move(hint));
+  Unsolvable out;
+  const auto add = [&](std::string hint, HintChange change = {}) {
+    if (std::find(out.hints.begin(), out.hints.end(), hint) != out.hints.end()) return;
+    out.hints.push_back(std::move(hint));
+    out.changes.push_back(std::move(change));
   };
   const auto any_fact = [&](auto predicate) {
     return std::any_of(facts.begin(), facts.end(), predicate);
@@ -134,20 +187,9 @@ std::vector<std::string> hints_for(const recipes::Database& database, const Requ
 
   if (any_fact(
           [&](const Fact* f) { return unsatisfiable_requirement_on(f, PackageKind::driver); })) {
-    auto relaxed = request;
-    relaxed.system.driver.reset();
-    if (const auto solution = solved_without(database, relaxed)) {
-      if (const auto* cuda = solution->find("cuda")) {
-        const auto recipe = database.facts("cuda");
-        const auto* version = recipe ? (*recipe)->find(cuda->version) : nullptr;
-        for (const auto& build : version ? version->builds : std::vector<recipes::Build>{}) {
-          const auto native = build.min_driver.find(request.platform);
-          if (native == build.min_driver.end()) continue;
-          add(fmt::format("upgrade the NVIDIA driver to >= {} (what cuda {} needs)",
-                          native->second.original(), cuda->version.original()));
-          break;
-        }
-      }
+    if (const auto found = smallest_driver(database, request)) {
+      add(driver_hint(database, request, found->first, found->second),
+          {.kind = HintChange::Kind::driver, .driver = found->first});
     }
   }
   for (std::size_t i = 0; i < request.requirements.size(); ++i) {
@@ -177,18 +219,25 @@ std::vector<std::string> hints_for(const recipes::Database& database, const Requ
     const auto* chosen = solution->find(requirement.package);
     const auto written = requirement.spec.original().empty() ? requirement.spec.to_string()
                                                              : requirement.spec.original();
+    const HintChange change{.kind = HintChange::Kind::requirement,
+                            .index = i,
+                            .spec = dropped ? std::nullopt
+                                            : std::optional(relaxed.requirements[i].spec)};
     if (requirement.written_at) {
       add(change_line_hint(requirement, dropped ? nullptr : chosen));
     } else if (requirement.origin == "framework" && chosen != nullptr) {
       add(fmt::format("use {} {}, the {} version that can be satisfied here", chosen->name,
                       chosen->version.original(),
-                      relaxed.requirements[i].spec.empty() ? "newest" : "nearest"));
+                      relaxed.requirements[i].spec.empty() ? "newest" : "nearest"),
+          change);
     } else if (!dropped && chosen != nullptr) {
       add(fmt::format("without `{}: \"{}\"` under `requires:`, envkit would choose {} {}",
-                      requirement.package, written, chosen->name, chosen->version.original()));
+                      requirement.package, written, chosen->name, chosen->version.original()),
+          change);
     } else {
       add(fmt::format("without `{}` under `requires:`, envkit.yaml can be satisfied",
-                      requirement.package));
+                      requirement.package),
+          change);
     }
   }
   for (const auto* fact : facts) {
@@ -226,7 +275,7 @@ std::vector<std::string> hints_for(const recipes::Database& database, const Requ
       }
     }
   }
-  return hints;
+  return out;
 }
 
 }  // namespace
@@ -239,7 +288,9 @@ Result<Outcome> solve(const recipes::Database& database, const Request& request)
   unsolvable.summary =
       fmt::format("no environment satisfies envkit.yaml on {}", specs::to_string(request.platform));
   unsolvable.explanation = explain_failure(*first->problem, first->result);
-  unsolvable.hints = hints_for(database, request, *first);
+  auto hinted = hints_for(database, request, *first);
+  unsolvable.hints = std::move(hinted.hints);
+  unsolvable.changes = std::move(hinted.changes);
   return Outcome{std::move(unsolvable)};
 }
 

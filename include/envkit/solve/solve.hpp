@@ -106,10 +106,25 @@ struct Solution {
   [[nodiscard]] const Choice* find(std::string_view name) const;
 };
 
+// What following a hint changes in the request, so that the lock pipeline can check it
+// against the whole lock (the Python closure included) before it is printed.
+struct HintChange {
+  enum class Kind : std::uint8_t {
+    none,         // not a change of the request (an index to add, a Python to declare)
+    requirement,  // requirements[index]'s spec becomes `spec` (nullopt: it is dropped)
+    driver,       // the machines' driver becomes `driver`
+  };
+  Kind kind = Kind::none;
+  std::size_t index = 0;
+  std::optional<specs::VersionSpec> spec;
+  std::optional<specs::Version> driver;
+};
+
 struct Unsolvable {
   std::string summary;                   // "no environment satisfies envkit.yaml on linux-x86_64"
   std::vector<std::string> explanation;  // the derivation, one sentence a line
   std::vector<std::string> hints;        // what would make it solvable, each checked by solving
+  std::vector<HintChange> changes;       // what following hints[i] changes, for each i
 };
 
 using Outcome = std::variant<Solution, Unsolvable>;

@@ -127,7 +127,9 @@ TEST_CASE("solve: torch 2.4.* on a 535 driver gets the cu121 stack it was tested
   CHECK(because(s, "cuda") ==
         "torch 2.4.1 (cu121) requires cuda <13,>=12.1\n"
         "this machine's driver is 535.104.05; it runs CUDA 12.1.1 natively\n"
-        "chosen: torch 2.4.1 (cu121) was tested with cuda 12.1: the tested version is preferred\n");
+        // PyPI's torch 2.4.1 pins nvidia-cuda-runtime-cu12 12.1.105 (recipes/pypi/torch.yaml).
+        "chosen: torch 2.4.1 (cu121) was tested with cuda 12.1.105: the tested version is "
+        "preferred\n");
 }
 
 TEST_CASE("solve: the newest framework version wins", "[solve]") {
