@@ -108,6 +108,12 @@ std::string trimmed_url(std::string_view url) {
   return std::string(url);
 }
 
+// The CUDA variant a build id names, without the platform the database split it by:
+// `cu130-aarch64` and `cu130-windows` are PyPI's and PyTorch's `cu130`.
+std::string_view variant_of(std::string_view build) {
+  return build.substr(0, build.find('-'));
+}
+
 // PyTorch names each build's index after it: https://download.pytorch.org/whl/cu124
 // serves `torch==2.4.1+cu124`. The configured index that does, if any.
 std::optional<std::string> index_named_after(const std::vector<std::string>& indexes,
@@ -115,7 +121,7 @@ std::optional<std::string> index_named_after(const std::vector<std::string>& ind
   if (build.empty()) return std::nullopt;
   for (const auto& index : indexes) {
     const auto url = trimmed_url(index);
-    if (url.ends_with("/" + std::string(build))) return url;
+    if (url.ends_with("/" + std::string(variant_of(build)))) return url;
   }
   return std::nullopt;
 }
@@ -147,7 +153,7 @@ std::string framework_pin(const lock::LockedPackage& framework,
   if (build_is_extra(framework))
     return fmt::format("{}[{}]=={}", framework.name, framework.build, version);
   if (index_named_after(indexes, framework.build))
-    return fmt::format("{}=={}+{}", framework.name, version, framework.build);
+    return fmt::format("{}=={}+{}", framework.name, version, variant_of(framework.build));
   return fmt::format("{}=={}", framework.name, version);
 }
 
@@ -272,7 +278,7 @@ std::string index_hint(std::string_view package, std::string_view build) {
   return fmt::format(
       "to use torch's {} build, add its index to envkit.yaml: `indexes: [{}, "
       "https://download.pytorch.org/whl/{}]`",
-      build, recipes::kPypiIndex, build);
+      variant_of(build), recipes::kPypiIndex, variant_of(build));
 }
 
 // The framework wheel the indexes served is another build than the lock names:

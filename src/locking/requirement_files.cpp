@@ -15,27 +15,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The marker variables a lock platform fixes (CPython there); the Python version stays open.
-project::MarkerEnvironment marker_environment(specs::Platform platform) {
-  if (platform == specs::Platform::windows_x86_64) {
-    return {{"os_name", "nt"},
-            {"os.name", "nt"},
-            {"sys_platform", "win32"},
-            {"sys.platform", "win32"},
-            {"platform_system", "Windows"},
-            {"platform_machine", "AMD64"},
-            {"platform.machine", "AMD64"},
-            {"platform_python_implementation", "CPython"},
-            {"platform.python_implementation", "CPython"},
-            {"python_implementation", "CPython"},
-            {"implementation_name", "cpython"}};
-  }
-  auto environment = project::linux_cpython_environment();
-  const auto* machine = platform == specs::Platform::linux_aarch64 ? "aarch64" : "x86_64";
-  environment.emplace("platform_machine", machine);
-  environment.emplace("platform.machine", machine);
-  return environment;
-}
 
 // Reads one requirement file (and what it includes) into `out`; `shown` is its path
 // relative to the project, as messages name it.
@@ -98,7 +77,7 @@ class RequirementFileReader {
     if (requirement.dialect == project::SpecDialect::conda) return;
     std::vector<specs::Platform> holds_on;
     for (const auto platform : platforms_) {
-      if (project::evaluate_marker(requirement.marker, marker_environment(platform)) !=
+      if (project::evaluate_marker(requirement.marker, project::cpython_environment(platform)) !=
           project::Truth::no)
         holds_on.push_back(platform);
     }

@@ -221,6 +221,27 @@ MarkerEnvironment linux_cpython_environment() {
           {"implementation_name", "cpython"}};
 }
 
+MarkerEnvironment cpython_environment(specs::Platform platform) {
+  if (platform == specs::Platform::windows_x86_64) {
+    return {{"os_name", "nt"},
+            {"os.name", "nt"},
+            {"sys_platform", "win32"},
+            {"sys.platform", "win32"},
+            {"platform_system", "Windows"},
+            {"platform_machine", "AMD64"},
+            {"platform.machine", "AMD64"},
+            {"platform_python_implementation", "CPython"},
+            {"platform.python_implementation", "CPython"},
+            {"python_implementation", "CPython"},
+            {"implementation_name", "cpython"}};
+  }
+  auto environment = linux_cpython_environment();
+  const auto* machine = platform == specs::Platform::linux_aarch64 ? "aarch64" : "x86_64";
+  environment.emplace("platform_machine", machine);
+  environment.emplace("platform.machine", machine);
+  return environment;
+}
+
 Truth evaluate_marker(std::string_view marker, const MarkerEnvironment& environment) {
   if (marker.find_first_not_of(" \t") == std::string_view::npos) return Truth::yes;
   return Parser(marker, environment).parse().value_or(Truth::unknown);

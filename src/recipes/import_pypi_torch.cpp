@@ -8,6 +8,7 @@
 #include "envkit/core/text.hpp"
 #include "envkit/core/url.hpp"
 #include "envkit/recipes/import_frameworks.hpp"
+#include "envkit/project/marker.hpp"
 #include "envkit/recipes/import_pypi_jax.hpp"
 #include "envkit/specs/package_name.hpp"
 
@@ -82,6 +83,7 @@ struct PatchOnIndex {
   std::vector<IndexWheel> wheels;
   WheelOnIndex x86_64;
   WheelOnIndex aarch64;
+  WheelOnIndex windows;
 };
 
 // A patch release: final, major.minor.patch.
@@ -100,8 +102,10 @@ bool is_patch_of(const specs::Version& version, const specs::Version& minor) {
 void offer_wheel(PatchOnIndex& patch, const IndexFile& file, const WheelFilename& wheel) {
   const auto cpython = cpython_minor(wheel);
   const auto platform = binary_wheel_platform(wheel);
-  if (!cpython || !platform || *platform == Platform::windows_x86_64) return;
-  auto& slot = *platform == Platform::linux_x86_64 ? patch.x86_64 : patch.aarch64;
+  if (!cpython || !platform) return;
+  auto& slot = *platform == Platform::linux_x86_64    ? patch.x86_64
+               : *platform == Platform::linux_aarch64 ? patch.aarch64
+                                                      : patch.windows;
   const std::pair rank{file.has_metadata, *cpython};
   if (slot.file == nullptr || rank > slot.rank) slot = {&file, rank};
 }
@@ -129,7 +133,8 @@ struct ReleaseMetadata {
 Result<std::optional<ReleaseMetadata>> read_metadata(const PypiImportOptions& options,
                                                      const IndexFile& wheel,
                                                      std::string_view version,
-                                                     std::vector<std::string>& problems) {
+                                                     std::vector<std::string>& problems,
+                                                     Platform platform) {
   auto text = fetch_wheel_metadata(options, wheel);
   if (!text) return std::move(text).error();
   if (!*text) return std::optional<ReleaseMetadata>{};
@@ -149,7 +154,7 @@ Result<std::optional<ReleaseMetadata>> read_metadata(const PypiImportOptions& op
     return std::optional<ReleaseMetadata>{};
   }
   return std::optional(
-      ReleaseMetadata{parse_torch_wheel_pins(**text), std::move(parsed->requires_python)});
+      ReleaseMetadata{parse_torch_wheel_pins(**text, platform), std::move(parsed->requires_python)});
 }
 
 // ---------------------------------------------------------------- builds
@@ -185,6 +190,36 @@ std::optional<std::string> apply_pins(RecipeVersion& version, const TorchWheelPi
     }
   }
   return build->id;
+}
+
+// The index serves build `id` on Linux; where the tables list Windows for it too but the
+// Windows wheel pins another CUDA or none (PyPI's Windows wheels are CPU builds), Windows is
+// split off into `<id>-windows`, which only PyTorch's own index serves.
+void split_windows(RecipeVersion& version, const std::string& id,
+                   const std::optional<TorchWheelPins>& windows) {
+  const auto build = std::find_if(version.builds.begin(), version.builds.end(),
+                                  [&](const Build& b) { return b.id == id; });
+  if (build == version.builds.end()) return;
+  auto& platforms = build->platforms;
+  const auto on_windows = std::find(platforms.begin(), platforms.end(), Platform::windows_x86_64);
+  if (on_windows == platforms.end()) return;
+  const auto windows_id =
+      windows && windows->cuda_runtime ? cuda_build_id(*windows->cuda_runtime) : std::nullopt;
+  if (windows_id == id) return;
+  platforms.erase(on_windows);
+  Build split = *build;
+  split.id = id + "-windows";
+  split.platforms = {Platform::windows_x86_64};
+  split.wheel_index.clear();
+  split.min_glibc.clear();
+  version.builds.push_back(std::move(split));
+}
+
+bool lists_windows(const RecipeVersion& version, std::string_view id) {
+  return std::any_of(version.builds.begin(), version.builds.end(), [&](const Build& b) {
+    return b.id == id && std::find(b.platforms.begin(), b.platforms.end(),
+                                   Platform::windows_x86_64) != b.platforms.end();
+  });
 }
 
 // The Python a release installs on: its Requires-Python within the range of its Linux
@@ -324,19 +359,28 @@ class TorchImporter {
   Result<TorchPatch> read_patch(TorchPatch patch, const PatchOnIndex& on_index,
                                 RecipeVersion& version) {
     if (on_index.x86_64.file == nullptr) return patch;
-    auto x86_64 = read_metadata(options_, *on_index.x86_64.file, patch.version, result_.problems);
+    auto x86_64 = read_metadata(options_, *on_index.x86_64.file, patch.version, result_.problems,
+                                Platform::linux_x86_64);
     if (!x86_64) return std::move(x86_64).error();
     ++result_.metadata_fetched;
     patch.wheel = on_index.x86_64.file->filename;
     patch.metadata_read = x86_64->has_value();
     if (!*x86_64) return patch;
     patch.pins = (*x86_64)->pins;
-    patch.build_id = apply_pins(version, patch.pins);
     if (!patch.pins.cuda_runtime) return patch;
+    // The tables' build of the pinned CUDA, where they list Windows for it, is PyPI's on
+    // Windows only if that wheel pins the same: read it before the build is refined.
+    if (const auto id = cuda_build_id(*patch.pins.cuda_runtime); id && lists_windows(version, *id)) {
+      auto windows = windows_pins(on_index, patch.version);
+      if (!windows) return std::move(windows).error();
+      split_windows(version, *id, *windows);
+    }
+    patch.build_id = apply_pins(version, patch.pins);
     std::optional<ReleaseMetadata> aarch64;
     if (on_index.aarch64.file != nullptr) {
       auto read =
-          read_metadata(options_, *on_index.aarch64.file, patch.version, result_.problems);
+          read_metadata(options_, *on_index.aarch64.file, patch.version, result_.problems,
+                        Platform::linux_aarch64);
       if (!read) return std::move(read).error();
       ++result_.metadata_fetched;
       aarch64 = *std::move(read);
@@ -353,6 +397,19 @@ class TorchImporter {
       version.builds.push_back(**std::move(build));
     }
     return patch;
+  }
+
+  // What the release's Windows wheel pins; nullopt when it has none or pins no CUDA (PyPI's
+  // Windows wheels are CPU builds).
+  Result<std::optional<TorchWheelPins>> windows_pins(const PatchOnIndex& on_index,
+                                                     std::string_view version) {
+    if (on_index.windows.file == nullptr) return std::optional<TorchWheelPins>{};
+    auto read = read_metadata(options_, *on_index.windows.file, version, result_.problems,
+                              Platform::windows_x86_64);
+    if (!read) return std::move(read).error();
+    ++result_.metadata_fetched;
+    if (!*read || !(*read)->pins.cuda_runtime) return std::optional<TorchWheelPins>{};
+    return std::optional((*read)->pins);
   }
 
   void keep(TorchPatch patch, RecipeVersion version) {
@@ -434,13 +491,19 @@ class TorchImporter {
 
 }  // namespace
 
-TorchWheelPins parse_torch_wheel_pins(std::string_view metadata) {
+TorchWheelPins parse_torch_wheel_pins(std::string_view metadata, specs::Platform platform) {
   TorchWheelPins pins;
+  const auto environment = project::cpython_environment(platform);
   for (auto line : text::split(metadata, '\n')) {
     line = text::trim(line);
     if (line.empty()) break;  // the headers end at the first blank line; the description follows
     if (!text::starts_with_icase(line, "Requires-Dist:")) continue;
-    const auto pin = exact_pin(line.substr(line.find(':') + 1));
+    const auto requirement = line.substr(line.find(':') + 1);
+    if (const auto semicolon = requirement.find(';'); semicolon != std::string_view::npos &&
+        project::evaluate_marker(text::trim(requirement.substr(semicolon + 1)), environment) ==
+            project::Truth::no)
+      continue;
+    const auto pin = exact_pin(requirement);
     if (!pin) continue;
     if (is_project(pin->project, "nvidia-cuda-runtime")) pins.cuda_runtime = pin->version;
     // From torch 2.13 (CUDA 13) the runtime comes with NVIDIA's toolkit meta-package.

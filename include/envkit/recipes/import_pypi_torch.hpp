@@ -27,9 +27,12 @@ struct TorchWheelPins {
   friend bool operator==(const TorchWheelPins&, const TorchWheelPins&) = default;
 };
 
-// Reads the `Requires-Dist:` lines of a METADATA text; markers after `;` are
-// ignored, both `name==V` and `name (==V)` are read, and only exact pins count.
-[[nodiscard]] TorchWheelPins parse_torch_wheel_pins(std::string_view metadata);
+// Reads the `Requires-Dist:` lines of a METADATA text that can apply on `platform`
+// (a marker false there, `platform_system == "Linux"` in a Windows wheel, drops its
+// line; one that cannot be decided, `extra == ...`, keeps it), both `name==V` and
+// `name (==V)`; only exact pins count.
+[[nodiscard]] TorchWheelPins parse_torch_wheel_pins(
+    std::string_view metadata, specs::Platform platform = specs::Platform::linux_x86_64);
 
 // The torch build id of a CUDA runtime version (`12.1.105` -> `cu121`).
 [[nodiscard]] std::optional<std::string> cuda_build_id(std::string_view cuda_runtime);

@@ -349,3 +349,31 @@ TEST_CASE("a wheel whose METADATA names another version is left out, naming it",
              Catch::Matchers::Contains("torch-2.15.0-cp315-cp315-manylinux_2_28_x86_64.whl") &&
                  Catch::Matchers::Contains("`2.16.0`"));
 }
+
+TEST_CASE("a build the tables list for Windows is PyPI's there only if that wheel pins it",
+          "[pypi-torch]") {
+  Recipe tables{.name = "torch", .sources = {"tables"}};
+  Build cu130{.id = "cu130",
+              .requires_ = {{"cuda", spec(">=13.0,<14")}},
+              .tested = {{"cuda", "13.0"}},
+              .platforms = {specs::Platform::linux_x86_64, specs::Platform::windows_x86_64}};
+  tables.versions.push_back(RecipeVersion{.version = v("2.14"), .builds = {cu130}});
+  FakeIndex index = newer_index();
+  // PyPI's Windows wheels are CPU builds: their METADATA is the Linux wheels', whose NVIDIA
+  // pins all say `platform_system == "Linux"` (as torch 2.12.1's win_amd64 wheel does).
+  CHECK_FALSE(parse_torch_wheel_pins(metadata_of("2.14.1", "13.0.3.0", "9.24.0.43"),
+                                     specs::Platform::windows_x86_64)
+                  .cuda_runtime);
+  auto result =
+      import_pypi_torch(tables, {.index_url = fake_index_url(), .fetch = index.fetcher()});
+  REQUIRE(result);
+  const Build& linux = build_of(result->torch, "2.14.1", "cu130");
+  CHECK(linux.platforms == std::vector{specs::Platform::linux_x86_64});
+  CHECK(linux.wheel_index == kPypiIndex);
+  CHECK(linux.tested.at("cuda") == "13.0.3.0");
+  // Windows keeps the tables' facts, as a build PyPI does not serve.
+  const Build& windows = build_of(result->torch, "2.14.1", "cu130-windows");
+  CHECK(windows.platforms == std::vector{specs::Platform::windows_x86_64});
+  CHECK(windows.wheel_index.empty());
+  CHECK(windows.tested.at("cuda") == "13.0");
+}
