@@ -35,7 +35,7 @@ TEST_CASE("config list shows each value and where it came from", "[cli][config]"
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   auto settings = listed(r);
-  CHECK(settings.size() == 7);
+  CHECK(settings.size() == 8);
   CHECK(settings["jobs"].at("value") == 3);
   CHECK(settings["jobs"].at("source") == project.project_config().string() + ":2");
   CHECK(settings["mirrors"].at("value") == json::array({"http://m.lan/a"}));
@@ -48,6 +48,8 @@ TEST_CASE("config list shows each value and where it came from", "[cli][config]"
   CHECK(settings["index-url"].at("source") == "default");
   CHECK(settings["compile-bytecode"].at("value") == false);
   CHECK(settings["compile-bytecode"].at("source") == "default");
+  CHECK(settings["index-ttl"].at("value") == 600);
+  CHECK(settings["index-ttl"].at("source") == "default");
 
   // For people: one line per setting, on stdout, with its source.
   const auto human = project.envkit({"config", "list"});

@@ -44,8 +44,15 @@ struct ClosureProject {
   [[nodiscard]] sys::ProcessOutput lock(const std::string& manifest,
                                         std::optional<std::string> mirror = {}) const {
     project.write(project.root / "envkit.yaml", manifest);
+    return run({"lock"}, std::move(mirror));
+  }
+
+  // `envkit ARGS` on the project as it is, the closure and today's index on, as `lock`.
+  [[nodiscard]] sys::ProcessOutput run(std::vector<std::string> args,
+                                       std::optional<std::string> mirror = {}) const {
+    args.insert(args.begin(), {"--recipes", (source_dir() / "recipes").string()});
     const std::string no_proxy = "http://127.0.0.1:9";
-    return project.envkit({"--recipes", (source_dir() / "recipes").string(), "lock"},
+    return project.envkit(args,
                           {{"ENVKIT_NO_PYTHON", std::nullopt},
                            {"ENVKIT_NO_LIVE_INDEX", std::nullopt},
                            {"ENVKIT_MIRRORS", mirror.value_or(server->url(""))},
@@ -251,4 +258,89 @@ TEST_CASE("an index that cannot be reached fails with its URL and keeps the prev
 }
 
 }  // namespace
+}  // namespace envkit::test
+
+namespace envkit::test {
+namespace {
+
+// The hints of an unsatisfiable lock, one per `hint:` line.
+std::vector<std::string> hints_of(const std::string& err) {
+  std::vector<std::string> hints;
+  std::size_t at = 0;
+  while ((at = err.find("\nhint: ", at)) != std::string::npos) {
+    at += 7;
+    hints.push_back(err.substr(at, err.find('\n', at) - at));
+  }
+  return hints;
+}
+
+}  // namespace
+
+// What a user with a driver too old for CUDA 12 gets from PyPI alone: the error, and hints
+// that each lock when followed.
+TEST_CASE("torch 2.1 on a driver too old for CUDA 12: PyPI's build is cu121, and the hints hold",
+          "[lock][python][closure][hints]") {
+  ClosureProject fixture;
+  if (fixture.skip()) return;
+  const auto failed = fixture.lock("framework: torch 2.1.*\nsystem: {driver: 520.61.05}\n");
+  INFO(failed.err);
+  CHECK(failed.exit_code == 1);
+  CHECK_THAT(failed.err, Contains("torch 2.1.2 on https://pypi.org/simple is the cu121 build") &&
+                             Contains("520.61.05"));
+  const auto hints = hints_of(failed.err);
+  // The smallest driver: CUDA 12's family minimum, not CUDA 12.1's own 530.30.02.
+  CHECK(std::find(hints.begin(), hints.end(),
+                  "upgrade the NVIDIA driver to >= 525.60.13 (what cuda 12.1.1 needs, through "
+                  "minor-version compatibility)") != hints.end());
+  CHECK(std::any_of(hints.begin(), hints.end(), [](const std::string& hint) {
+    return hint.find("https://download.pytorch.org/whl/cu118") != std::string::npos;
+  }));
+  // No hint proposes a torch release: none of 2.1 fits this driver from PyPI.
+  CHECK(std::none_of(hints.begin(), hints.end(),
+                     [](const std::string& hint) { return hint.starts_with("use torch"); }));
+  // Following the driver hint locks.
+  const auto followed = fixture.locked("framework: torch 2.1.*\nsystem: {driver: 525.60.13}\n");
+  CHECK(version_of(platform_of(followed, specs::Platform::linux_x86_64), "torch") == "2.1.2");
+}
+
+TEST_CASE("why on torch 2.4 with a 450 driver gives the user's error, and its hint holds",
+          "[lock][python][closure][hints]") {
+  ClosureProject fixture;
+  if (fixture.skip()) return;
+  fixture.project.write(fixture.project.root / "envkit.yaml",
+                        "framework: torch 2.4.*\nsystem: {driver: 450.80.02}\n");
+  const auto failed = fixture.run({"why", "cuda"});
+  INFO(failed.err);
+  CHECK(failed.exit_code == 1);
+  CHECK_THAT(failed.err, Contains("torch 2.4.1 on https://pypi.org/simple is the cu121 build"));
+  const auto hints = hints_of(failed.err);
+  REQUIRE_FALSE(hints.empty());
+  CHECK(hints[0] ==
+        "upgrade the NVIDIA driver to >= 525.60.13 (what cuda 12.1.1 needs, through "
+        "minor-version compatibility)");
+  fixture.project.write(fixture.project.root / "envkit.yaml",
+                        "framework: torch 2.4.*\nsystem: {driver: 525.60.13}\n");
+  const auto followed = fixture.run({"why", "cuda"});
+  INFO(followed.err);
+  CHECK(followed.exit_code == 0);
+  CHECK_THAT(followed.err, Catch::StartsWith("cuda 12.1.1 on linux-x86_64, because:\n") &&
+                               Contains("only through minor-version compatibility"));
+}
+
+TEST_CASE("torch 2.12 for Linux and Windows from PyPI alone: Windows has no CUDA build there",
+          "[lock][python][closure][hints]") {
+  ClosureProject fixture;
+  if (fixture.skip()) return;
+  const auto failed = fixture.lock(
+      "framework: torch 2.12.*\nplatforms: [linux-x86_64, windows-x86_64]\n"
+      "system: {driver: 580.65.06}\n");
+  INFO(failed.err);
+  CHECK(failed.exit_code == 1);
+  CHECK_THAT(failed.err, Contains("no environment satisfies envkit.yaml on windows-x86_64"));
+  CHECK_THAT(failed.err,
+             Contains("hint: to use torch's cu130 build, add its index to envkit.yaml: "
+                      "`indexes: [https://pypi.org/simple, https://download.pytorch.org/whl/cu130]`"));
+  CHECK_FALSE(fs::exists(fixture.project.root / "envkit.lock"));
+}
+
 }  // namespace envkit::test

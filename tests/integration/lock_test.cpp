@@ -140,14 +140,16 @@ TEST_CASE("lock chooses the stack a GPU user expects", "[cli][lock]") {
       // The build the driver runs natively, with the CUDA and cuDNN it was tested with.
       {"framework: torch 2.4.*\nsystem: {driver: 535.104.05}\n",
        {{"torch", "2.4.1 (cu121)"}, {"cuda", "12.1.1"}, {"cudnn", "9.1.0.70 (cuda12)"}}},
-      // A driver too old for CUDA 12: the cu118 build and CUDA 11.8. PyPI's 2.1.2 is the
-      // cu121 build (its metadata pins 12.1.105), so 2.1.2 cu118 needs PyTorch's index; 2.1.1's
-      // metadata is not served, so which build PyPI has of it is unknown and it stays.
-      {"framework: torch 2.1.*\nsystem: {driver: 520.61.05}\n",
-       {{"torch", "2.1.1 (cu118)"}, {"cuda", "11.8.0"}}},
-      // Pascal GPUs: CUDA 12.8+ builds dropped sm_61, the cu126 build still has it.
+      // A driver too old for CUDA 12 with PyTorch's cu118 index listed: the cu118 build and
+      // CUDA 11.8. With PyPI alone (its torch 2.1 is the cu121 build) a user gets an error
+      // whose hints hold: lock_closure_test.cpp, "torch 2.1 on a driver too old for CUDA 12".
+      {"framework: torch 2.1.*\nindexes: [https://pypi.org/simple, "
+       "https://download.pytorch.org/whl/cu118]\nsystem: {driver: 520.61.05}\n",
+       {{"torch", "2.1.2 (cu118)"}, {"cuda", "11.8.0"}}},
+      // Pascal GPUs: the newest torch whose PyPI build still has code for sm_61 (2.10.0 cu128;
+      // PyPI's 2.11 and later are CUDA 13 builds, which dropped it).
       {"framework: torch\nsystem: {driver: \">=580.65.06\", cuda-arch: [\"6.1\"]}\n",
-       {{"cuda", "12.6.3"}}},
+       {{"torch", "2.10.0 (cu128)"}, {"cuda", "12.8.1"}}},
       // tensorflow-gpu 1.6 on the machine's Python 3.6.9: CUDA 9.0, Python not installed.
       {"framework: tensorflow-gpu ==1.6.0\nexternal: {python: \"3.6.9\"}\n"
        "system: {driver: 390.48}\n",
@@ -184,7 +186,9 @@ TEST_CASE("lock: Pascal GPUs get a torch build with code for them", "[cli][lock]
   REQUIRE(r.exit_code == 0);
   const auto lock = parsed_json(r.out);
   const auto& torch = package(lock, "torch", "linux-x86_64");
-  CHECK(torch.at("build") == "cu126");
+  // PyPI's torch 2.11 and later are CUDA 13 builds, without sm_61: 2.10.0 is the newest.
+  CHECK(torch.at("version") == "2.10.0");
+  CHECK(torch.at("build") == "cu128");
   CHECK_THAT(read(p / "envkit.lock"),
              Catch::Contains("  driver: \">=580.65.06\"\n  cuda-arch: [\"6.1\"]\n"));
 }
@@ -479,9 +483,12 @@ TEST_CASE("a lock solved with one machine's facts states the driver it needs, no
 
 TEST_CASE("a lock for several platforms holds each platform's own artifacts", "[cli][lock]") {
   TempDir dir;
+  // PyPI's Windows wheels are CPU builds: Windows' CUDA build comes from PyTorch's index
+  // (lock_closure_test.cpp: with PyPI alone, Windows has no environment).
   const auto p = project(dir,
                          "framework: torch 2.12.*\n"
                          "platforms: [linux-x86_64, linux-aarch64, windows-x86_64]\n"
+                         "indexes: [https://pypi.org/simple, https://download.pytorch.org/whl/cu130]\n"
                          "system: {driver: 580.65.06}\n");
   const auto r = envkit_in(p, {"lock", "--json"});
   INFO(r.err);
@@ -728,9 +735,11 @@ TEST_CASE("lock: jax's cuda12 and cuda13 builds are both on PyPI and the driver 
 TEST_CASE("lock writes the same bytes with the recipe cache empty, filled, damaged or unusable",
           "[cli][lock][recipe-cache]") {
   TempDir dir;
-  // manifests/two-platforms: the slowest reference lock before the cache.
+  // manifests/two-platforms (the slowest reference lock before the cache), with PyTorch's
+  // cu126 index, which serves Windows a CUDA build.
   const std::string manifest =
       "framework: torch 2.12.*\nplatforms: [linux-x86_64, windows-x86_64]\n"
+      "indexes: [https://pypi.org/simple, https://download.pytorch.org/whl/cu126]\n"
       "system:\n  driver: \">=560.94\"\n  cuda-arch: [\"8.6\"]\n";
   const auto p = project(dir, manifest);
   const auto cache = dir.path() / "cache";

@@ -76,11 +76,13 @@ TEST_CASE("why --json has the shape CLI.md gives", "[cli][why]") {
 TEST_CASE("why says when the driver runs CUDA only through minor-version compatibility",
           "[cli][why]") {
   TempDir dir;
-  const auto p = project(dir, "framework: torch 2.4.*\nsystem: {driver: 450.80.02}\n");
+  // PyPI's torch 2.4.1 is the cu121 build; CUDA 12.1 needs 530.30.02 natively, 525.60.13
+  // through minor-version compatibility. (A 450 driver: lock_closure_test.cpp.)
+  const auto p = project(dir, "framework: torch 2.4.*\nsystem: {driver: 525.60.13}\n");
   const auto r = envkit_in(p, {"why", "cuda"});
   CHECK(r.exit_code == 0);
-  CHECK_THAT(r.err, Catch::StartsWith("cuda 11.8.0 on linux-x86_64, because:\n") &&
-                        Catch::Contains("torch 2.4.1 (cu118) requires cuda <12,>=11.8") &&
+  CHECK_THAT(r.err, Catch::StartsWith("cuda 12.1.1 on linux-x86_64, because:\n") &&
+                        Catch::Contains("torch 2.4.1 (cu121) requires cuda <13,>=12.1") &&
                         Catch::Contains("only through minor-version compatibility"));
 }
 
@@ -140,18 +142,19 @@ TEST_CASE("why on an unsatisfiable manifest explains the failure", "[cli][why]")
 
 TEST_CASE("why warns when envkit.lock holds another version", "[cli][why]") {
   TempDir dir;
-  const auto p = project(dir, "framework: torch 2.4.*\nsystem: {driver: 450.80.02}\n");
+  const auto p = project(dir, kTorch24);
   REQUIRE(envkit_in(p, {"lock"}).exit_code == 0);
   const auto current = envkit_in(p, {"why", "cuda"});
   CHECK(current.exit_code == 0);
   CHECK_THAT(current.err, !Catch::Contains("warning:"));
 
-  // The fleet's driver was upgraded in envkit.yaml, the lock was not redone.
-  dir.write("p/envkit.yaml", kTorch24);
+  // The project moved to torch 2.5 in envkit.yaml (PyPI's is the cu124 build), the lock was
+  // not redone.
+  dir.write("p/envkit.yaml", "framework: torch 2.5.*\nsystem: {driver: 535.104.05}\n");
   const auto stale = envkit_in(p, {"why", "cuda"});
   CHECK(stale.exit_code == 0);
-  CHECK_THAT(stale.err, Catch::StartsWith("cuda 12.1.1 on linux-x86_64, because:\n") &&
-                            Catch::Contains("warning: envkit.lock has cuda 11.8.0 on "
+  CHECK_THAT(stale.err, Catch::StartsWith("cuda 12.4.1 on linux-x86_64, because:\n") &&
+                            Catch::Contains("warning: envkit.lock has cuda 12.1.1 on "
                                             "linux-x86_64; run `envkit lock` to update it"));
 }
 
