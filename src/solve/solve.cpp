@@ -255,8 +255,13 @@ Unsolvable hints_for(const recipes::Database& database, const Request& request,
                       specs::to_string(request.platform)));
     }
     if (fact->kind == Fact::Kind::unavailable) {
+      // What makes the build available (its own index) is a hint only where the build
+      // then solves: a cu124 index does not help a driver too old for CUDA 12.
       const auto& hint = request.unavailable[fact->unavailable].hint;
-      if (!hint.empty()) add(hint);
+      auto relaxed = request;
+      std::erase_if(relaxed.unavailable,
+                    [&](const UnavailableBuild& build) { return build.hint == hint; });
+      if (!hint.empty() && solved_without(database, relaxed)) add(hint);
     }
     if (fact->kind == Fact::Kind::gpu) {
       const auto cuda = problem.find("cuda");
