@@ -388,9 +388,9 @@ std::string version_in(const lock::Lockfile& lockfile, specs::Platform platform,
 // Follows each hint of a failed lock as the user would, through the whole pipeline (the
 // Python closure included): a hint that locks stays, naming what it locks to; one that does
 // not is dropped. A hint is a promise.
-Result<void> keep_hints_that_hold(const recipes::Database& database, const LockInputs& inputs,
-                                  const lock::Lockfile* previous, const ResolverFactory& factory,
-                                  std::pair<specs::Platform, solve::Unsolvable>& failure) {
+void keep_hints_that_hold(const recipes::Database& database, const LockInputs& inputs,
+                          const lock::Lockfile* previous, const ResolverFactory& factory,
+                          std::pair<specs::Platform, solve::Unsolvable>& failure) {
   auto& unsolvable = failure.second;
   solve::Request asked{.requirements = requirements_of(inputs)};
   std::vector<std::string> kept;
@@ -400,9 +400,10 @@ Result<void> keep_hints_that_hold(const recipes::Database& database, const LockI
                                                        : solve::HintChange{};
     auto hint = unsolvable.hints[i];
     if (const auto after = followed(inputs, asked, change)) {
+      // A hint whose lock fails, for any reason (the closure cannot be resolved: the
+      // project's own requirement files pin the framework too), is not given.
       auto attempt = solve_lock_once(database, *after, previous, factory);
-      if (!attempt) return attempt.error();
-      if (!attempt->lockfile) continue;
+      if (!attempt || !attempt->lockfile) continue;
       const auto& requirement = change.kind == solve::HintChange::Kind::requirement
                                     ? asked.requirements[change.index]
                                     : solve::Requirement{};
@@ -426,7 +427,6 @@ Result<void> keep_hints_that_hold(const recipes::Database& database, const LockI
   }
   unsolvable.hints = std::move(kept);
   unsolvable.changes = std::move(changes);
-  return {};
 }
 
 }  // namespace
@@ -439,9 +439,7 @@ Result<LockAttempt> solve_lock(const recipes::Database& database, const LockInpu
   if (!python) return std::move(python).error();
   // Without a closure the solver's own check of each hint is the whole story.
   if (!*python) return attempt;
-  if (auto checked = keep_hints_that_hold(database, inputs, previous, factory, *attempt->failure);
-      !checked)
-    return checked.error();
+  keep_hints_that_hold(database, inputs, previous, factory, *attempt->failure);
   return attempt;
 }
 

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "envkit/lock/lockfile.hpp"
+#include "locked_version.hpp"
 #include "install_support.hpp"
 #include "isolated_project.hpp"
 #include "support/http_server.hpp"
@@ -89,14 +90,6 @@ struct TodayProject {
   }
 };
 
-std::string version_of(const lock::Lockfile& lockfile, std::string_view name) {
-  for (const auto& package : lockfile.platforms.at(0).packages) {
-    if (package.name == name)
-      return package.version.original() + (package.build.empty() ? "" : " " + package.build);
-  }
-  return "";
-}
-
 }  // namespace
 
 TEST_CASE("a bare torch locks the newest release the index serves, with its wheels' CUDA",
@@ -107,10 +100,10 @@ TEST_CASE("a bare torch locks the newest release the index serves, with its whee
   const auto lockfile = today.locked();
   // torch 2.15.0 pins cuda-toolkit 13.2.2 and nvidia-cudnn-cu13 9.26.0.51: newer than the
   // database, they come from the index, and the lock says so.
-  CHECK(version_of(lockfile, "torch") == "2.15.0 cu132");
-  CHECK(version_of(lockfile, "cuda") == "13.2.2");
-  CHECK(version_of(lockfile, "cudnn") == "9.26.0.51 cuda13");
-  CHECK_THAT(version_of(lockfile, "python"), Catch::Matchers::StartsWith("3.14."));
+  CHECK(locked_version(lockfile, "torch") == "2.15.0 cu132");
+  CHECK(locked_version(lockfile, "cuda") == "13.2.2");
+  CHECK(locked_version(lockfile, "cudnn") == "9.26.0.51 cuda13");
+  CHECK_THAT(locked_version(lockfile, "python"), Catch::Matchers::StartsWith("3.14."));
   CHECK_THAT(lockfile.index_facts.at("cuda"), Contains("https://pypi.org/simple (read "));
   CHECK(lockfile.index_facts.contains("cudnn"));
   // What the lock needs of a machine: the family minimum of CUDA 13 (minor-version
@@ -127,7 +120,7 @@ TEST_CASE("a bare torch locks the newest release the index serves, with its whee
 
   // `torch==` that version locks the same, from the cached overlay.
   today.requirements("torch==2.15.0\n", "torch ==2.15.0");
-  CHECK(version_of(today.locked(), "torch") == "2.15.0 cu132");
+  CHECK(locked_version(today.locked(), "torch") == "2.15.0 cu132");
 }
 
 TEST_CASE("a release the index gains between two locks is seen by the second", "[slow]") {
@@ -139,14 +132,14 @@ TEST_CASE("a release the index gains between two locks is seen by the second", "
   today.serve({before});
   today.requirements("torch\n", "torch");
   // The database knows torch 2.15.0, but this index does not serve it: 2.14.1 is its newest.
-  CHECK(version_of(today.locked(), "torch") == "2.14.1 cu130");
+  CHECK(locked_version(today.locked(), "torch") == "2.14.1 cu130");
 
   today.serve({today_description()});  // torch 2.15.0 is published
   // Within the overlay's TTL the lock keeps what it read; --refresh reads the index now.
-  CHECK(version_of(today.locked(), "torch") == "2.14.1 cu130");
+  CHECK(locked_version(today.locked(), "torch") == "2.14.1 cu130");
   const auto lockfile = today.locked({"--refresh"});
-  CHECK(version_of(lockfile, "torch") == "2.15.0 cu132");
-  CHECK(version_of(lockfile, "cuda") == "13.2.2");
+  CHECK(locked_version(lockfile, "torch") == "2.15.0 cu132");
+  CHECK(locked_version(lockfile, "cuda") == "13.2.2");
 }
 
 TEST_CASE("jax[cuda12]==0.4.30 locks with the cuDNN its closure picks from the index",
@@ -155,10 +148,10 @@ TEST_CASE("jax[cuda12]==0.4.30 locks with the cuDNN its closure picks from the i
   if (today.skip()) return;
   today.requirements("jax[cuda12]==0.4.30\n", "jax ==0.4.30");
   const auto lockfile = today.locked();
-  CHECK(version_of(lockfile, "jax") == "0.4.30 cuda12");
+  CHECK(locked_version(lockfile, "jax") == "0.4.30 cuda12");
   // uv picks nvidia-cudnn-cu12 9.28.0.42, newer than the database: the index's facts have it.
-  CHECK(version_of(lockfile, "cudnn") == "9.28.0.42 cuda12");
-  CHECK_THAT(version_of(lockfile, "cuda"), Catch::Matchers::StartsWith("12.9"));
+  CHECK(locked_version(lockfile, "cudnn") == "9.28.0.42 cuda12");
+  CHECK_THAT(locked_version(lockfile, "cuda"), Catch::Matchers::StartsWith("12.9"));
 }
 
 TEST_CASE("offline with nothing cached, the lock says the built-in database answers alone",
