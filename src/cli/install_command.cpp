@@ -75,8 +75,7 @@ std::variant<lock::Lockfile, int> lock_for_install(Context& context, const Insta
                                .hint("run `envkit lock` first"));
   }
   if (*existing && flags.frozen) return **std::move(existing);
-  auto project =
-      open_project(context, {}, {.offline = flags.offline, .refresh = flags.refresh});
+  auto project = open_project(context, {}, {.offline = flags.offline, .refresh = flags.refresh});
   if (!project) return report(context, project.error());
   const auto& database = project->database;
   const auto& inputs = project->inputs;

@@ -105,7 +105,8 @@ Result<locking::LiveFacts> lay_index_over(const Context& context, recipes::Datab
   const auto cache = cache_dir_of(*settings);
   std::optional<std::string> mirror = overlay.mirror;
   std::function<std::string(const std::string&)> origin_of;
-  if (mirror) origin_of = [mirror](const std::string& url) { return net::origin_url(*mirror, url); };
+  if (mirror)
+    origin_of = [mirror](const std::string& url) { return net::origin_url(*mirror, url); };
   const locking::LiveFactsRequest request{
       .cache_root = cache,
       .index_url = overlay.index_url,

@@ -6,12 +6,12 @@
 #include <vector>
 
 #include "context.hpp"
+#include "envkit/config/config.hpp"
 #include "envkit/core/result.hpp"
 #include "envkit/locking/inputs.hpp"
 #include "envkit/locking/live_facts.hpp"
 #include "envkit/locking/lock_pipeline.hpp"
 #include "envkit/locking/machine.hpp"
-#include "envkit/config/config.hpp"
 #include "envkit/recipes/database.hpp"
 
 // What `lock`, `why` and `install` share on top of the lock pipeline

@@ -7,13 +7,13 @@
 #include "command.hpp"
 #include "envkit/core/text.hpp"
 #include "envkit/core/url.hpp"
-#include "envkit/recipes/live_index.hpp"
-#include "locking.hpp"
-#include "settings.hpp"
 #include "envkit/recipes/check.hpp"
 #include "envkit/recipes/database.hpp"
+#include "envkit/recipes/live_index.hpp"
 #include "envkit/specs/package_name.hpp"
+#include "locking.hpp"
 #include "recipes_import.hpp"
+#include "settings.hpp"
 
 namespace envkit::cli {
 

@@ -127,8 +127,10 @@ const Field kFields[] = {
     {.key = &kIndexTtl,
      .expected = "a whole number of seconds (0: read the index on every lock)",
      .valid = is_seconds,
-     .assign = [](Settings& s, std::vector<std::string> items, std::string source,
-                  const PathBase&) { put(s.index_ttl, *whole_number(items[0]), std::move(source)); }},
+     .assign =
+         [](Settings& s, std::vector<std::string> items, std::string source, const PathBase&) {
+           put(s.index_ttl, *whole_number(items[0]), std::move(source));
+         }},
 };
 
 bool accepts(const Field& field, std::string_view item) {

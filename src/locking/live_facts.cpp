@@ -40,8 +40,8 @@ std::vector<std::string> united(std::vector<std::string> asked,
   return asked;
 }
 
-void lay_over(recipes::Database& database, const fs::path& overlay,
-              const recipes::LiveState& state, LiveFacts& out) {
+void lay_over(recipes::Database& database, const fs::path& overlay, const recipes::LiveState& state,
+              LiveFacts& out) {
   database.add_layer(recipes::live_layer(overlay, state));
   for (const auto& problem : state.problems)
     out.warnings.push_back(fmt::format("{}: {}", state.index_url, problem));
@@ -95,15 +95,15 @@ Result<LiveFacts> add_live_facts(recipes::Database& database, const LiveFactsReq
                                      .fetch = request.fetch,
                                      .origin_of = request.origin_of,
                                      .known_release = {}};
-  auto imported =
-      recipes::import_live(database, options, united(request.frameworks, previous));
-  Result<recipes::LiveState> written = imported ? recipes::write_live_overlay(
-                                                      overlay, *std::move(imported), policy.now)
-                                                : Result<recipes::LiveState>(imported.error());
+  auto imported = recipes::import_live(database, options, united(request.frameworks, previous));
+  Result<recipes::LiveState> written =
+      imported ? recipes::write_live_overlay(overlay, *std::move(imported), policy.now)
+               : Result<recipes::LiveState>(imported.error());
   if (!written) {
     const auto kept = previous ? fmt::format("the facts read on {} are used", previous->read_date())
-                               : std::string("the recipe database envkit was built with answers "
-                                             "alone");
+                               : std::string(
+                                     "the recipe database envkit was built with answers "
+                                     "alone");
     out.warnings.push_back(fmt::format("cannot read today's releases from {}: {}; {}",
                                        url::redacted(request.index_url),
                                        written.error().to_string(), kept));
@@ -115,8 +115,9 @@ Result<LiveFacts> add_live_facts(recipes::Database& database, const LiveFactsReq
   return out;
 }
 
-Result<std::vector<solve::UnavailableBuild>> releases_not_served(
-    const recipes::Database& database, const LockInputs& inputs, const recipes::LiveState& state) {
+Result<std::vector<solve::UnavailableBuild>> releases_not_served(const recipes::Database& database,
+                                                                 const LockInputs& inputs,
+                                                                 const recipes::LiveState& state) {
   std::vector<solve::UnavailableBuild> unavailable;
   const auto& framework = inputs.manifest.framework;
   if (!framework || effective_indexes(inputs).size() != 1 ||
@@ -131,13 +132,12 @@ Result<std::vector<solve::UnavailableBuild>> releases_not_served(
       return parsed && *parsed == version.version;
     });
     if (on_index) continue;
-    unavailable.push_back(
-        {.package = framework->name,
-         .version = version.version.original(),
-         .build = {},
-         .reason = fmt::format("the index {} serves no {} {}", state.index_url,
-                               framework->name, version.version.original()),
-         .hint = {}});
+    unavailable.push_back({.package = framework->name,
+                           .version = version.version.original(),
+                           .build = {},
+                           .reason = fmt::format("the index {} serves no {} {}", state.index_url,
+                                                 framework->name, version.version.original()),
+                           .hint = {}});
   }
   return unavailable;
 }

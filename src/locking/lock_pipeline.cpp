@@ -396,8 +396,8 @@ void keep_hints_that_hold(const recipes::Database& database, const LockInputs& i
   std::vector<std::string> kept;
   std::vector<solve::HintChange> changes;
   for (std::size_t i = 0; i < unsolvable.hints.size(); ++i) {
-    const auto& change = i < unsolvable.changes.size() ? unsolvable.changes[i]
-                                                       : solve::HintChange{};
+    const auto& change =
+        i < unsolvable.changes.size() ? unsolvable.changes[i] : solve::HintChange{};
     auto hint = unsolvable.hints[i];
     if (const auto after = followed(inputs, asked, change)) {
       // A hint whose lock fails, for any reason (the closure cannot be resolved: the
@@ -410,14 +410,14 @@ void keep_hints_that_hold(const recipes::Database& database, const LockInputs& i
       // The closure may have settled on another version than the solver alone did.
       const auto locked = version_in(*attempt->lockfile, failure.first, requirement.package);
       if (requirement.origin == "framework" && !locked.empty()) {
-        hint = fmt::format("use {} {}, the {} version that can be satisfied here",
-                           requirement.package, locked,
-                           change.spec && change.spec->empty() ? "newest" : "nearest");
+        hint =
+            fmt::format("use {} {}, the {} version that can be satisfied here", requirement.package,
+                        locked, change.spec && change.spec->empty() ? "newest" : "nearest");
       } else if (requirement.origin == "requires" && change.spec && !locked.empty()) {
         hint = fmt::format("without `{}: \"{}\"` under `requires:`, envkit would choose {} {}",
-                           requirement.package, requirement.spec.original().empty()
-                                                    ? requirement.spec.to_string()
-                                                    : requirement.spec.original(),
+                           requirement.package,
+                           requirement.spec.original().empty() ? requirement.spec.to_string()
+                                                               : requirement.spec.original(),
                            requirement.package, locked);
       }
     }
@@ -446,7 +446,8 @@ Result<LockAttempt> solve_lock(const recipes::Database& database, const LockInpu
 namespace {
 
 Result<LockAttempt> solve_lock_once(const recipes::Database& database, const LockInputs& inputs,
-                                    const lock::Lockfile* previous, const ResolverFactory& factory) {
+                                    const lock::Lockfile* previous,
+                                    const ResolverFactory& factory) {
   auto python = python_request(inputs);
   if (!python) return std::move(python).error();
   LockInputs effective = inputs;

@@ -15,7 +15,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-
 // Reads one requirement file (and what it includes) into `out`; `shown` is its path
 // relative to the project, as messages name it.
 class RequirementFileReader {

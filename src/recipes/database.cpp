@@ -88,8 +88,8 @@ Error unknown_package(std::string_view name, const fs::path& dir,
 
 // Reads `relative` (a path under `root`) into `files` under the digest name `prefix` +
 // `relative`; a file that is not there is recorded as absent.
-Result<void> read_into(std::vector<FileText>& files, const fs::path& root,
-                       const fs::path& relative, std::string_view prefix = {}) {
+Result<void> read_into(std::vector<FileText>& files, const fs::path& root, const fs::path& relative,
+                       std::string_view prefix = {}) {
   FileText file{root / relative, std::string(prefix) + relative.generic_string(), std::nullopt};
   std::error_code ec;
   if (fs::exists(file.path, ec)) {
@@ -129,8 +129,8 @@ Result<PackageFiles> package_files(const fs::path& dir, std::span<const Layer> l
   if (auto read = read_all(files.facts, package + ".yaml"); !read) return read.error();
   if (std::none_of(files.facts.begin(), files.facts.end(),
                    [](const FileText& f) { return f.text.has_value(); })) {
-    return Error::input(fmt::format("no facts file of {} in {}", text::quoted(package),
-                                    dir.string()));
+    return Error::input(
+        fmt::format("no facts file of {} in {}", text::quoted(package), dir.string()));
   }
   for (const auto& file : version_files) {
     if (auto read = read_all(files.versions, fs::path(package) / file); !read) return read.error();
@@ -269,8 +269,8 @@ Result<Recipe> Database::tables(std::string_view name) const {
   std::vector<FileText> files;
   if (auto read = read_into(files, dir_, std::string(name) + ".yaml"); !read) return read.error();
   if (!files[0].text) {
-    return Error::input(fmt::format("{} has no tables: {} does not exist", name,
-                                    files[0].path.string()));
+    return Error::input(
+        fmt::format("{} has no tables: {} does not exist", name, files[0].path.string()));
   }
   return parse_facts_file(files[0], name);
 }

@@ -104,9 +104,8 @@ class CudaReleases {
     auto text = fetch_wheel_metadata(options_, *wheel);
     if (!text) return std::move(text).error();
     if (!*text) {
-      result_.problems.push_back(
-          fmt::format("cuda {}: the index serves no METADATA of {}; left out", spelled,
-                      wheel->filename));
+      result_.problems.push_back(fmt::format(
+          "cuda {}: the index serves no METADATA of {}; left out", spelled, wheel->filename));
       return {};
     }
     auto metadata = parse_wheel_metadata(**text, wheel->filename);
@@ -128,9 +127,9 @@ class CudaReleases {
       }
     }
     if (entry.components.empty()) {
-      result_.problems.push_back(fmt::format(
-          "cuda {}: {} pins none of the components envkit installs; left out", spelled,
-          wheel->filename));
+      result_.problems.push_back(
+          fmt::format("cuda {}: {} pins none of the components envkit installs; left out", spelled,
+                      wheel->filename));
       return {};
     }
     if (auto parsed = Version::parse(spelled)) entry.version = *std::move(parsed);
@@ -145,9 +144,9 @@ class CudaReleases {
       auto& build = version.builds.front();
       build.platforms = wheel_platforms(build, "cuda_cudart");
       if (build.platforms.empty()) {
-        result_.problems.push_back(fmt::format(
-            "cuda {}: the index has no wheel of its runtime (cuda_cudart); left out",
-            version.version.original()));
+        result_.problems.push_back(
+            fmt::format("cuda {}: the index has no wheel of its runtime (cuda_cudart); left out",
+                        version.version.original()));
         return true;
       }
       const auto* family = family_newest(version.version.major());
@@ -210,17 +209,17 @@ class CudnnReleases {
     std::erase_if(result_.cudnn.versions,
                   [](const RecipeVersion& version) { return version.builds.empty(); });
     if (!result_.cudnn.versions.empty()) {
-      result_.cudnn.sources.push_back(fmt::format(
-          "releases newer than the database: {} (nvidia-cudnn-cuNN wheels)",
-          url::redacted(options_.index_url)));
+      result_.cudnn.sources.push_back(
+          fmt::format("releases newer than the database: {} (nvidia-cudnn-cuNN wheels)",
+                      url::redacted(options_.index_url)));
     }
     return {};
   }
 
  private:
   Result<void> add_build(std::string_view id) {
-    const auto* base_version = newest(
-        known_, [&](const RecipeVersion& v) { return build_with_id(v, id) != nullptr; });
+    const auto* base_version =
+        newest(known_, [&](const RecipeVersion& v) { return build_with_id(v, id) != nullptr; });
     const auto project = cudnn_build_wheel(id);
     if (base_version == nullptr || !project) return {};
     const Build& base = *build_with_id(*base_version, id);
@@ -235,9 +234,9 @@ class CudnnReleases {
                   .requires_ = base.requires_,
                   .requires_only_on = base.requires_only_on};
       entry_for(version, wheels.front().wheel.version).builds.push_back(std::move(build));
-      result_.notes.push_back(fmt::format(
-          "cudnn {} ({}): newer than the database; the requirements of {}'s {} build",
-          wheels.front().wheel.version, id, base_version->version.original(), id));
+      result_.notes.push_back(
+          fmt::format("cudnn {} ({}): newer than the database; the requirements of {}'s {} build",
+                      wheels.front().wheel.version, id, base_version->version.original(), id));
     }
     return {};
   }

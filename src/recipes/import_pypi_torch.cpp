@@ -7,8 +7,8 @@
 
 #include "envkit/core/text.hpp"
 #include "envkit/core/url.hpp"
-#include "envkit/recipes/import_frameworks.hpp"
 #include "envkit/project/marker.hpp"
+#include "envkit/recipes/import_frameworks.hpp"
 #include "envkit/recipes/import_pypi_jax.hpp"
 #include "envkit/specs/package_name.hpp"
 
@@ -148,13 +148,12 @@ Result<std::optional<ReleaseMetadata>> read_metadata(const PypiImportOptions& op
   if (specs::canonical_package_name(parsed->name) != kProject || !stated || !named ||
       *stated != *named) {
     problems.push_back(fmt::format(
-        "torch {}: the METADATA of {} names {} {}, not what its file name says; left out",
-        version, url::redacted(wheel.url), text::quoted(parsed->name),
-        text::quoted(parsed->version)));
+        "torch {}: the METADATA of {} names {} {}, not what its file name says; left out", version,
+        url::redacted(wheel.url), text::quoted(parsed->name), text::quoted(parsed->version)));
     return std::optional<ReleaseMetadata>{};
   }
-  return std::optional(
-      ReleaseMetadata{parse_torch_wheel_pins(**text, platform), std::move(parsed->requires_python)});
+  return std::optional(ReleaseMetadata{parse_torch_wheel_pins(**text, platform),
+                                       std::move(parsed->requires_python)});
 }
 
 // ---------------------------------------------------------------- builds
@@ -266,8 +265,8 @@ std::optional<std::uint64_t> cuda_major_of(const TorchWheelPins& pins) {
 Result<std::optional<Build>> wheel_build(const PatchOnIndex& patch, const ReleaseMetadata& x86_64,
                                          const std::optional<ReleaseMetadata>& aarch64,
                                          std::vector<std::string>& problems) {
-  const auto id = x86_64.pins.cuda_runtime ? cuda_build_id(*x86_64.pins.cuda_runtime)
-                                           : std::nullopt;
+  const auto id =
+      x86_64.pins.cuda_runtime ? cuda_build_id(*x86_64.pins.cuda_runtime) : std::nullopt;
   if (!id) return std::optional<Build>{};
   Build build{.id = *id};
   const auto runtime = specs::Version::parse(*x86_64.pins.cuda_runtime).value();
@@ -284,8 +283,8 @@ Result<std::optional<Build>> wheel_build(const PatchOnIndex& patch, const Releas
   if (!python->empty()) build.requires_["python"] = *python;
   build.platforms = {Platform::linux_x86_64};
   if (aarch64) {
-    const auto arm_id = aarch64->pins.cuda_runtime ? cuda_build_id(*aarch64->pins.cuda_runtime)
-                                                   : std::nullopt;
+    const auto arm_id =
+        aarch64->pins.cuda_runtime ? cuda_build_id(*aarch64->pins.cuda_runtime) : std::nullopt;
     if (arm_id == id) {
       build.platforms.push_back(Platform::linux_aarch64);
     } else if (arm_id && cuda_major_of(aarch64->pins) != cuda_major_of(x86_64.pins)) {
@@ -310,14 +309,12 @@ RecipeVersion patch_version(const RecipeVersion& minor, const specs::Version& pa
 }
 
 std::string unpinned_note(const TorchPatch& patch) {
-  const std::string why = patch.wheel.empty() ? "no manylinux x86_64 CPython wheel on the index"
-                          : !patch.metadata_read
-                              ? "the index serves no metadata of " + patch.wheel
-                              : patch.wheel + " pins no CUDA runtime";
-  return patch.minor.empty()
-             ? fmt::format("torch {}: {}; left out", patch.version, why)
-             : fmt::format("torch {}: {}; builds copied from {} unrefined", patch.version, why,
-                           patch.minor);
+  const std::string why = patch.wheel.empty()    ? "no manylinux x86_64 CPython wheel on the index"
+                          : !patch.metadata_read ? "the index serves no metadata of " + patch.wheel
+                                                 : patch.wheel + " pins no CUDA runtime";
+  return patch.minor.empty() ? fmt::format("torch {}: {}; left out", patch.version, why)
+                             : fmt::format("torch {}: {}; builds copied from {} unrefined",
+                                           patch.version, why, patch.minor);
 }
 
 // ---------------------------------------------------------------- the import
@@ -345,9 +342,9 @@ class TorchImporter {
           url::redacted(options_.index_url)));
     }
     if (!result_.torch.versions.empty()) {
-      result_.torch.sources.push_back(fmt::format(
-          "patch releases and CUDA/cuDNN pins: {} ({} wheels' METADATA, Requires-Dist)",
-          url::redacted(options_.index_url), kProject));
+      result_.torch.sources.push_back(
+          fmt::format("patch releases and CUDA/cuDNN pins: {} ({} wheels' METADATA, Requires-Dist)",
+                      url::redacted(options_.index_url), kProject));
     }
     canonicalize(result_.torch);
     return std::move(result_);
@@ -370,7 +367,8 @@ class TorchImporter {
     if (!patch.pins.cuda_runtime) return patch;
     // The tables' build of the pinned CUDA, where they list Windows for it, is PyPI's on
     // Windows only if that wheel pins the same: read it before the build is refined.
-    if (const auto id = cuda_build_id(*patch.pins.cuda_runtime); id && lists_windows(version, *id)) {
+    if (const auto id = cuda_build_id(*patch.pins.cuda_runtime);
+        id && lists_windows(version, *id)) {
       auto windows = windows_pins(on_index, patch.version);
       if (!windows) return std::move(windows).error();
       split_windows(version, *id, *windows);
@@ -378,9 +376,8 @@ class TorchImporter {
     patch.build_id = apply_pins(version, patch.pins);
     std::optional<ReleaseMetadata> aarch64;
     if (on_index.aarch64.file != nullptr) {
-      auto read =
-          read_metadata(options_, *on_index.aarch64.file, patch.version, result_.problems,
-                        Platform::linux_aarch64);
+      auto read = read_metadata(options_, *on_index.aarch64.file, patch.version, result_.problems,
+                                Platform::linux_aarch64);
       if (!read) return std::move(read).error();
       ++result_.metadata_fetched;
       aarch64 = *std::move(read);
@@ -499,7 +496,8 @@ TorchWheelPins parse_torch_wheel_pins(std::string_view metadata, specs::Platform
     if (line.empty()) break;  // the headers end at the first blank line; the description follows
     if (!text::starts_with_icase(line, "Requires-Dist:")) continue;
     const auto requirement = line.substr(line.find(':') + 1);
-    if (const auto semicolon = requirement.find(';'); semicolon != std::string_view::npos &&
+    if (const auto semicolon = requirement.find(';');
+        semicolon != std::string_view::npos &&
         project::evaluate_marker(text::trim(requirement.substr(semicolon + 1)), environment) ==
             project::Truth::no)
       continue;

@@ -1,13 +1,12 @@
 #include "envkit/recipes/live_index.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <ctime>
 #include <memory>
 #include <nlohmann/json.hpp>
-
-#include <unistd.h>
 
 #include "envkit/core/sha256.hpp"
 #include "envkit/core/text.hpp"
@@ -61,9 +60,9 @@ PypiImportOptions::KnownRelease known_releases(const Database& database) {
 // its releases): each is fetched once.
 FetchIndexPage memoized(FetchIndexPage fetch) {
   auto pages = std::make_shared<std::map<std::string, IndexResponse>>();
-  return [fetch = std::move(fetch), pages](const std::string& url,
-                                           const std::vector<std::string>& headers)
-             -> Result<IndexResponse> {
+  return [fetch = std::move(fetch), pages](
+             const std::string& url,
+             const std::vector<std::string>& headers) -> Result<IndexResponse> {
     const auto key = url + "\n" + text::join(headers, "\n");
     if (const auto it = pages->find(key); it != pages->end()) return it->second;
     auto response = fetch(url, headers);
@@ -165,10 +164,10 @@ Result<void> write_layer(const fs::path& dir, const std::vector<Recipe>& recipes
 constexpr std::string_view kStateFile = "state.json";
 
 nlohmann::json state_json(const LiveState& state) {
-  return {{"format", kLiveStateFormat},        {"index", state.index_url},
-          {"read-at", state.read_at},          {"layer", state.layer},
-          {"frameworks", state.frameworks},    {"releases", state.releases},
-          {"notes", state.notes},              {"problems", state.problems}};
+  return {{"format", kLiveStateFormat},     {"index", state.index_url},
+          {"read-at", state.read_at},       {"layer", state.layer},
+          {"frameworks", state.frameworks}, {"releases", state.releases},
+          {"notes", state.notes},           {"problems", state.problems}};
 }
 
 }  // namespace
@@ -244,14 +243,14 @@ Result<std::optional<LiveState>> read_live_state(const fs::path& overlay) {
   if (json.is_discarded() || !json.is_object()) return bad("it is not a JSON object");
   if (json.value("format", 0) != kLiveStateFormat) return std::optional<LiveState>{};
   try {
-    LiveState state{.index_url = json.at("index").get<std::string>(),
-                    .read_at = json.at("read-at").get<std::int64_t>(),
-                    .layer = json.at("layer").get<std::string>(),
-                    .frameworks = json.at("frameworks").get<std::vector<std::string>>(),
-                    .releases = json.at("releases")
-                                    .get<std::map<std::string, std::vector<std::string>>>(),
-                    .notes = json.at("notes").get<std::vector<std::string>>(),
-                    .problems = json.at("problems").get<std::vector<std::string>>()};
+    LiveState state{
+        .index_url = json.at("index").get<std::string>(),
+        .read_at = json.at("read-at").get<std::int64_t>(),
+        .layer = json.at("layer").get<std::string>(),
+        .frameworks = json.at("frameworks").get<std::vector<std::string>>(),
+        .releases = json.at("releases").get<std::map<std::string, std::vector<std::string>>>(),
+        .notes = json.at("notes").get<std::vector<std::string>>(),
+        .problems = json.at("problems").get<std::vector<std::string>>()};
     if (state.layer.empty() || state.layer.find('/') != std::string::npos ||
         state.layer.starts_with("."))
       return bad("its `layer` names no folder of the overlay");

@@ -159,8 +159,8 @@ std::string driver_hint(const recipes::Database& database, const Request& reques
       }
     }
   }
-  return fmt::format("upgrade the NVIDIA driver to >= {} (what cuda {} needs{})",
-                     driver.original(), cuda->version.original(),
+  return fmt::format("upgrade the NVIDIA driver to >= {} (what cuda {} needs{})", driver.original(),
+                     cuda->version.original(),
                      through_compat ? ", through minor-version compatibility" : "");
 }
 
@@ -219,10 +219,10 @@ Unsolvable hints_for(const recipes::Database& database, const Request& request,
     const auto* chosen = solution->find(requirement.package);
     const auto written = requirement.spec.original().empty() ? requirement.spec.to_string()
                                                              : requirement.spec.original();
-    const HintChange change{.kind = HintChange::Kind::requirement,
-                            .index = i,
-                            .spec = dropped ? std::nullopt
-                                            : std::optional(relaxed.requirements[i].spec)};
+    const HintChange change{
+        .kind = HintChange::Kind::requirement,
+        .index = i,
+        .spec = dropped ? std::nullopt : std::optional(relaxed.requirements[i].spec)};
     if (requirement.written_at) {
       add(change_line_hint(requirement, dropped ? nullptr : chosen));
     } else if (requirement.origin == "framework" && chosen != nullptr) {

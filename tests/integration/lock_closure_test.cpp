@@ -52,14 +52,13 @@ struct ClosureProject {
                                        std::optional<std::string> mirror = {}) const {
     args.insert(args.begin(), {"--recipes", (source_dir() / "recipes").string()});
     const std::string no_proxy = "http://127.0.0.1:9";
-    return project.envkit(args,
-                          {{"ENVKIT_NO_PYTHON", std::nullopt},
-                           {"ENVKIT_NO_LIVE_INDEX", std::nullopt},
-                           {"ENVKIT_MIRRORS", mirror.value_or(server->url(""))},
-                           {"ENVKIT_UV", uv->string()},
-                           {"https_proxy", no_proxy},
-                           {"http_proxy", no_proxy},
-                           {"no_proxy", "127.0.0.1"}});
+    return project.envkit(args, {{"ENVKIT_NO_PYTHON", std::nullopt},
+                                 {"ENVKIT_NO_LIVE_INDEX", std::nullopt},
+                                 {"ENVKIT_MIRRORS", mirror.value_or(server->url(""))},
+                                 {"ENVKIT_UV", uv->string()},
+                                 {"https_proxy", no_proxy},
+                                 {"http_proxy", no_proxy},
+                                 {"no_proxy", "127.0.0.1"}});
   }
 
   // Locks `manifest`, which must succeed, and reads the lock back.
@@ -337,9 +336,10 @@ TEST_CASE("torch 2.12 for Linux and Windows from PyPI alone: Windows has no CUDA
   INFO(failed.err);
   CHECK(failed.exit_code == 1);
   CHECK_THAT(failed.err, Contains("no environment satisfies envkit.yaml on windows-x86_64"));
-  CHECK_THAT(failed.err,
-             Contains("hint: to use torch's cu130 build, add its index to envkit.yaml: "
-                      "`indexes: [https://pypi.org/simple, https://download.pytorch.org/whl/cu130]`"));
+  CHECK_THAT(
+      failed.err,
+      Contains("hint: to use torch's cu130 build, add its index to envkit.yaml: "
+               "`indexes: [https://pypi.org/simple, https://download.pytorch.org/whl/cu130]`"));
   CHECK_FALSE(fs::exists(fixture.project.root / "envkit.lock"));
 }
 

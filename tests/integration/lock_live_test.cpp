@@ -8,8 +8,8 @@
 #include <regex>
 
 #include "envkit/lock/lockfile.hpp"
-#include "locked_version.hpp"
 #include "envkit/sys/process.hpp"
+#include "locked_version.hpp"
 #include "support/envkit_runner.hpp"
 #include "support/skip.hpp"
 #include "support/temp_dir.hpp"
@@ -33,7 +33,8 @@ struct LiveProject {
   }
 
   [[nodiscard]] sys::ProcessOutput envkit(std::vector<std::string> args) const {
-    args.insert(args.begin(), {"-C", root.string(), "--cache-dir", (work.path() / "cache").string()});
+    args.insert(args.begin(),
+                {"-C", root.string(), "--cache-dir", (work.path() / "cache").string()});
     return run_envkit({.args = args,
                        .env = {{"ENVKIT_NO_PYTHON", std::nullopt},
                                {"ENVKIT_NO_LIVE_INDEX", std::nullopt},
@@ -105,8 +106,7 @@ TEST_CASE("live: torch 2.4.1 on a 450 driver gets a driver hint that holds", "[l
   CHECK(failed.exit_code == 1);
   CHECK_THAT(failed.err, Contains("hint: upgrade the NVIDIA driver to >= 525.60.13"));
   WARN(failed.err);
-  LiveProject followed("torch==2.4.1\n",
-                       "framework: torch ==2.4.1\nsystem: {driver: 525.60.13}\n");
+  LiveProject followed("torch==2.4.1\n", "framework: torch ==2.4.1\nsystem: {driver: 525.60.13}\n");
   CHECK(locked_version(followed.locked(), "torch") == "2.4.1 cu121");
 }
 

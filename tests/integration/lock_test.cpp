@@ -485,11 +485,12 @@ TEST_CASE("a lock for several platforms holds each platform's own artifacts", "[
   TempDir dir;
   // PyPI's Windows wheels are CPU builds: Windows' CUDA build comes from PyTorch's index
   // (lock_closure_test.cpp: with PyPI alone, Windows has no environment).
-  const auto p = project(dir,
-                         "framework: torch 2.12.*\n"
-                         "platforms: [linux-x86_64, linux-aarch64, windows-x86_64]\n"
-                         "indexes: [https://pypi.org/simple, https://download.pytorch.org/whl/cu130]\n"
-                         "system: {driver: 580.65.06}\n");
+  const auto p =
+      project(dir,
+              "framework: torch 2.12.*\n"
+              "platforms: [linux-x86_64, linux-aarch64, windows-x86_64]\n"
+              "indexes: [https://pypi.org/simple, https://download.pytorch.org/whl/cu130]\n"
+              "system: {driver: 580.65.06}\n");
   const auto r = envkit_in(p, {"lock", "--json"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);

@@ -9,9 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "envkit/lock/lockfile.hpp"
-#include "locked_version.hpp"
 #include "install_support.hpp"
 #include "isolated_project.hpp"
+#include "locked_version.hpp"
 #include "support/http_server.hpp"
 #include "support/python_index.hpp"
 
@@ -85,8 +85,7 @@ struct TodayProject {
   void requirements(const std::string& lines, const std::string& framework) const {
     project.write(project.root / "requirements.txt", lines);
     project.write(project.root / "envkit.yaml",
-                  "framework: " + framework +
-                      "\npython-requirements: [requirements.txt]\n");
+                  "framework: " + framework + "\npython-requirements: [requirements.txt]\n");
   }
 };
 
@@ -126,9 +125,9 @@ TEST_CASE("a bare torch locks the newest release the index serves, with its whee
 TEST_CASE("a release the index gains between two locks is seen by the second", "[slow]") {
   TodayProject today;
   if (today.skip()) return;
-  const auto before = without_releases(today.project.dir.path(), {{"torch", "2.15.0"},
-                                                                  {"cuda-toolkit", "13.2.2"},
-                                                                  {"nvidia-cudnn-cu13", "9.26.0.51"}});
+  const auto before = without_releases(
+      today.project.dir.path(),
+      {{"torch", "2.15.0"}, {"cuda-toolkit", "13.2.2"}, {"nvidia-cudnn-cu13", "9.26.0.51"}});
   today.serve({before});
   today.requirements("torch\n", "torch");
   // The database knows torch 2.15.0, but this index does not serve it: 2.14.1 is its newest.
@@ -142,8 +141,7 @@ TEST_CASE("a release the index gains between two locks is seen by the second", "
   CHECK(locked_version(lockfile, "cuda") == "13.2.2");
 }
 
-TEST_CASE("jax[cuda12]==0.4.30 locks with the cuDNN its closure picks from the index",
-          "[slow]") {
+TEST_CASE("jax[cuda12]==0.4.30 locks with the cuDNN its closure picks from the index", "[slow]") {
   TodayProject today;
   if (today.skip()) return;
   today.requirements("jax[cuda12]==0.4.30\n", "jax ==0.4.30");

@@ -39,9 +39,10 @@ TEST_CASE("a real torch from PyPI installs with the prefix's cuDNN", "[python][l
                                             "external: {python: system, zlib: \"1.2.13\"}\n"
                                             "system: {driver: \"550.54.15\"}\n";
   const auto cache = (work.path() / "cache").string();
-  const auto locked = run_envkit({.args = {"-C", project.string(), "lock"},
-                                  .env = {{"ENVKIT_NO_PYTHON", std::nullopt}, {"ENVKIT_NO_LIVE_INDEX", std::nullopt}},
-                                  .timeout = std::chrono::minutes(10)});
+  const auto locked = run_envkit(
+      {.args = {"-C", project.string(), "lock"},
+       .env = {{"ENVKIT_NO_PYTHON", std::nullopt}, {"ENVKIT_NO_LIVE_INDEX", std::nullopt}},
+       .timeout = std::chrono::minutes(10)});
   INFO(locked.err);
   REQUIRE(locked.exit_code == 0);
   auto lockfile = lock::load(project / "envkit.lock");
@@ -53,10 +54,10 @@ TEST_CASE("a real torch from PyPI installs with the prefix's cuDNN", "[python][l
   REQUIRE(cudnn != python->packages.end());
   CHECK(cudnn->provides == "cudnn");
 
-  const auto installed =
-      run_envkit({.args = {"-C", project.string(), "--cache-dir", cache, "install"},
-                  .env = {{"ENVKIT_NO_PYTHON", std::nullopt}, {"ENVKIT_NO_LIVE_INDEX", std::nullopt}},
-                  .timeout = std::chrono::minutes(30)});
+  const auto installed = run_envkit(
+      {.args = {"-C", project.string(), "--cache-dir", cache, "install"},
+       .env = {{"ENVKIT_NO_PYTHON", std::nullopt}, {"ENVKIT_NO_LIVE_INDEX", std::nullopt}},
+       .timeout = std::chrono::minutes(30)});
   INFO(installed.err);
   REQUIRE(installed.exit_code == 0);
   const auto ran = run_envkit(

@@ -30,7 +30,7 @@ struct LiveFactsPolicy {
 
 struct LiveFactsRequest {
   std::filesystem::path cache_root;
-  std::string index_url;               // the index the lock resolves from (its origin URL)
+  std::string index_url;                // the index the lock resolves from (its origin URL)
   std::vector<std::string> frameworks;  // of recipes::kLiveFrameworks
   LiveFactsPolicy policy;
   // Asks the index (net::fetch through the mirror in production; a fake in unit tests).

@@ -45,7 +45,7 @@ struct TorchPatch {
   bool metadata_read = false;           // false when the index serves no metadata of `wheel`
   TorchWheelPins pins;                  // empty when no metadata was read or it pins nothing
   std::optional<std::string> build_id;  // the build given `tested` (cu121), when it exists
-  bool from_wheels = false;  // that build was made from the wheels: the tables have none
+  bool from_wheels = false;             // that build was made from the wheels: the tables have none
 };
 
 struct PypiTorchImport {

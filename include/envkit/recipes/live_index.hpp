@@ -28,9 +28,9 @@ inline constexpr std::string_view kLiveFrameworks[] = {"jax", "tensorflow", "ten
 inline constexpr int kLiveStateFormat = 1;
 
 struct LiveState {
-  std::string index_url;          // the index read, without credentials
-  std::int64_t read_at = 0;       // seconds since the epoch
-  std::string layer;              // the layer folder's name inside the overlay folder
+  std::string index_url;                // the index read, without credentials
+  std::int64_t read_at = 0;             // seconds since the epoch
+  std::string layer;                    // the layer folder's name inside the overlay folder
   std::vector<std::string> frameworks;  // what was read besides NVIDIA's wheels, sorted
   // framework -> the final releases the index serves a wheel of (a release it does not
   // serve cannot be installed from it, whatever the database remembers)

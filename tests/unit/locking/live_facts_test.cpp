@@ -145,9 +145,8 @@ TEST_CASE("framework releases the index does not serve cannot be locked", "[live
   REQUIRE(unserved);
   REQUIRE(unserved->size() == 1);
   CHECK(unserved->at(0).version == "2.4.0");
-  CHECK_THAT(unserved->at(0).reason,
-             Catch::Matchers::Contains("serves no torch 2.4.0") &&
-                 Catch::Matchers::Contains(test::fake_index_url()));
+  CHECK_THAT(unserved->at(0).reason, Catch::Matchers::Contains("serves no torch 2.4.0") &&
+                                         Catch::Matchers::Contains(test::fake_index_url()));
   // Another index may serve it: then nothing is ruled out.
   inputs.manifest.indexes.push_back("https://download.pytorch.org/whl/cu121");
   unserved = releases_not_served(db, inputs, *live.state);

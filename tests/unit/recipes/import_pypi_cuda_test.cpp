@@ -9,6 +9,7 @@
 
 using namespace envkit::recipes;
 namespace specs = envkit::specs;
+using Catch::Matchers::Contains;
 using envkit::test::build_of;
 using envkit::test::fake_index_url;
 using envkit::test::FakeIndex;
@@ -16,7 +17,6 @@ using envkit::test::json_page;
 using envkit::test::spec;
 using envkit::test::v;
 using envkit::test::versions_of;
-using Catch::Matchers::Contains;
 
 namespace {
 
@@ -84,15 +84,15 @@ TEST_CASE("a component's pin in cuda-toolkit's METADATA names its version", "[py
 
 TEST_CASE("a CUDA release newer than the database is made from NVIDIA's wheels", "[pypi-cuda]") {
   FakeIndex index = nvidia_index();
-  auto imported = import_pypi_cuda_releases(known_cuda(), known_cudnn(),
-                                            {.index_url = fake_index_url(), .fetch = index.fetcher()});
+  auto imported = import_pypi_cuda_releases(
+      known_cuda(), known_cudnn(), {.index_url = fake_index_url(), .fetch = index.fetcher()});
   REQUIRE(imported);
   // 13.0.2 is known, 13.4.0rc1 a pre-release: 13.2.2 alone is new.
   REQUIRE(versions_of(imported->cuda) == std::vector<std::string>{"13.2.2"});
   const auto& release = imported->cuda.versions.front();
   CHECK(release.components == std::vector<Component>{{"cuda_cudart", "13.2.86"},
-                                                      {"libcublas", "13.4.1.3"},
-                                                      {"libnvjitlink", "13.2.86"}});
+                                                     {"libcublas", "13.4.1.3"},
+                                                     {"libnvjitlink", "13.2.86"}});
   const Build& build = release.builds.front();
   // The runtime has wheels for both Linux platforms; nvjitlink none (not on this index).
   CHECK(build.platforms ==
@@ -101,10 +101,10 @@ TEST_CASE("a CUDA release newer than the database is made from NVIDIA's wheels",
   for (const auto& artifact : build.artifacts) {
     CHECK(artifact.kind == ArtifactKind::wheel);
     CHECK(artifact.wheel_root == "nvidia/cu13");
-    components.push_back(artifact.component + " " + std::string(specs::to_string(artifact.platform)));
+    components.push_back(artifact.component + " " +
+                         std::string(specs::to_string(artifact.platform)));
   }
-  CHECK(components == std::vector<std::string>{"cuda_cudart linux-x86_64",
-                                               "libcublas linux-x86_64",
+  CHECK(components == std::vector<std::string>{"cuda_cudart linux-x86_64", "libcublas linux-x86_64",
                                                "cuda_cudart linux-aarch64"});
   // What no index says comes from the family's newest release, and a note says so: the
   // minor-version-compatibility minimum and the architectures, never a native driver.
@@ -112,15 +112,14 @@ TEST_CASE("a CUDA release newer than the database is made from NVIDIA's wheels",
   CHECK(build.min_driver_compat.at(specs::Platform::linux_x86_64).original() == "580.65.06");
   CHECK(build.cuda_arch.size() == 2);
   REQUIRE_FALSE(imported->notes.empty());
-  CHECK_THAT(imported->notes.front(), Contains("cuda 13.2.2") && Contains("580.65.06") &&
-                                          Contains("as of cuda 13.0.2"));
+  CHECK_THAT(imported->notes.front(),
+             Contains("cuda 13.2.2") && Contains("580.65.06") && Contains("as of cuda 13.0.2"));
 }
 
-TEST_CASE("a cuDNN release newer than the database takes its build's requirements",
-          "[pypi-cuda]") {
+TEST_CASE("a cuDNN release newer than the database takes its build's requirements", "[pypi-cuda]") {
   FakeIndex index = nvidia_index();
-  auto imported = import_pypi_cuda_releases(known_cuda(), known_cudnn(),
-                                            {.index_url = fake_index_url(), .fetch = index.fetcher()});
+  auto imported = import_pypi_cuda_releases(
+      known_cuda(), known_cudnn(), {.index_url = fake_index_url(), .fetch = index.fetcher()});
   REQUIRE(imported);
   REQUIRE(versions_of(imported->cudnn) == std::vector<std::string>{"9.26.0.51"});
   const Build& build = build_of(imported->cudnn, "9.26.0.51", "cuda13");
@@ -136,8 +135,8 @@ TEST_CASE("a cuDNN release newer than the database takes its build's requirement
 TEST_CASE("a toolkit release without a runtime wheel is left out, saying why", "[pypi-cuda]") {
   FakeIndex index = nvidia_index();
   index.pages.erase(fake_index_url("nvidia-cuda-runtime/"));
-  auto imported = import_pypi_cuda_releases(known_cuda(), known_cudnn(),
-                                            {.index_url = fake_index_url(), .fetch = index.fetcher()});
+  auto imported = import_pypi_cuda_releases(
+      known_cuda(), known_cudnn(), {.index_url = fake_index_url(), .fetch = index.fetcher()});
   REQUIRE(imported);
   CHECK(imported->cuda.versions.empty());
   REQUIRE(imported->problems.size() == 1);

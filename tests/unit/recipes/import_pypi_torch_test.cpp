@@ -125,11 +125,10 @@ TEST_CASE("minor-keyed torch versions are refined into PyPI's patch releases", "
   const auto whole = [](std::string_view name) {
     return std::string(kFiles) + "torch-" + std::string(name) + "-manylinux1_x86_64.whl";
   };
-  CHECK(index.asked == std::vector<std::string>{fake_index_url("torch/"),
-                                                wheel("2.1.0-cp311-cp311"),
-                                                wheel("2.1.1-cp311-cp311"),
-                                                whole("2.1.1-cp311-cp311"),
-                                                wheel("2.1.2-cp311-cp311")});
+  CHECK(index.asked ==
+        std::vector<std::string>{fake_index_url("torch/"), wheel("2.1.0-cp311-cp311"),
+                                 wheel("2.1.1-cp311-cp311"), whole("2.1.1-cp311-cp311"),
+                                 wheel("2.1.2-cp311-cp311")});
   CHECK(result.metadata_fetched == 3);
 
   REQUIRE(result.patches.size() == 3);
@@ -224,8 +223,9 @@ TEST_CASE("the torch overlay round-trips through the database", "[pypi-torch]") 
 
 namespace {
 
-// What PyPI's torch 2.15.0 METADATA pins (read from torch-2.15.0-cp312-cp312-manylinux_2_28_x86_64.whl
-// on 2026-11-29): CUDA 13.2 through NVIDIA's toolkit meta-package, cuDNN 9.26.
+// What PyPI's torch 2.15.0 METADATA pins (read from
+// torch-2.15.0-cp312-cp312-manylinux_2_28_x86_64.whl on 2026-11-29): CUDA 13.2 through NVIDIA's
+// toolkit meta-package, cuDNN 9.26.
 std::string metadata_of(std::string_view version, std::string_view toolkit, std::string_view cudnn,
                         std::string_view requires_python = ">=3.11") {
   return "Metadata-Version: 2.4\nName: torch\nVersion: " + std::string(version) +
@@ -244,8 +244,8 @@ FakeIndex newer_index(std::string_view aarch64_toolkit = "13.2.2") {
   std::vector<std::string> wheels;
   for (const std::string version : {"2.14.1", "2.15.0"}) {
     for (const std::string tag : {"cp311-cp311", "cp312-cp312", "cp314-cp314t", "cp315-cp315"}) {
-      for (const std::string platform : {"manylinux_2_28_x86_64", "manylinux_2_28_aarch64",
-                                         "win_amd64"})
+      for (const std::string platform :
+           {"manylinux_2_28_x86_64", "manylinux_2_28_aarch64", "win_amd64"})
         wheels.push_back("torch-" + version + "-" + tag + "-" + platform + ".whl");
     }
   }

@@ -23,11 +23,11 @@ namespace {
 Recipe torch_with(std::vector<std::string> versions, std::string cuda = ">=12.1,<13") {
   Recipe torch{.name = "torch", .sources = {"test"}};
   for (const auto& version : versions) {
-    torch.versions.push_back(RecipeVersion{
-        .version = v(version),
-        .builds = {Build{.id = "cu121",
-                         .requires_ = {{"cuda", spec(cuda)}},
-                         .platforms = {specs::Platform::linux_x86_64}}}});
+    torch.versions.push_back(
+        RecipeVersion{.version = v(version),
+                      .builds = {Build{.id = "cu121",
+                                       .requires_ = {{"cuda", spec(cuda)}},
+                                       .platforms = {specs::Platform::linux_x86_64}}}});
   }
   return torch;
 }
@@ -43,10 +43,10 @@ Recipe cuda_with_wheel(std::string_view version) {
                                      .format = "whl",
                                      .layout = Layout::nvidia_wheel,
                                      .wheel_root = "nvidia/cu13"});
-  return Recipe{.name = "cuda",
-                .versions = {RecipeVersion{.version = v(version),
-                                           .components = {{"cuda_cudart", "13.2.86"}},
-                                           .builds = {build}}}};
+  return Recipe{
+      .name = "cuda",
+      .versions = {RecipeVersion{
+          .version = v(version), .components = {{"cuda_cudart", "13.2.86"}}, .builds = {build}}}};
 }
 
 struct Fixture {
@@ -56,11 +56,12 @@ struct Fixture {
 
   Fixture() {
     REQUIRE(write_recipe(base, torch_with({"2.1.0", "2.1.2"}), ArtifactSet::offline));
-    REQUIRE(write_recipe(base, Recipe{.name = "cuda",
-                                      .default_components = {"cuda_cudart"},
-                                      .versions = {RecipeVersion{.version = v("12.4.1"),
-                                                                 .builds = {Build{}}}}},
-                         ArtifactSet::offline));
+    REQUIRE(write_recipe(
+        base,
+        Recipe{.name = "cuda",
+               .default_components = {"cuda_cudart"},
+               .versions = {RecipeVersion{.version = v("12.4.1"), .builds = {Build{}}}}},
+        ArtifactSet::offline));
   }
 
   // An overlay of the index holding `recipes`, written as a read at `read_at`.
@@ -87,7 +88,8 @@ struct Fixture {
 
 TEST_CASE("a layer's releases and builds are merged over the database", "[live-index]") {
   Fixture fixture;
-  const auto state = fixture.overlay({torch_with({"2.15.0"}, ">=13.2,<14"), cuda_with_wheel("13.2.2")});
+  const auto state =
+      fixture.overlay({torch_with({"2.15.0"}, ">=13.2,<14"), cuda_with_wheel("13.2.2")});
   auto db = fixture.database();
   db.add_layer(live_layer(fixture.overlay_dir(), state));
   const auto facts = db.facts("torch");
@@ -122,8 +124,8 @@ TEST_CASE("a lock's recipe digest depends only on what the layer says of its ver
 
   // The index says something new of 2.1.2 itself (its CUDA): that lock is stale.
   auto with_changed = fixture.database();
-  with_changed.add_layer(live_layer(fixture.overlay_dir(),
-                                    fixture.overlay({torch_with({"2.1.2"}, ">=12.4,<13")})));
+  with_changed.add_layer(
+      live_layer(fixture.overlay_dir(), fixture.overlay({torch_with({"2.1.2"}, ">=12.4,<13")})));
   CHECK(*with_changed.digest("torch", locked) != *before);
 }
 
