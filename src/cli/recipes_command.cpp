@@ -31,12 +31,22 @@ Result<Database> open_database(const Context& context) {
   return Database::open(recipes::default_database_dir(context.options.recipes));
 }
 
-// The index the overlay is read from: `--index`, else the configured index-url, else pip's.
-Result<std::string> overlay_index(const Context& context, const std::optional<std::string>& flag) {
-  if (flag) return *flag;
+// The index's overlay for every framework laid over `db`: the index `--index` names, else
+// the configured index-url, else PyPI; read now (`refresh`) or only as cached.
+Result<locking::LiveFacts> lay_every_framework(const Context& context, Database& db,
+                                               const std::optional<std::string>& index_flag,
+                                               IndexFlags flags) {
   auto settings = load_settings(context);
   if (!settings) return std::move(settings).error();
-  return settings->index_url.value.value_or(std::string(recipes::kPypiIndex));
+  const auto index =
+      index_flag.value_or(settings->index_url.value.value_or(std::string(recipes::kPypiIndex)));
+  return lay_index_over(
+      context, db,
+      {.index_url = index,
+       .mirror = download_mirror(*settings),
+       .frameworks = std::vector<std::string>(std::begin(recipes::kLiveFrameworks),
+                                              std::end(recipes::kLiveFrameworks)),
+       .flags = flags});
 }
 
 // The database with the index's overlay as cached laid over it (never read here): what
@@ -44,17 +54,7 @@ Result<std::string> overlay_index(const Context& context, const std::optional<st
 Result<Database> open_browsed(const Context& context) {
   auto db = open_database(context);
   if (!db || context.options.recipes) return db;
-  auto index = overlay_index(context, std::nullopt);
-  if (!index) return std::move(index).error();
-  auto settings = load_settings(context);
-  if (!settings) return std::move(settings).error();
-  std::vector<std::string> frameworks(std::begin(recipes::kLiveFrameworks),
-                                      std::end(recipes::kLiveFrameworks));
-  auto live = lay_index_over(context, *db,
-                             {.index_url = *index,
-                              .mirror = download_mirror(*settings),
-                              .frameworks = std::move(frameworks),
-                              .flags = {.offline = true, .refresh = false}});
+  auto live = lay_every_framework(context, *db, std::nullopt, {.offline = true, .refresh = false});
   if (!live) return std::move(live).error();
   if (live->state) {
     context.console.detail(fmt::format("with the releases read from {} on {}",
@@ -273,23 +273,13 @@ int run_check(Context& context) {
 int run_update(Context& context, const std::optional<std::string>& index_flag) {
   auto db = open_database(context);
   if (!db) return report(context, db.error());
-  auto index = overlay_index(context, index_flag);
-  if (!index) return report(context, index.error());
-  auto settings = load_settings(context);
-  if (!settings) return report(context, settings.error());
-  std::vector<std::string> frameworks(std::begin(recipes::kLiveFrameworks),
-                                      std::end(recipes::kLiveFrameworks));
-  auto live = lay_index_over(context, *db,
-                             {.index_url = *index,
-                              .mirror = download_mirror(*settings),
-                              .frameworks = std::move(frameworks),
-                              .flags = {.offline = false, .refresh = true}});
+  auto live = lay_every_framework(context, *db, index_flag, {.offline = false, .refresh = true});
   if (!live) return report(context, live.error());
   for (const auto& warning : live->warnings)
     context.console.warn(warning);
   if (!live->read_now || !live->state) {
-    return report(context, Error::failed(fmt::format("cannot read today's releases from {}",
-                                                     url::redacted(*index))));
+    return report(context, Error::failed("cannot read today's releases from the package index")
+                               .hint("the warnings above name the index and why"));
   }
   json added = json::object();
   for (const auto& name : db->names()) {
