@@ -104,9 +104,11 @@ Result<LiveFacts> add_live_facts(recipes::Database& database, const LiveFactsReq
                                : std::string(
                                      "the recipe database envkit was built with answers "
                                      "alone");
-    out.warnings.push_back(fmt::format("cannot read today's releases from {}: {}; {}",
-                                       url::redacted(request.index_url),
-                                       written.error().to_string(), kept));
+    std::vector<std::string> why = {written.error().headline()};
+    why.insert(why.end(), written.error().causes().begin(), written.error().causes().end());
+    out.warnings.push_back(fmt::format("cannot read today's releases from {} ({}); {}",
+                                       url::redacted(request.index_url), text::join(why, ": "),
+                                       kept));
     if (previous) lay_over(database, overlay, *previous, out);
     return out;
   }

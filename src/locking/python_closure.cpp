@@ -229,6 +229,19 @@ std::optional<specs::VersionSpec> series_of(std::string_view version) {
   return *std::move(spec);
 }
 
+// A requirement the closure's NVIDIA wheel states: the solver names the wheel, not
+// envkit.yaml, which does not have it (`nvidia-cudnn-cu12==9.28.0.42` in the resolved
+// Python closure requires cudnn ==9.28.0.42).
+solve::Requirement closure_pin(std::string package, specs::VersionSpec spec,
+                               const lock::PythonWheel& wheel) {
+  solve::Requirement requirement{
+      .package = std::move(package), .spec = std::move(spec), .origin = "wheels"};
+  requirement.written_at =
+      solve::WrittenAt{.location = "the resolved Python closure",
+                       .text = fmt::format("{}=={}", wheel.name, wheel.version)};
+  return requirement;
+}
+
 // What the closure's NVIDIA wheels pin that the lock's cuda and cudnn do not hold.
 void nvidia_pins(const lock::PlatformLock& locked, ClosureFindings& findings) {
   const auto& closure = *locked.python;
@@ -237,7 +250,7 @@ void nvidia_pins(const lock::PlatformLock& locked, ClosureFindings& findings) {
     if (!cudnn || (!cudnn->external && cudnn->version.original() != cudnn_wheel->version)) {
       auto spec = specs::VersionSpec::parse("==" + cudnn_wheel->version);
       if (spec) {
-        findings.constraints.push_back({"cudnn", *spec, "wheels"});
+        findings.constraints.push_back(closure_pin("cudnn", *spec, *cudnn_wheel));
         findings.notes.push_back(fmt::format("cudnn =={}: the framework's wheels pin {} {}",
                                              cudnn_wheel->version, cudnn_wheel->name,
                                              cudnn_wheel->version));
@@ -248,7 +261,7 @@ void nvidia_pins(const lock::PlatformLock& locked, ClosureFindings& findings) {
     const auto* cuda = find_package(locked, "cuda");
     const auto series = series_of(runtime->version);
     if (series && (!cuda || (!cuda->external && !series->contains(cuda->version)))) {
-      findings.constraints.push_back({"cuda", *series, "wheels"});
+      findings.constraints.push_back(closure_pin("cuda", *series, *runtime));
       findings.notes.push_back(fmt::format("cuda {}: the framework's wheels pin {} {}",
                                            series->to_string(), runtime->name, runtime->version));
     }

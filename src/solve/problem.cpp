@@ -86,25 +86,33 @@ Result<PackageId> Problem::add_package(const std::string& name) {
              external != request_.external.end()) {
     info.kind = PackageKind::external;
     info.external = external->second.description;
-    CandidateInfo candidate{.version = external->second.version};
-    // What the database knows of that version (a CUDA's minimum driver) still holds.
+    // What the database knows of that version (a CUDA's minimum driver, a cuDNN's CUDA)
+    // still holds. Which of its builds the machine has is not known: each is a candidate
+    // (cuDNN 9.1.0.70 has a cuda11 and a cuda12 build), and the solve takes the one that fits.
+    const recipes::RecipeVersion* known = nullptr;
     if (database_.contains(name)) {
       auto recipe = database_.facts(name);
       if (!recipe) return recipe.error();
-      if (const auto* known = (*recipe)->find(candidate.version)) {
-        for (const auto& build : known->builds) {
-          if (std::find(build.platforms.begin(), build.platforms.end(), request_.platform) ==
-              build.platforms.end()) {
-            continue;
-          }
-          candidate.build = &build;
-          candidate.requirements = recipes::requirements_on(build, request_.platform);
-          break;
-        }
-      }
+      known = (*recipe)->find(external->second.version);
     }
-    add_driver_requirement(candidate);
-    info.candidates.push_back(std::move(candidate));
+    static const std::vector<recipes::Build> kNoBuilds;
+    for (const auto& build : known != nullptr ? known->builds : kNoBuilds) {
+      if (std::find(build.platforms.begin(), build.platforms.end(), request_.platform) ==
+          build.platforms.end()) {
+        continue;
+      }
+      CandidateInfo candidate{.version = external->second.version,
+                              .build = &build,
+                              .build_id = build.id,
+                              .requirements = recipes::requirements_on(build, request_.platform)};
+      add_driver_requirement(candidate);
+      info.candidates.push_back(std::move(candidate));
+    }
+    if (info.candidates.empty()) {
+      CandidateInfo candidate{.version = external->second.version};
+      add_driver_requirement(candidate);
+      info.candidates.push_back(std::move(candidate));
+    }
   } else if (!database_.contains(name)) {
     info.kind = PackageKind::missing;
   } else {

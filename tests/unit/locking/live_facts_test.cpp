@@ -166,3 +166,20 @@ TEST_CASE("ENVKIT_NO_LIVE_INDEX=1 leaves the database as built", "[live-facts]")
 }
 
 }  // namespace envkit::locking
+
+namespace envkit::locking {
+
+TEST_CASE("an index that answers garbage is a warning naming the page, and the database answers",
+          "[live-facts]") {
+  Fixture fixture;
+  fixture.index.add("torch", "application/vnd.pypi.simple.v1+json", "{\"files\": [garbage");
+  auto db = fixture.database();
+  const auto live = fixture.add(db, {});
+  CHECK_FALSE(live.state);
+  CHECK(db.layers().empty());
+  REQUIRE(live.warnings.size() == 1);
+  CHECK_THAT(live.warnings[0], Catch::Matchers::Contains(test::fake_index_url("torch/")) &&
+                                   Catch::Matchers::Contains("built with answers alone"));
+}
+
+}  // namespace envkit::locking
