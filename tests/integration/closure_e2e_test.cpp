@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "closure_project.hpp"
 #include "envkit/core/sha256.hpp"
 #include "envkit/lock/lockfile.hpp"
 #include "envkit/sys/fs.hpp"
@@ -42,67 +43,11 @@ using Catch::Matchers::Contains;
 using Catch::Matchers::EndsWith;
 using Catch::Matchers::StartsWith;
 using nlohmann::json;
-using Env = std::map<std::string, std::optional<std::string>>;
-
-// Where a proxy would be, on a port nothing listens on: the real internet is out of reach.
-constexpr std::string_view kNoProxy = "http://127.0.0.1:9";
 
 // The wheel of PyPI's torch 2.4.1 for CPython 3.11, and the cuDNN wheel it pins.
 constexpr std::string_view kTorchWheel = "torch-2.4.1-cp311-cp311-manylinux1_x86_64.whl";
 constexpr std::string_view kCudnnWheel =
     "nvidia_cudnn_cu12-9.1.0.70-py3-none-manylinux2014_x86_64.whl";
-
-// The settings of a run with the closure on: `mirror` as the download mirror
-// (unless nullopt: none), envkit's uv, no proxy but a closed port.
-Env closure_on(std::optional<std::string> mirror, const fs::path& uv) {
-  return {{"ENVKIT_NO_PYTHON", std::nullopt},
-          {"ENVKIT_NO_LIVE_INDEX", std::nullopt},
-          {"ENVKIT_MIRRORS", std::move(mirror)},
-          {"ENVKIT_UV", uv.string()},
-          {"https_proxy", std::string(kNoProxy)},
-          {"http_proxy", std::string(kNoProxy)},
-          {"no_proxy", "127.0.0.1"}};
-}
-
-// A project whose envkit runs with the closure on against a hermetic index on nginx.
-struct ClosureOnProject {
-  IsolatedProject project;
-  fs::path served = project.dir.path() / "index";
-  fs::path recipes = source_dir() / "recipes";
-  std::optional<fs::path> uv = test_uv();
-  std::vector<MirroredFile> files;
-  std::optional<StaticHttpServer> index;
-
-  // Records the skip and returns true without uv or nginx; else serves `descriptions`.
-  bool skip(const std::vector<fs::path>& descriptions) {
-    if (uv_missing() || nginx_missing()) return true;
-    files = build_mirror(served, descriptions);
-    index.emplace(served);
-    return false;
-  }
-
-  [[nodiscard]] Env env() const {
-    return closure_on(index ? std::optional(index->url("")) : std::nullopt, *uv);
-  }
-  // envkit --recipes RECIPES ARGS in the project.
-  [[nodiscard]] sys::ProcessOutput envkit(std::vector<std::string> args) const {
-    args.insert(args.begin(), {"--recipes", recipes.string()});
-    return project.envkit(std::move(args), env());
-  }
-  void write(const std::string& file, const std::string& text) const {
-    project.write(project.root / file, text);
-  }
-  // `envkit lock`, which must succeed, and the lock it wrote.
-  [[nodiscard]] lock::Lockfile locked() const {
-    const auto ran = envkit({"lock"});
-    INFO(ran.err);
-    REQUIRE(ran.exit_code == 0);
-    auto loaded = lock::load(project.root / "envkit.lock");
-    INFO((loaded ? "" : loaded.error().to_string()));
-    REQUIRE(loaded);
-    return *std::move(loaded);
-  }
-};
 
 const lock::PlatformLock& linux_x86_64(const lock::Lockfile& lockfile) {
   for (const auto& platform : lockfile.platforms) {

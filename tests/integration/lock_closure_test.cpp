@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 #include <set>
 
+#include "closure_project.hpp"
 #include "envkit/core/url.hpp"
 #include "envkit/lock/lockfile.hpp"
 #include "envkit/sys/fs.hpp"
@@ -26,50 +27,20 @@ using Catch::Matchers::StartsWith;
 
 constexpr std::string_view kPypi = "https://files.pythonhosted.org/packages/";
 
-struct ClosureProject {
-  IsolatedProject project;
-  fs::path served = project.dir.path() / "index";
-  std::optional<fs::path> uv = test_uv();
-  std::optional<StaticHttpServer> server;
+// The hermetic index of tests/data/pyindex, and a manifest written before each lock.
+struct ClosureProject : ClosureOnProject {
+  bool skip() { return ClosureOnProject::skip(pyindex_descriptions(test_data_dir())); }
 
-  bool skip() {
-    if (uv_missing() || nginx_missing()) return true;
-    build_mirror(served, pyindex_descriptions(test_data_dir()));
-    server.emplace(served);
-    return false;
-  }
-
-  // `envkit lock` of `manifest` with the recipe database, the index as mirror
-  // (or `mirror`), envkit's uv, and no way out but to 127.0.0.1.
+  // `envkit lock` of `manifest` (through `mirror`, when given, instead of the index).
   [[nodiscard]] sys::ProcessOutput lock(const std::string& manifest,
                                         std::optional<std::string> mirror = {}) const {
-    project.write(project.root / "envkit.yaml", manifest);
-    return run({"lock"}, std::move(mirror));
+    write("envkit.yaml", manifest);
+    return envkit({"lock"}, std::move(mirror));
   }
-
-  // `envkit ARGS` on the project as it is, the closure and today's index on, as `lock`.
-  [[nodiscard]] sys::ProcessOutput run(std::vector<std::string> args,
-                                       std::optional<std::string> mirror = {}) const {
-    args.insert(args.begin(), {"--recipes", (source_dir() / "recipes").string()});
-    const std::string no_proxy = "http://127.0.0.1:9";
-    return project.envkit(args, {{"ENVKIT_NO_PYTHON", std::nullopt},
-                                 {"ENVKIT_NO_LIVE_INDEX", std::nullopt},
-                                 {"ENVKIT_MIRRORS", mirror.value_or(server->url(""))},
-                                 {"ENVKIT_UV", uv->string()},
-                                 {"https_proxy", no_proxy},
-                                 {"http_proxy", no_proxy},
-                                 {"no_proxy", "127.0.0.1"}});
-  }
-
   // Locks `manifest`, which must succeed, and reads the lock back.
   [[nodiscard]] lock::Lockfile locked(const std::string& manifest) const {
-    const auto ran = lock(manifest);
-    INFO(ran.err);
-    REQUIRE(ran.exit_code == 0);
-    auto loaded = lock::load(project.root / "envkit.lock");
-    INFO((loaded ? "" : loaded.error().to_string()));
-    REQUIRE(loaded);
-    return *std::move(loaded);
+    write("envkit.yaml", manifest);
+    return ClosureOnProject::locked();
   }
 };
 
@@ -308,7 +279,7 @@ TEST_CASE("why on torch 2.4 with a 450 driver gives the user's error, and its hi
   if (fixture.skip()) return;
   fixture.project.write(fixture.project.root / "envkit.yaml",
                         "framework: torch 2.4.*\nsystem: {driver: 450.80.02}\n");
-  const auto failed = fixture.run({"why", "cuda"});
+  const auto failed = fixture.envkit({"why", "cuda"});
   INFO(failed.err);
   CHECK(failed.exit_code == 1);
   CHECK_THAT(failed.err, Contains("torch 2.4.1 on https://pypi.org/simple is the cu121 build"));
@@ -319,7 +290,7 @@ TEST_CASE("why on torch 2.4 with a 450 driver gives the user's error, and its hi
         "minor-version compatibility)");
   fixture.project.write(fixture.project.root / "envkit.yaml",
                         "framework: torch 2.4.*\nsystem: {driver: 525.60.13}\n");
-  const auto followed = fixture.run({"why", "cuda"});
+  const auto followed = fixture.envkit({"why", "cuda"});
   INFO(followed.err);
   CHECK(followed.exit_code == 0);
   CHECK_THAT(followed.err, Catch::StartsWith("cuda 12.1.1 on linux-x86_64, because:\n") &&

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "closure_project.hpp"
 #include "envkit/lock/lockfile.hpp"
 #include "install_support.hpp"
 #include "isolated_project.hpp"
@@ -41,51 +42,18 @@ fs::path without_releases(const fs::path& dir,
   return path;
 }
 
-struct TodayProject {
-  IsolatedProject project;
-  fs::path served = project.dir.path() / "index";
-  std::optional<fs::path> uv = test_uv();
-  std::optional<StaticHttpServer> server;
-
-  bool skip() {
-    if (uv_missing() || nginx_missing()) return true;
-    serve({today_description()});
-    return false;
-  }
-
-  // (Re)builds the served folder from `descriptions`: the index as it is now.
-  void serve(const std::vector<fs::path>& descriptions) {
-    fs::remove_all(served);
-    build_mirror(served, descriptions);
-    if (!server) server.emplace(served);
-  }
+// The index of tests/data/pyindex-today, and the project's requirements.txt.
+struct TodayProject : ClosureOnProject {
+  bool skip() { return ClosureOnProject::skip({today_description()}); }
 
   [[nodiscard]] sys::ProcessOutput lock(std::vector<std::string> flags = {}) const {
-    std::vector<std::string> args = {"--recipes", (source_dir() / "recipes").string(), "lock"};
-    args.insert(args.end(), flags.begin(), flags.end());
-    const std::string no_proxy = "http://127.0.0.1:9";
-    return project.envkit(args, {{"ENVKIT_NO_PYTHON", std::nullopt},
-                                 {"ENVKIT_NO_LIVE_INDEX", std::nullopt},
-                                 {"ENVKIT_MIRRORS", server->url("")},
-                                 {"ENVKIT_UV", uv->string()},
-                                 {"https_proxy", no_proxy},
-                                 {"http_proxy", no_proxy},
-                                 {"no_proxy", "127.0.0.1"}});
-  }
-
-  [[nodiscard]] lock::Lockfile locked(std::vector<std::string> flags = {}) const {
-    const auto ran = lock(std::move(flags));
-    INFO(ran.err);
-    REQUIRE(ran.exit_code == 0);
-    auto loaded = lock::load(project.root / "envkit.lock");
-    REQUIRE(loaded);
-    return *std::move(loaded);
+    flags.insert(flags.begin(), "lock");
+    return envkit(std::move(flags));
   }
 
   void requirements(const std::string& lines, const std::string& framework) const {
-    project.write(project.root / "requirements.txt", lines);
-    project.write(project.root / "envkit.yaml",
-                  "framework: " + framework + "\npython-requirements: [requirements.txt]\n");
+    write("requirements.txt", lines);
+    write("envkit.yaml", "framework: " + framework + "\npython-requirements: [requirements.txt]\n");
   }
 };
 
