@@ -101,6 +101,8 @@ std::variant<lock::Lockfile, int> lock_for_install(Context& context, const Insta
     return report_unsolvable(context, attempt->failure->first, attempt->failure->second);
   for (const auto& warning : attempt->warnings)
     context.console.warn(warning);
+  for (const auto& note : attempt->notes)
+    context.console.info("note: " + note);
   context.console.info(fmt::format("{} {}", previous ? "updated" : "wrote", lock_path.string()));
   return *std::move(attempt->lockfile);
 }

@@ -153,6 +153,8 @@ int run_lock(Context& context, const LockOptions& options) {
   }
   for (const auto& warning : attempt->warnings)
     context.console.warn(warning);
+  for (const auto& note : attempt->notes)
+    context.console.info("note: " + note);
   const auto& lockfile = attempt->lockfile;
 
   if (options.check) {

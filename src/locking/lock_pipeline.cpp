@@ -429,11 +429,32 @@ void keep_hints_that_hold(const recipes::Database& database, const LockInputs& i
   unsolvable.changes = std::move(changes);
 }
 
+// The overlay's notes on what it inferred of the versions and builds the lock holds
+// ("cuda 13.2.2: ...", "cudnn 9.26.0.51 (cuda13): ...").
+std::vector<std::string> inferred_facts(const LockInputs& inputs, const lock::Lockfile& lockfile) {
+  std::vector<std::string> notes;
+  if (!inputs.live_index) return notes;
+  for (const auto& note : inputs.live_index->notes) {
+    const bool locked = std::any_of(
+        lockfile.platforms.begin(), lockfile.platforms.end(), [&](const lock::PlatformLock& p) {
+          return std::any_of(p.packages.begin(), p.packages.end(), [&](const auto& package) {
+            const auto named = fmt::format("{} {}", package.name, package.version.original());
+            return note.starts_with(named + ":") ||
+                   (!package.build.empty() &&
+                    note.starts_with(fmt::format("{} ({}):", named, package.build)));
+          });
+        });
+    if (locked) notes.push_back(note);
+  }
+  return notes;
+}
+
 }  // namespace
 
 Result<LockAttempt> solve_lock(const recipes::Database& database, const LockInputs& inputs,
                                const lock::Lockfile* previous, const ResolverFactory& factory) {
   auto attempt = solve_lock_once(database, inputs, previous, factory);
+  if (attempt && attempt->lockfile) attempt->notes = inferred_facts(inputs, *attempt->lockfile);
   if (!attempt || !attempt->failure) return attempt;
   auto python = python_request(inputs);
   if (!python) return std::move(python).error();

@@ -40,6 +40,9 @@ struct LockAttempt {
   std::optional<std::pair<specs::Platform, solve::Unsolvable>> failure;
   // What the user should know: platforms without a Python closure, pins added.
   std::vector<std::string> warnings;
+  // Facts of locked versions that no index states and envkit inferred (today's index: a
+  // CUDA newer than the driver tables takes its family's minimum driver), one line each.
+  std::vector<std::string> notes;
   // The solutions the lock was made from, with why each version was chosen.
   std::optional<Solved> solved;
 };
