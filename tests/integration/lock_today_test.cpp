@@ -85,6 +85,11 @@ TEST_CASE("a bare torch locks the newest release the index serves, with its whee
   CHECK(cudnn->version == "9.26.0.51");
   CHECK(cudnn->provides == "cudnn");
 
+  // What no index says was inferred, and the lock says so.
+  const auto again = today.lock();
+  CHECK_THAT(again.err, Contains("note: cuda 13.2.2: newer than the database's driver table; the "
+                                 "13.x family minimum (minor-version compatibility"));
+
   // `torch==` that version locks the same, from the cached overlay.
   today.requirements("torch==2.15.0\n", "torch ==2.15.0");
   CHECK(locked_version(today.locked(), "torch") == "2.15.0 cu132");
