@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "envkit/core/text.hpp"
 #include "envkit/core/url.hpp"
@@ -231,10 +232,29 @@ Result<specs::VersionSpec> python_of(const ReleaseMetadata& metadata,
     if (platform && *platform != Platform::windows_x86_64) linux.push_back(wheel);
   }
   specs::VersionSpec range = cpython_range(linux).value_or(specs::VersionSpec{});
-  if (!metadata.requires_python.empty()) {
-    auto stated = specs::VersionSpec::parse(metadata.requires_python);
-    if (!stated) return std::move(stated).error();
-    range = range & *stated;
+  if (metadata.requires_python.empty()) return range;
+  auto stated = specs::VersionSpec::parse(metadata.requires_python);
+  if (!stated) {
+    return Error::input(fmt::format("its Requires-Python {} does not parse",
+                                    text::quoted(metadata.requires_python)))
+        .because(stated.error().message());
+  }
+  range = range & *stated;
+  // A Requires-Python no CPython of its wheels meets installs nowhere.
+  std::set<unsigned> minors;
+  for (const auto& wheel : linux) {
+    if (const auto minor = cpython_minor(wheel)) minors.insert(*minor);
+  }
+  const bool admitted = std::any_of(minors.begin(), minors.end(), [&](unsigned minor) {
+    return range.contains(specs::Version::parse(fmt::format("3.{}", minor)).value());
+  });
+  if (!minors.empty() && !admitted) {
+    std::vector<std::string> tagged;
+    for (const auto minor : minors)
+      tagged.push_back(fmt::format("3.{}", minor));
+    return Error::input(
+        fmt::format("its Requires-Python {} admits none of the CPythons its wheels are for ({})",
+                    text::quoted(metadata.requires_python), text::join(tagged, ", ")));
   }
   return range;
 }
@@ -279,7 +299,11 @@ Result<std::optional<Build>> wheel_build(const PatchOnIndex& patch, const Releas
     }
   }
   auto python = python_of(x86_64, patch.wheels);
-  if (!python) return std::move(python).error();
+  if (!python) {
+    problems.push_back(
+        fmt::format("torch {}: {}; left out", patch.version, python.error().message()));
+    return std::optional<Build>{};
+  }
   if (!python->empty()) build.requires_["python"] = *python;
   build.platforms = {Platform::linux_x86_64};
   if (aarch64) {

@@ -377,3 +377,21 @@ TEST_CASE("a build the tables list for Windows is PyPI's there only if that whee
   CHECK(windows.wheel_index.empty());
   CHECK(windows.tested.at("cuda") == "13.0");
 }
+
+TEST_CASE("a Requires-Python no CPython of the wheels meets leaves the release out, naming it",
+          "[pypi-torch]") {
+  FakeIndex index = newer_index();
+  for (const std::string tag : {"cp311-cp311", "cp312-cp312", "cp314-cp314t", "cp315-cp315"}) {
+    index.add_url(
+        std::string(kFiles) + "torch-2.15.0-" + tag + "-manylinux_2_28_x86_64.whl.metadata",
+        "text/plain", metadata_of("2.15.0", "13.2.2", "9.26.0.51", ">=3.99"));
+  }
+  auto result = import_pypi_torch(tables_up_to_2_14(),
+                                  {.index_url = fake_index_url(), .fetch = index.fetcher()});
+  REQUIRE(result);
+  CHECK(result->torch.find(v("2.15.0")) == nullptr);
+  REQUIRE(result->problems.size() == 1);
+  CHECK_THAT(result->problems[0], Catch::Matchers::Contains("torch 2.15.0") &&
+                                      Catch::Matchers::Contains("`>=3.99`") &&
+                                      Catch::Matchers::Contains("(3.11, 3.12, 3.14, 3.15)"));
+}
