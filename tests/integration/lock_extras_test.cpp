@@ -5,8 +5,9 @@
 // The test runner sets ENVKIT_NO_PYTHON=1 (no Python closure without an index of the
 // test's own). That is on purpose here: the lines' CUDA requirements are read from the
 // files when envkit gathers the lock's inputs, before and whether or not uv resolves the
-// closure, so these cases show they hold without it. Cases with the closure on (a served
-// index) belong with tests/integration/lock_closure_test.cpp.
+// closure, so these cases show they hold without it. The main path, with the closure on
+// against a served index: tests/integration/lock_today_test.cpp (`jax[cuda12]==0.4.30`:
+// the lock, and `why cuda` naming requirements.txt:1).
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 

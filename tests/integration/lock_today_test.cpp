@@ -123,6 +123,14 @@ TEST_CASE("jax[cuda12]==0.4.30 locks with the cuDNN its closure picks from the i
   // uv picks nvidia-cudnn-cu12 9.28.0.42, newer than the database: the index's facts have it.
   CHECK(locked_version(lockfile, "cudnn") == "9.28.0.42 cuda12");
   CHECK_THAT(locked_version(lockfile, "cuda"), Catch::Matchers::StartsWith("12.9"));
+  // With the closure on, the extra's CUDA is a reason of the solve, named at its line, never
+  // as envkit.yaml's (closure_e2e_test.cpp: a pin of the closure's wheels, named as theirs).
+  const auto why = today.envkit({"why", "cuda"});
+  INFO(why.err);
+  CHECK(why.exit_code == 0);
+  CHECK_THAT(why.err,
+             Contains("`jax[cuda12]==0.4.30` in requirements.txt:1 requires cuda <13,>=12"));
+  CHECK_THAT(why.err, !Contains("envkit.yaml requires cuda"));
 }
 
 TEST_CASE("offline with nothing cached, the lock says the built-in database answers alone",
