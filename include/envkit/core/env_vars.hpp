@@ -72,6 +72,10 @@ inline constexpr Variable kNoLiveIndex{
     "from the package index (tests about something else)"};
 inline constexpr Variable kIndexTtl{
     "ENVKIT_INDEX_TTL", "seconds the facts read from a package index stay fresh (default 600)"};
+inline constexpr Variable kPythonSearchPath{
+    "ENVKIT_PYTHON_SEARCH_PATH",
+    "folders (`:`-separated) searched for the machine's Python interpreters instead of pyenv's, "
+    "conda's, PATH and /usr/bin"};
 inline constexpr Variable kUv{"ENVKIT_UV",
                               "the uv that resolves Python closures (default: the pinned uv "
                               "envkit downloads into its cache)"};
@@ -141,6 +145,11 @@ inline constexpr Variable kRegistryAuthFile{"REGISTRY_AUTH_FILE",
 inline constexpr Variable kXdgRuntimeDir{
     "XDG_RUNTIME_DIR", "holds containers/auth.json, podman's default credentials file"};
 
+// Where the machine's own Pythons are looked for (python/interpreters.hpp). Not
+// settings of envkit's own, so not in kAll.
+inline constexpr Variable kPyenvRoot{"PYENV_ROOT", "pyenv's folder (default ~/.pyenv)"};
+inline constexpr Variable kCondaPrefix{"CONDA_PREFIX", "the active conda environment"};
+
 inline constexpr Variable kAll[] = {kRecipes,          kCacheDir,        kOverrideDriver,
                                     kOverrideCudaArch, kOverrideGlibc,   kProcDriverVersion,
                                     kSysDriverVersion, kLiveTests,       kTestFailWrite,
@@ -150,7 +159,7 @@ inline constexpr Variable kAll[] = {kRecipes,          kCacheDir,        kOverri
                                     kIndexUrl,         kLinkMode,        kPackaging,
                                     kCompileBytecode,  kXdgConfigHome,   kUv,
                                     kNoPython,         kNoLiveIndex,     kIndexTtl,
-                                    kLibcuda,          kNvidiaSmi};
+                                    kLibcuda,          kNvidiaSmi,       kPythonSearchPath};
 
 // The variable's value, or nullopt when unset. Empty counts as set.
 [[nodiscard]] std::optional<std::string> get(const Variable& variable);
