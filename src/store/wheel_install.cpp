@@ -168,6 +168,160 @@ std::vector<std::pair<std::string, std::string>> console_script_specs(
   return specs;
 }
 
+namespace {
+
+// What placing one wheel does, gathered before anything is written.
+struct Placement {
+  const UnpackedWheel& wheel;
+  const WheelInfo& info;
+  PlacedWheel& placed;
+  std::map<std::string, std::string> scheme_dirs;  // .data scheme key -> folder
+  std::map<std::string, std::string> console;      // console_scripts
+  std::map<std::string, std::string> gui;          // gui_scripts
+  // Archive path -> installed path relative to lib_dir: RECORD's rows are rewritten to these.
+  std::map<std::string, std::string> installed;
+  std::set<std::string> changed;  // installed paths whose bytes envkit rewrote
+  std::vector<GenerationBuilder::Mapped> links;
+  std::vector<std::pair<FileRecord, std::string>> written;  // with their content
+  std::vector<std::string> generated;                       // written paths the wheel lacks
+
+  [[nodiscard]] std::string record_path(const std::string& destination) const {
+    return fs::path(destination).lexically_relative(placed.lib_dir).generic_string();
+  }
+};
+
+// Where `file` goes: inside lib_dir, or its `.data/<key>/` scheme folder; whether it is a script.
+Result<std::pair<std::string, bool>> destination_of(const Placement& placement,
+                                                    const FileRecord& file) {
+  const auto slash = file.path.find('/');
+  const auto top = file.path.substr(0, slash);
+  if (!top.ends_with(".data") || slash == std::string::npos) {
+    auto destination = inside(placement.placed.lib_dir, file.path);
+    if (!destination) return bad_entry(placement.wheel, file.path, "leaves its install folder");
+    return std::pair{*destination, false};
+  }
+  const auto rest = file.path.substr(slash + 1);
+  const auto key_end = rest.find('/');
+  if (key_end == std::string::npos)
+    return bad_entry(placement.wheel, file.path, "is not in a `<name>.data/<scheme key>/` folder");
+  const auto key = rest.substr(0, key_end);
+  const auto dir = placement.scheme_dirs.find(key);
+  if (dir == placement.scheme_dirs.end()) {
+    return bad_entry(placement.wheel, file.path,
+                     fmt::format("names the scheme key {}; a wheel's .data holds purelib, "
+                                 "platlib, headers, scripts and data",
+                                 text::quoted(key)));
+  }
+  auto destination = inside(dir->second, rest.substr(key_end + 1));
+  if (!destination) return bad_entry(placement.wheel, file.path, "leaves its install folder");
+  return std::pair{*destination, key == "scripts"};
+}
+
+// setuptools' own wrappers of entry points, which pip writes itself.
+bool wraps_entry_point(const Placement& placement, const std::string& destination) {
+  auto name = fs::path(destination).filename().string();
+  for (const std::string_view suffix : {".exe", "-script.py", ".pya"}) {
+    if (name.size() > suffix.size() && text::to_lower(name).ends_with(suffix))
+      name.resize(name.size() - suffix.size());
+  }
+  return placement.console.contains(name) || placement.gui.contains(name);
+}
+
+// Every file of the wheel: linked from the cache, or (a `#!python` script) rewritten.
+Result<void> map_files(Placement& placement) {
+  const auto& info = placement.info;
+  for (const auto& file : *placement.wheel.files) {
+    if (file.type == archive::EntryType::directory) continue;
+    auto where = destination_of(placement, file);
+    if (!where) return std::move(where).error();
+    const auto& [destination, script] = *where;
+    if (script && wraps_entry_point(placement, destination)) continue;
+    placement.installed[file.path] = placement.record_path(destination);
+    // Written for this environment by place_wheel.
+    if (file.path == info.dist_info + "/RECORD" || file.path == info.dist_info + "/INSTALLER")
+      continue;
+    if (script && file.type == archive::EntryType::file) {
+      const auto content = read_file(placement.wheel.dir / file.path);
+      if (content.starts_with("#!python")) {
+        const auto newline = content.find('\n');
+        const auto rewritten = relocatable_shebang(kScriptInterpreter) +
+                               (newline == std::string::npos ? "\n" : content.substr(newline));
+        placement.changed.insert(placement.installed[file.path]);
+        placement.written.emplace_back(generated_record(destination, rewritten, file.executable),
+                                       rewritten);
+        continue;
+      }
+    }
+    FileRecord at = file;
+    at.path = destination;
+    placement.links.push_back({.source = placement.wheel.dir / file.path, .file = std::move(at)});
+  }
+  return {};
+}
+
+// Console scripts (pip's names for pip's own), then GUI scripts, then INSTALLER.
+Result<void> add_generated_files(Placement& placement, const std::string& scripts_dir,
+                                 const std::string& major_minor) {
+  auto scripts = console_script_specs(placement.console, major_minor);
+  for (const auto& entry : placement.gui)
+    scripts.push_back(entry);
+  const auto entry_points = placement.info.dist_info + "/entry_points.txt";
+  for (const auto& [name, value] : scripts) {
+    const auto target = entry_point_target(value);
+    if (!target) {
+      return bad_entry(placement.wheel, entry_points,
+                       fmt::format("gives the script {} no callable ({}): a script names "
+                                   "`module:function`",
+                                   text::quoted(name), text::quoted(value)));
+    }
+    const auto destination = inside(scripts_dir, name);
+    if (!destination || name.find('/') != std::string::npos)
+      return bad_entry(placement.wheel, entry_points,
+                       fmt::format("names the script {}", text::quoted(name)));
+    const auto content = script_text(target->first, target->second);
+    placement.written.emplace_back(generated_record(*destination, content, true), content);
+    placement.generated.push_back(*destination);
+  }
+  const auto installer = placement.placed.dist_info + "/INSTALLER";
+  placement.written.emplace_back(generated_record(installer, "envkit\n", false), "envkit\n");
+  placement.generated.push_back(installer);
+  return {};
+}
+
+// RECORD as pip writes it (get_csv_rows_for_installed): the wheel's rows at
+// their installed paths, rehashed where changed; generated files; installed
+// files the wheel's RECORD lacks, without a hash.
+void write_record_rows(Placement& placement) {
+  auto& placed = placement.placed;
+  std::map<std::string, const FileRecord*> by_path;
+  for (const auto& [record, content] : placement.written)
+    by_path[record.path] = &record;
+  const auto row_of = [&](const FileRecord& record) {
+    return std::pair{archive::record_hash_field(record.sha256), std::to_string(record.size)};
+  };
+  auto installed = placement.installed;
+  const auto wheel_record = read_file(placement.wheel.dir / placement.info.dist_info / "RECORD");
+  for (const auto raw : text::split(wheel_record, '\n')) {
+    const auto fields = archive::csv_fields(raw);
+    if (fields.empty() || fields[0].empty()) continue;
+    const auto it = installed.find(fields[0]);
+    const auto path = it == installed.end() ? fields[0] : it->second;
+    if (it != installed.end()) installed.erase(it);
+    if (placement.changed.contains(path)) {
+      const auto at = (fs::path(placed.lib_dir) / path).lexically_normal().generic_string();
+      placed.rows[path] = row_of(*by_path.at(at));
+    } else {
+      placed.rows[path] = {fields.size() > 1 ? fields[1] : "", fields.size() > 2 ? fields[2] : ""};
+    }
+  }
+  for (const auto& path : placement.generated)
+    placed.rows[placement.record_path(path)] = row_of(*by_path.at(path));
+  for (const auto& [archive_path, path] : installed)
+    placed.rows.try_emplace(path, std::pair<std::string, std::string>{"", ""});
+}
+
+}  // namespace
+
 Result<PlacedWheel> place_wheel(GenerationBuilder& builder, const InterpreterCheck& check,
                                 const UnpackedWheel& wheel) {
   auto info = read_wheel_info(wheel);
@@ -180,141 +334,33 @@ Result<PlacedWheel> place_wheel(GenerationBuilder& builder, const InterpreterChe
                      .files = {},
                      .rows = {}};
   placed.dist_info = (fs::path(placed.lib_dir) / info->dist_info).generic_string();
-  const auto major_minor = check.version.substr(0, check.version.rfind('.'));
   const auto entry_points = read_file(wheel.dir / info->dist_info / "entry_points.txt");
-  const auto console = ini_section(entry_points, "console_scripts");
-  const auto gui = ini_section(entry_points, "gui_scripts");
-  const std::map<std::string, std::string> scheme_dirs{
-      {"purelib", scheme.purelib},
-      {"platlib", scheme.platlib},
-      {"scripts", scheme.scripts},
-      {"data", scheme.data},
-      {"headers", (fs::path(scheme.include) / wheel.name).generic_string()}};
+  Placement placement{
+      .wheel = wheel,
+      .info = *info,
+      .placed = placed,
+      .scheme_dirs = {{"purelib", scheme.purelib},
+                      {"platlib", scheme.platlib},
+                      {"scripts", scheme.scripts},
+                      {"data", scheme.data},
+                      {"headers", (fs::path(scheme.include) / wheel.name).generic_string()}},
+      .console = ini_section(entry_points, "console_scripts"),
+      .gui = ini_section(entry_points, "gui_scripts")};
+  if (auto mapped = map_files(placement); !mapped) return std::move(mapped).error();
+  const auto major_minor = check.version.substr(0, check.version.rfind('.'));
+  if (auto added = add_generated_files(placement, scheme.scripts, major_minor); !added)
+    return std::move(added).error();
 
-  // RECORD path -> its row in the wheel's RECORD, then the installed paths.
-  std::map<std::string, std::string> installed;  // archive path -> path relative to lib_dir
-  std::set<std::string> changed;
-  std::vector<GenerationBuilder::Mapped> links;
-  std::vector<std::pair<FileRecord, std::string>> written;
-  const auto record_path = [&](const std::string& destination) {
-    return fs::path(destination).lexically_relative(placed.lib_dir).generic_string();
-  };
-  for (const auto& file : *wheel.files) {
-    if (file.type == archive::EntryType::directory) continue;
-    const auto slash = file.path.find('/');
-    const auto top = file.path.substr(0, slash);
-    std::optional<std::string> destination;
-    bool script = false;
-    if (top.ends_with(".data") && slash != std::string::npos) {
-      const auto rest = file.path.substr(slash + 1);
-      const auto key_end = rest.find('/');
-      if (key_end == std::string::npos)
-        return bad_entry(wheel, file.path, "is not in a `<name>.data/<scheme key>/` folder");
-      const auto key = rest.substr(0, key_end);
-      const auto dir = scheme_dirs.find(key);
-      if (dir == scheme_dirs.end()) {
-        return bad_entry(wheel, file.path,
-                         fmt::format("names the scheme key {}; a wheel's .data holds purelib, "
-                                     "platlib, headers, scripts and data",
-                                     text::quoted(key)));
-      }
-      destination = inside(dir->second, rest.substr(key_end + 1));
-      script = key == "scripts";
-    } else {
-      destination = inside(placed.lib_dir, file.path);
-    }
-    if (!destination) return bad_entry(wheel, file.path, "leaves its install folder");
-    if (script) {
-      // setuptools' own wrappers of entry points pip writes itself.
-      auto name = fs::path(*destination).filename().string();
-      for (const std::string_view suffix : {".exe", "-script.py", ".pya"}) {
-        if (name.size() > suffix.size() && text::to_lower(name).ends_with(suffix))
-          name.resize(name.size() - suffix.size());
-      }
-      if (console.contains(name) || gui.contains(name)) continue;
-    }
-    installed[file.path] = record_path(*destination);
-    // Written for this environment below.
-    if (file.path == info->dist_info + "/RECORD" || file.path == info->dist_info + "/INSTALLER")
-      continue;
-    FileRecord at = file;
-    at.path = *destination;
-    if (script && file.type == archive::EntryType::file) {
-      const auto content = read_file(wheel.dir / file.path);
-      if (content.starts_with("#!python")) {
-        const auto newline = content.find('\n');
-        const auto rewritten = relocatable_shebang(kScriptInterpreter) +
-                               (newline == std::string::npos ? "\n" : content.substr(newline));
-        changed.insert(installed[file.path]);
-        written.emplace_back(generated_record(*destination, rewritten, file.executable), rewritten);
-        continue;
-      }
-    }
-    links.push_back({.source = wheel.dir / file.path, .file = std::move(at)});
-  }
-
-  // Entry points: console scripts (pip's names for pip's own), then GUI scripts.
-  auto scripts = console_script_specs(console, major_minor);
-  for (const auto& entry : gui)
-    scripts.push_back(entry);
-  std::vector<std::string> generated;
-  for (const auto& [name, value] : scripts) {
-    const auto target = entry_point_target(value);
-    if (!target) {
-      return bad_entry(wheel, info->dist_info + "/entry_points.txt",
-                       fmt::format("gives the script {} no callable ({}): a script names "
-                                   "`module:function`",
-                                   text::quoted(name), text::quoted(value)));
-    }
-    const auto destination = inside(scheme.scripts, name);
-    if (!destination || name.find('/') != std::string::npos)
-      return bad_entry(wheel, info->dist_info + "/entry_points.txt",
-                       fmt::format("names the script {}", text::quoted(name)));
-    const auto content = script_text(target->first, target->second);
-    written.emplace_back(generated_record(*destination, content, true), content);
-    generated.push_back(*destination);
-  }
-  const auto installer = placed.dist_info + "/INSTALLER";
-  written.emplace_back(generated_record(installer, "envkit\n", false), "envkit\n");
-  generated.push_back(installer);
-
-  if (auto linked = builder.place(wheel.name, links); !linked) return std::move(linked).error();
-  for (const auto& [record, content] : written) {
+  if (auto linked = builder.place(wheel.name, placement.links); !linked)
+    return std::move(linked).error();
+  for (const auto& [record, content] : placement.written) {
     if (auto wrote = builder.write(wheel.name, record, content); !wrote)
       return std::move(wrote).error();
   }
-
-  // RECORD as pip writes it (get_csv_rows_for_installed): the wheel's rows at
-  // their installed paths, rehashed where changed; generated files; installed
-  // files the wheel's RECORD lacks, without a hash.
-  std::map<std::string, const FileRecord*> by_path;
-  for (const auto& [record, content] : written)
-    by_path[record.path] = &record;
-  const auto row_of = [&](const FileRecord& record) {
-    return std::pair{archive::record_hash_field(record.sha256), std::to_string(record.size)};
-  };
-  const auto wheel_record = read_file(wheel.dir / info->dist_info / "RECORD");
-  for (const auto raw : text::split(wheel_record, '\n')) {
-    const auto fields = archive::csv_fields(raw);
-    if (fields.empty() || fields[0].empty()) continue;
-    const auto it = installed.find(fields[0]);
-    const auto path = it == installed.end() ? fields[0] : it->second;
-    if (it != installed.end()) installed.erase(it);
-    if (changed.contains(path)) {
-      const auto at = (fs::path(placed.lib_dir) / path).lexically_normal().generic_string();
-      placed.rows[path] = row_of(*by_path.at(at));
-    } else {
-      placed.rows[path] = {fields.size() > 1 ? fields[1] : "", fields.size() > 2 ? fields[2] : ""};
-    }
-  }
-  for (const auto& path : generated)
-    placed.rows[record_path(path)] = row_of(*by_path.at(path));
-  for (const auto& [archive_path, path] : installed)
-    placed.rows.try_emplace(path, std::pair<std::string, std::string>{"", ""});
-
-  for (auto& link : links)
+  write_record_rows(placement);
+  for (auto& link : placement.links)
     placed.files.push_back(std::move(link.file));
-  for (auto& [record, content] : written)
+  for (auto& [record, content] : placement.written)
     placed.files.push_back(record);
   return placed;
 }
