@@ -107,6 +107,18 @@ std::variant<lock::Lockfile, int> lock_for_install(Context& context, const Insta
   return *std::move(attempt->lockfile);
 }
 
+// Where each package came from: {"package", "version", "from", "why"}.
+nlohmann::json sources_json(const std::vector<store::SourceDecision>& decisions) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& decision : decisions) {
+    out.push_back({{"package", decision.package},
+                   {"version", decision.version},
+                   {"from", decision.from},
+                   {"why", decision.why}});
+  }
+  return out;
+}
+
 nlohmann::json report_json(const store::InstallReport& report) {
   return {{"prefix", report.prefix.string()},
           {"generation", report.generation},
@@ -117,6 +129,8 @@ nlohmann::json report_json(const store::InstallReport& report) {
           {"unchanged", report.unchanged},
           {"skipped", report.skipped},
           {"fell_back", report.fell_back},
+          {"stand_ins", report.stand_ins},
+          {"sources", sources_json(report.sources)},
           {"warnings", report.warnings},
           {"downloaded_bytes", report.downloaded_bytes},
           {"files", report.files}};
@@ -145,6 +159,9 @@ void print_summary(const Context& context, const store::InstallReport& report,
     context.console.warn(skipped);
   for (const auto& warning : report.warnings)
     context.console.warn(warning);
+  // The machine's own interpreter or library in place of the lock's.
+  for (const auto& stand_in : report.stand_ins)
+    context.console.info("note: " + stand_in);
   const auto where = text::quoted(report.prefix.string());
   if (!report.changed) {
     context.console.info(fmt::format("{} is up to date with envkit.lock (nothing to do)", where));
@@ -179,6 +196,17 @@ void print_summary(const Context& context, const store::InstallReport& report,
   context.console.info(fmt::format(
       "  {} downloaded; {} files {} from the cache", human_bytes(report.downloaded_bytes),
       report.files, report.link_mode == "copy" ? "copied" : report.link_mode + "ed"));
+}
+
+// Whether hosts answer is kept per network for 10 minutes in the cache folder;
+// --refresh asks again.
+net::ReachabilityOptions reachability_options(const fs::path& cache_root,
+                                              const InstallFlags& flags) {
+  return {.cache_file = cache_root / "net" / "reachability.json",
+          .ttl = std::chrono::seconds(600),
+          .refresh = flags.refresh,
+          .timeout = std::chrono::seconds(5),
+          .ca_file = flags.cacert};
 }
 
 int run_install(Context& context, const InstallFlags& flags) {
@@ -222,17 +250,31 @@ int run_install(Context& context, const InstallFlags& flags) {
     }
   };
   warn = note;
+  // -v's lines: through the progress display, which keeps them clear of its bars; with
+  // --json (no progress lines), straight to stderr.
+  const auto detail = [&](const std::string& line) {
+    if (context.options.verbosity == 0) return;
+    if (progress && !context.options.json && !context.options.quiet) {
+      progress->note(line);
+    } else {
+      context.console.detail(line);
+    }
+  };
+  const auto cache_root = cache_dir_of(*settings);
   const store::InstallOptions options{.prefix = prefix_path(context, flags.prefix),
                                       .transport = transport.get(),
                                       .mirrors = settings->mirrors.value,
                                       .jobs = settings->jobs.value,
                                       .preferred = packaging_from(settings->packaging.value),
+                                      .auto_packaging = settings->packaging.value == "auto",
+                                      .reachability = reachability_options(cache_root, flags),
                                       .link_mode = link_mode,
                                       .reinstall = flags.reinstall,
                                       .compile_bytecode = settings->compile_bytecode.value,
                                       .project_dir = context.options.directory,
-                                      .note = note};
-  const store::Cache cache(cache_dir_of(*settings));
+                                      .note = note,
+                                      .detail = detail};
+  const store::Cache cache(cache_root);
   const auto started = std::chrono::steady_clock::now();
   auto installed = store::install(std::get<lock::Lockfile>(lockfile), cache, options);
   progress.reset();
@@ -390,7 +432,9 @@ void register_install(CLI::App& root, Commands& out) {
   install->add_flag("--offline", flags->offline,
                     "Use the cache only (downloads and today's releases); say what is missing");
   install->add_flag("--refresh", flags->refresh,
-                    "When it locks: read today's releases from the package index again");
+                    "Ask again which hosts this machine reaches (answers are kept 10 minutes "
+                    "per network); when it locks, read today's releases from the package index "
+                    "again");
   install->add_flag("--reinstall", flags->reinstall,
                     "Place every package afresh from the cache (repairs changed files)");
   auto* compile = install->add_flag(
@@ -411,8 +455,9 @@ void register_install(CLI::App& root, Commands& out) {
       ->check(CLI::Range(1, config::kMaxJobs));
   install
       ->add_option("--packaging", flags->packaging,
-                   "Where NVIDIA ships both: archive (redist, default) or wheel (PyPI); the "
-                   "other is the fallback")
+                   "Where NVIDIA ships both: auto (default: archives where NVIDIA's host "
+                   "answers, else wheels), archive (redist) or wheel (PyPI); the other is the "
+                   "fallback")
       ->check(CLI::IsMember(choices(config::kPackagings)));
   install
       ->add_option("--link-mode", flags->link_mode,

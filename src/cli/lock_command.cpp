@@ -31,12 +31,14 @@ nlohmann::json lock_json(const lock::Lockfile& lockfile) {
     for (const auto& package : platform.packages) {
       nlohmann::json artifacts = nlohmann::json::array();
       for (const auto& artifact : package.artifacts) {
-        artifacts.push_back(
-            {{"url", artifact.url},
-             {"sha256", artifact.sha256},
-             {"size", artifact.size ? nlohmann::json(*artifact.size) : nlohmann::json()},
-             {"component", artifact.component},
-             {"kind", recipes::to_string(artifact.kind)}});
+        nlohmann::json item = {
+            {"url", artifact.url},
+            {"sha256", artifact.sha256},
+            {"size", artifact.size ? nlohmann::json(*artifact.size) : nlohmann::json()},
+            {"component", artifact.component},
+            {"kind", recipes::to_string(artifact.kind)}};
+        if (!artifact.also_at.empty()) item["also_at"] = artifact.also_at;
+        artifacts.push_back(std::move(item));
       }
       nlohmann::json entry = {{"name", package.name},
                               {"version", package.version.original()},
@@ -69,6 +71,13 @@ std::string summary(const lock::PlatformLock& platform) {
     line += fmt::format("; {} Python packages{}, resolved by {}", closure->packages.size(),
                         sdists > 0 ? fmt::format(" ({} sdists to build)", sdists) : "",
                         closure->resolver);
+    // What decided the source builds (python.md, "Source builds in the project's era").
+    if (!closure->build_as_of.empty())
+      line += fmt::format("; build tools as of {}", closure->build_as_of);
+    if (!closure->built_with_framework.empty()) {
+      line += fmt::format("; {} built with the framework in the build environment",
+                          text::join(closure->built_with_framework, ", "));
+    }
   }
   return line;
 }
@@ -156,6 +165,11 @@ int run_lock(Context& context, const LockOptions& options) {
   for (const auto& note : attempt->notes)
     context.console.info("note: " + note);
   const auto& lockfile = attempt->lockfile;
+  // What the lock took from this machine because it cannot download it, and why.
+  if (!options.check && lockfile) {
+    for (const auto& note : locking::obtainable_notes(inputs, *lockfile))
+      context.console.info("note: " + note);
+  }
 
   if (options.check) {
     if (lock::write(**existing) != lock::write(*lockfile)) {
@@ -168,6 +182,9 @@ int run_lock(Context& context, const LockOptions& options) {
     context.console.info(
         fmt::format("locked {}: {}", specs::to_string(platform.platform), summary(platform)));
   }
+  // After choosing: what `envkit install` could not download here, with the fixes.
+  if (auto unreachable = locking::unreachable_sources(*lockfile, project->machine))
+    context.console.warn(*unreachable);
   if (context.options.json) std::cout << lock_json(*lockfile).dump() << '\n';
   return 0;
 }

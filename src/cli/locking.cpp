@@ -12,8 +12,10 @@
 #include "envkit/core/url.hpp"
 #include "envkit/locking/live_facts.hpp"
 #include "envkit/locking/python_closure.hpp"
+#include "envkit/net/reachability.hpp"
 #include "envkit/net/registry_url.hpp"
 #include "envkit/net/transport.hpp"
+#include "envkit/python/interpreters.hpp"
 #include "envkit/python/uv.hpp"
 #include "envkit/store/cache.hpp"
 #include "envkit/store/tool.hpp"
@@ -91,6 +93,44 @@ locking::ResolverFactory closure_resolver(const Context& context, const LockInpu
   };
 }
 
+locking::MachineSources machine_sources(const Context& context, const config::Settings& settings,
+                                        const IndexFlags& index) {
+  locking::MachineSources sources;
+  sources.mirrors = settings.mirrors.value;
+  if (env::get(env::kAssumeReachable).value_or("") == "1") return sources;
+  const net::ReachabilityOptions options{
+      .cache_file = cache_dir_of(settings) / "net" / "reachability.json",
+      .ttl = std::chrono::seconds(600),
+      .refresh = index.refresh,
+      .ask = !index.offline};
+  // Each host is asked (or read from the kept answers) once per process.
+  auto known = std::make_shared<std::map<std::string, net::HostReachability>>();
+  sources.reach = [&context, options, known](const std::vector<std::string>& urls) {
+    std::vector<std::string> unasked;
+    for (const auto& url : urls) {
+      if (!known->contains(net::reachability_host(url))) unasked.push_back(url);
+    }
+    for (auto& [host, answer] : net::check_reachability(unasked, options)) {
+      if (!answer.reachable) {
+        context.console.detail(fmt::format("{} is not reachable{}: {}", host,
+                                           answer.cached ? " (as kept)" : "", answer.reason));
+      }
+      known->insert_or_assign(host, std::move(answer));
+    }
+    std::map<std::string, net::HostReachability> answers;
+    for (const auto& url : urls) {
+      const auto host = net::reachability_host(url);
+      if (const auto it = known->find(host); it != known->end()) answers.insert(*it);
+    }
+    return answers;
+  };
+  sources.interpreter = [](const specs::Version& version) {
+    return python::machine_interpreter(version);
+  };
+  sources.zlib = [] { return locking::machine_zlib(); };
+  return sources;
+}
+
 void add_index_flags(CLI::App& command, IndexFlags& flags) {
   command.add_flag("--offline", flags.offline,
                    "Never ask the package index: today's releases as cached (or none)");
@@ -148,6 +188,7 @@ Result<Project> open_project(const Context& context, const std::vector<specs::Pl
   database->use_cache(cache_dir_of(*settings));
   inputs->default_index = settings->index_url.value.value_or("");
   inputs->mirror = download_mirror(*settings);
+  inputs->cache_root = cache_dir_of(*settings);
   Project project{.database = *std::move(database), .inputs = *std::move(inputs)};
   auto live = lay_index_over(context, project.database,
                              {.index_url = locking::effective_indexes(project.inputs).front(),
@@ -159,6 +200,13 @@ Result<Project> open_project(const Context& context, const std::vector<specs::Pl
     project.inputs.warnings.push_back(std::move(warning));
   project.inputs.live_index = std::move(live->state);
   project.inputs.live_index_read_now = live->read_now;
+  // Among what envkit.yaml allows, what this machine can obtain (docs/python.md#which-python).
+  project.machine = machine_sources(context, *settings, index);
+  // The index options of requirement files are asked the same way (python_closure.hpp).
+  project.inputs.reach = project.machine.reach;
+  auto notes = locking::prefer_obtainable(project.database, project.inputs, project.machine);
+  if (!notes) return std::move(notes).error();
+  project.inputs.notes = *std::move(notes);
   return project;
 }
 

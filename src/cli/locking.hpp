@@ -12,6 +12,7 @@
 #include "envkit/locking/live_facts.hpp"
 #include "envkit/locking/lock_pipeline.hpp"
 #include "envkit/locking/machine.hpp"
+#include "envkit/locking/obtainable.hpp"
 #include "envkit/recipes/database.hpp"
 
 // What `lock`, `why` and `install` share on top of the lock pipeline
@@ -27,6 +28,9 @@ using locking::LockInputs;
 struct Project {
   recipes::Database database;
   LockInputs inputs;
+  // What this machine reaches and has: the lock preferred from it (inputs.notes say what),
+  // and `lock` warns with it about sources it cannot reach.
+  locking::MachineSources machine;
 };
 
 // How a command treats the package index's live overlay (`--offline`, `--refresh`).
@@ -40,6 +44,13 @@ struct IndexFlags {
 [[nodiscard]] Result<Project> open_project(const Context& context,
                                            const std::vector<specs::Platform>& platforms,
                                            const IndexFlags& index = {});
+
+// This machine's network and interpreters as `lock` asks them: hosts asked at once and kept per
+// network in <cache>/net/reachability.json (`--refresh` asks again, `--offline` asks nothing);
+// ENVKIT_ASSUME_REACHABLE=1 leaves them unasked (`reach` empty).
+[[nodiscard]] locking::MachineSources machine_sources(const Context& context,
+                                                      const config::Settings& settings,
+                                                      const IndexFlags& index);
 
 // Adds `--offline` and `--refresh` to a command that locks.
 void add_index_flags(CLI::App& command, IndexFlags& flags);

@@ -215,7 +215,7 @@ void register_mirror(CLI::App& root, Commands& out) {
   mirror
       ->add_option("--packaging", flags->packaging,
                    "Only what `install --packaging P` fetches (default: archives and wheels)")
-      ->check(CLI::IsMember(choices(config::kPackagings)));
+      ->check(CLI::IsMember(choices(config::kNvidiaPackagings)));
   mirror
       ->add_option("--mirror", flags->mirrors,
                    "Fetch https://HOST/PATH from MIRROR/HOST/PATH first (repeatable; replaces "

@@ -107,6 +107,7 @@ json build_json(const recipes::RecipeVersion& version, const recipes::Build& bui
     if (!a.wheel_root.empty()) artifact["wheel_root"] = a.wheel_root;
     if (a.build_system) artifact["build_system"] = recipes::to_string(*a.build_system);
     if (!a.components.empty()) artifact["components"] = a.components;
+    if (!a.also_at.empty()) artifact["also_at"] = a.also_at;
     if (!a.patches.empty()) {
       json patches = json::array();
       for (const auto& patch : a.patches) {
@@ -172,6 +173,8 @@ std::string describe_build(const recipes::RecipeVersion& version, const recipes:
     out += fmt::format("  {} {} {} {}{}\n", specs::to_string(a.platform), a.component,
                        recipes::to_string(a.kind), a.url,
                        a.size ? fmt::format(" ({} bytes)", *a.size) : "");
+    for (const auto& other : a.also_at)
+      out += fmt::format("    also at {}\n", other);
     if (a.kind != recipes::ArtifactKind::runfile) continue;
     // What the unpacker needs of a runfile: its era, what it places, the patches after it.
     out += fmt::format("    layout {}\n", recipes::to_string(a.layout));

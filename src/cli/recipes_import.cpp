@@ -4,11 +4,17 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <span>
 
+#include "envkit/archive/decompress.hpp"
+#include "envkit/core/sha256.hpp"
 #include "envkit/core/text.hpp"
 #include "envkit/core/url.hpp"
 #include "envkit/net/fetch.hpp"
 #include "envkit/recipes/database.hpp"
+#include "envkit/recipes/import_debian_python.hpp"
 #include "envkit/recipes/import_nvidia_redist.hpp"
 #include "envkit/recipes/import_pypi.hpp"
 #include "envkit/recipes/import_pypi_jax.hpp"
@@ -16,6 +22,7 @@
 #include "envkit/recipes/import_pypi_torch.hpp"
 #include "envkit/recipes/import_python_source.hpp"
 #include "envkit/recipes/import_upstream.hpp"
+#include "envkit/recipes/recipe_io.hpp"
 #include "envkit/sys/fs.hpp"
 #include "settings.hpp"
 
@@ -287,6 +294,131 @@ int run_import_pyenv(Context& context, const PyenvArgs& args) {
   return 0;
 }
 
+struct DebianArgs {
+  std::string archive = "https://deb.debian.org/debian";
+  std::vector<std::string> suites = {"oldoldstable", "oldstable", "stable", "testing", "unstable"};
+};
+
+// python.org's tarballs as the database records them: the pyenv/ overlay's facts with their
+// artifacts (before a prebuilt archive of the same release hides them).
+Result<Recipe> recorded_python_sources(const fs::path& dir) {
+  const auto facts_file = dir / "pyenv" / "python.yaml";
+  auto facts = sys::read_file(facts_file);
+  if (!facts) {
+    return Error::input(fmt::format("{} does not exist", facts_file.string()))
+        .hint(
+            "the Debian overlay matches the pyenv overlay's tarballs: run scripts/import-pyenv "
+            "first");
+  }
+  auto recipe = recipes::read_facts(*facts, facts_file.string());
+  if (!recipe) return recipe.error();
+  for (const auto& version : std::vector<recipes::RecipeVersion>(recipe->versions)) {
+    const auto file = dir / "pyenv" / "python" / (version.version.original() + ".yaml");
+    auto text = sys::read_file(file);
+    if (!text) continue;
+    if (auto read = recipes::read_artifacts(*text, file.string(), *recipe); !read)
+      return read.error();
+  }
+  return recipe;
+}
+
+// The bytes of an in-memory body, for the decompressor.
+class BodySource final : public archive::Source {
+ public:
+  BodySource(std::string_view body, std::string name) : body_(body), name_(std::move(name)) {}
+  Result<std::size_t> read(std::span<std::byte> buffer) override {
+    const auto n = std::min(buffer.size(), body_.size());
+    std::memcpy(buffer.data(), body_.data(), n);
+    body_.remove_prefix(n);
+    return n;
+  }
+  [[nodiscard]] std::string name() const override { return name_; }
+
+ private:
+  std::string_view body_;
+  std::string name_;
+};
+
+Result<std::string> fetch_ok(const std::string& url, std::uint64_t max_bytes) {
+  auto response = net::fetch(url, {.max_bytes = max_bytes});
+  if (!response) return std::move(response).error();
+  if (response->status != 200) {
+    return Error::failed(fmt::format("{} answered HTTP {}", url, response->status));
+  }
+  return std::move(response->body);
+}
+
+// A suite's codename as its Release file says (`stable` -> trixie); the suite itself
+// when it says none.
+std::string codename_of(const std::string& archive, const std::string& suite) {
+  auto release = fetch_ok(fmt::format("{}/dists/{}/Release", archive, suite), 1 << 20);
+  if (!release) return suite;
+  for (const auto line : text::split(*release, '\n')) {
+    if (line.starts_with("Codename:")) return std::string(text::trim(line.substr(9)));
+  }
+  return suite;
+}
+
+int run_import_debian_python(Context& context, const DebianArgs& args) {
+  const fs::path dir = target_dir(context);
+  auto recorded = recorded_python_sources(dir);
+  if (!recorded) return report(context, recorded.error());
+  const auto archive =
+      args.archive.ends_with('/') ? args.archive.substr(0, args.archive.size() - 1) : args.archive;
+  std::vector<recipes::DebianTarball> tarballs;
+  std::vector<std::string> codenames;
+  for (const auto& suite : args.suites) {
+    const auto url = fmt::format("{}/dists/{}/main/source/Sources.xz", archive, suite);
+    auto body = fetch_ok(url, std::uint64_t{256} << 20);
+    if (!body) return report(context, body.error());
+    BodySource source(*body, url);
+    std::string sources;
+    auto decompressed = archive::decompress_all(
+        source, [&](std::string_view bytes) { sources.append(bytes.data(), bytes.size()); });
+    if (!decompressed) return report(context, decompressed.error());
+    auto listed = recipes::debian_python_tarballs(sources, url, archive);
+    if (!listed) return report(context, listed.error());
+    for (auto& tarball : *listed) {
+      const bool known = std::any_of(tarballs.begin(), tarballs.end(),
+                                     [&](const auto& seen) { return seen.url == tarball.url; });
+      if (!known) tarballs.push_back(std::move(tarball));
+    }
+    auto codename = codename_of(archive, suite);
+    context.console.info(
+        fmt::format("{} ({}): {} python3.X upstream tarballs", suite, codename, listed->size()));
+    codenames.push_back(std::move(codename));
+  }
+  const auto today = std::chrono::year_month_day(
+      std::chrono::floor<std::chrono::days>(std::chrono::system_clock::now()));
+  const auto provenance = fmt::format(
+      "{}: dists/{{{}}}/main/source/Sources.xz, read {:04}-{:02}-{:02}",
+      url::without_credentials(archive), text::join(codenames, ","), static_cast<int>(today.year()),
+      static_cast<unsigned>(today.month()), static_cast<unsigned>(today.day()));
+  auto imported = recipes::import_debian_python(*recorded, tarballs, provenance);
+  for (const auto& left : imported.left_out)
+    context.console.info("left out: " + left);
+  // The index's word is not enough: each file is downloaded and hashed here.
+  for (const auto& tarball : imported.matched) {
+    auto body = fetch_ok(tarball.url, std::uint64_t{512} << 20);
+    if (!body) return report(context, body.error());
+    const auto sha256 = core::sha256_hex(*body);
+    if (sha256 != tarball.sha256) {
+      return report(context,
+                    Error::failed(fmt::format("{}: its sha256 is {}, Debian's Sources says {}",
+                                              tarball.url, sha256, tarball.sha256))
+                        .hint("nothing was written; try again later (a mirror mid-update?)"));
+    }
+    context.console.info(fmt::format("python {}: {} is python.org's tarball (sha256 {}, {} bytes)",
+                                     tarball.version, tarball.url, sha256, body->size()));
+  }
+  if (auto written = recipes::write_debian_overlay(dir, imported.recipe); !written)
+    return report(context, written.error());
+  context.console.info(fmt::format("python: {} releases also at {} -> {}",
+                                   imported.recipe.versions.size(), archive,
+                                   (dir / "debian").string()));
+  return 0;
+}
+
 }  // namespace
 
 void register_recipes_import(CLI::App& recipes, Commands& out) {
@@ -348,6 +480,23 @@ void register_recipes_import(CLI::App& recipes, Commands& out) {
                    "Where DIR came from, recorded as the recipe's source (default: DIR)")
       ->option_text("TEXT");
   out.push_back({pyenv, [pyenv_args](Context& c) { return run_import_pyenv(c, *pyenv_args); }});
+
+  auto debian_args = std::make_shared<DebianArgs>();
+  auto* debian = import->add_subcommand(
+      "debian-python",
+      "Add Debian's copies of python.org's CPython tarballs (same sha256) as `also-at` URLs, "
+      "into debian/ (an overlay)");
+  debian
+      ->add_option("--archive", debian_args->archive,
+                   "The Debian archive (default https://deb.debian.org/debian)")
+      ->option_text("URL");
+  debian
+      ->add_option("--suite", debian_args->suites,
+                   "A suite whose Sources index is read (repeatable; default oldoldstable, "
+                   "oldstable, stable, testing, unstable)")
+      ->option_text("SUITE");
+  out.push_back(
+      {debian, [debian_args](Context& c) { return run_import_debian_python(c, *debian_args); }});
 
   auto upstream_dir = std::make_shared<std::string>();
   auto* upstream = import->add_subcommand(

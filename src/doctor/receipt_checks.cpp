@@ -100,7 +100,9 @@ void compare_with_lock(const store::PrefixState& state, const lock::PlatformLock
       continue;
     }
     const auto& receipt = *found->second;
-    const auto build = receipt.packaging == "venv" ? std::string() : receipt.build;
+    // A venv's build and a machine's stand-in's name the machine's interpreter or library.
+    const bool names_machine = receipt.packaging == "venv" || receipt.packaging == "machine";
+    const auto build = names_machine ? std::string() : receipt.build;
     if (receipt.version != wanted || build != (package.external ? "" : package.build)) {
       findings.push_back(error("prefix",
                                fmt::format("the lock has {} {} but the prefix has {}", package.name,

@@ -80,6 +80,11 @@ void write_artifact(std::string& out, const Artifact& a) {
   }
   // Credentials never reach a lock file: it is committed and shared.
   out += fmt::format("{}url: {}\n", in, yaml::scalar(url::without_credentials(a.url)));
+  if (!a.also_at.empty()) {
+    out += fmt::format("{}also-at:\n", in);
+    for (const auto& other : a.also_at)
+      out += fmt::format("{}  - {}\n", in, yaml::scalar(url::without_credentials(other)));
+  }
   out += fmt::format("{}sha256: {}\n", in, hash_scalar(a.sha256));
   if (a.size) out += fmt::format("{}size: {}\n", in, *a.size);
   if (!a.patches.empty()) {
@@ -116,6 +121,14 @@ void write_python(std::string& out, const PythonClosure& python) {
   out += fmt::format("      inputs: {}\n", hash_scalar(python.inputs));
   out += fmt::format("      resolver: {}\n", yaml::scalar(python.resolver));
   out += fmt::format("      python: {}\n", yaml::scalar(python.python));
+  // Absent unless they decided something: locks without source builds read as before.
+  if (!python.build_as_of.empty())
+    out += fmt::format("      build-as-of: {}\n", yaml::scalar(python.build_as_of));
+  if (!python.built_with_framework.empty()) {
+    out += fmt::format("      built-with-framework: {}\n",
+                       yaml::flow_list(python.built_with_framework,
+                                       [](const auto& p) { return yaml::scalar(p); }));
+  }
   if (python.packages.empty()) {
     out += "      packages: []\n";
     return;
@@ -475,6 +488,16 @@ Result<Artifact> read_artifact(const Source& source, const yaml::Node& node) {
        {"components", false,
         [&](const Entry& e) { return read_components(source, e, a.components); }},
        {"url", true, into(a.url, [&](const Entry& e) { return read_url(source, e); })},
+       {"also-at", false,
+        [&](const Entry& e) {
+          return read_list(source, e, "also-at", [&](const yaml::Node& item) -> Result<void> {
+            const Entry url_entry{.key = "also-at", .key_node = e.key_node, .value = item};
+            auto url = read_url(source, url_entry);
+            if (!url) return url.error();
+            a.also_at.push_back(*std::move(url));
+            return {};
+          });
+        }},
        {"sha256", true, into(a.sha256, [&](const Entry& e) { return read_sha256(source, e); })},
        {"size", false,
         [&](const Entry& e) -> Result<void> {
@@ -612,6 +635,19 @@ Result<PythonClosure> read_python(const Source& source, const Entry& entry) {
              [&](const Entry& e) { return read_prefixed_hash(source, e, "python.inputs"); })},
        {"resolver", true, into(python.resolver, text("python.resolver"))},
        {"python", true, into(python.python, text("python.python"))},
+       {"build-as-of", false, into(python.build_as_of, text("python.build-as-of"))},
+       {"built-with-framework", false,
+        [&](const Entry& e) -> Result<void> {
+          return read_list(source, e, "python.built-with-framework",
+                           [&](const yaml::Node& item) -> Result<void> {
+                             if (!item.is_scalar() || item.text().empty()) {
+                               return wrong("python.built-with-framework", "a package name", item,
+                                            source.at(item));
+                             }
+                             python.built_with_framework.push_back(item.text());
+                             return {};
+                           });
+        }},
        {"packages", true, [&](const Entry& e) {
           return read_list(
               source, e, "python.packages", [&](const yaml::Node& item) -> Result<void> {
@@ -785,6 +821,21 @@ specs::Artifact wheel_artifact(const PythonWheel& wheel, specs::Platform platfor
                          .wheel_root = {}};
 }
 
+int format_needed(const Lockfile& lockfile) {
+  for (const auto& platform : lockfile.platforms) {
+    // A closure's source builds in the project's era (`build-as-of`, `built-with-framework`).
+    if (const auto& python = platform.python;
+        python && (!python->build_as_of.empty() || !python->built_with_framework.empty()))
+      return 2;
+    for (const auto& package : platform.packages) {
+      for (const auto& artifact : package.artifacts) {
+        if (!artifact.also_at.empty()) return 2;
+      }
+    }
+  }
+  return 1;
+}
+
 void canonicalize(Lockfile& lockfile) {
   auto& arch = lockfile.system.cuda_arch;
   std::sort(arch.begin(), arch.end());
@@ -823,7 +874,7 @@ std::string write(const Lockfile& lockfile) {
   Lockfile lock = lockfile;
   canonicalize(lock);
   std::string out(kHeader);
-  out += fmt::format("version: {}\n", lock.version);
+  out += fmt::format("version: {}\n", std::max(lock.version, format_needed(lock)));
   out += fmt::format("manifest-hash: {}\n", hash_scalar(lock.manifest_hash));
   if (lock.recipes.empty()) {
     out += "recipes: {}\n";

@@ -9,7 +9,9 @@
 #include "envkit/core/text.hpp"
 #include "envkit/core/url.hpp"
 #include "envkit/locking/live_facts.hpp"
+#include "envkit/locking/obtainable.hpp"
 #include "envkit/locking/python_closure.hpp"
+#include "envkit/net/reachability.hpp"
 #include "envkit/python/wheel_filename.hpp"
 #include "envkit/sys/fs.hpp"
 
@@ -338,11 +340,330 @@ void add_findings(LockInputs& effective, const ClosureFindings& findings,
   notes.insert(notes.end(), findings.notes.begin(), findings.notes.end());
 }
 
+// Each resolution uv runs for the closure goes through the requirement files' index
+// options this machine reaches (RequirementIndexes::for_uv).
+ClosureResolver through_indexes(ClosureResolver resolver,
+                                std::shared_ptr<RequirementIndexes> indexes) {
+  if (!indexes) return resolver;
+  return [resolver = std::move(resolver), indexes = std::move(indexes)](
+             const python::ResolveRequest& request,
+             const python::ResolveTarget& target) -> Result<python::Closure> {
+    auto asked = indexes->for_uv(request);
+    if (!asked) return std::move(asked).error();
+    return resolver(*asked, target);
+  };
+}
+
+// "requirements.txt:1 `--find-links URL`"
+std::string index_line_text(const IndexLine& line) {
+  return fmt::format("{} `{} {}`", line.location(), line.option, line.url);
+}
+
+// As pip does ("Could not fetch URL ... skipping"): an index option of a requirements file
+// this machine does not reach, left out of a closure that resolves without it.
+std::vector<std::string> unreachable_index_warnings(const PythonRequest& python) {
+  std::vector<std::string> warnings;
+  if (!python.indexes) return warnings;
+  for (const auto& index : python.indexes->unreachable()) {
+    warnings.push_back(
+        fmt::format("{} is not reachable from this machine ({}): left out; the Python requirements "
+                    "resolve without it",
+                    index_line_text(index.line), index.reason));
+  }
+  return warnings;
+}
+
+// "requirements.txt:3 `torchdata==0.9.0`", or "`torch==2.15.0` (envkit's pin of the framework)".
+std::string culprit_text(const Culprit& culprit) {
+  if (culprit.location == "the resolved Python closure")
+    return fmt::format("`{}` (envkit's pin of the framework)", culprit.text);
+  return fmt::format("{} `{}`", culprit.location, culprit.text);
+}
+
+std::string culprits_text(const std::vector<Culprit>& culprits) {
+  if (culprits.empty()) return "the Python requirements";
+  std::vector<std::string> parts;
+  for (const auto& culprit : culprits)
+    parts.push_back(culprit_text(culprit));
+  if (parts.size() == 1) return parts.front();
+  const auto last = parts.back();
+  parts.pop_back();
+  return fmt::format("{} and {}", text::join(parts, ", "), last);
+}
+
+// A closure that does not resolve while an index option of a requirements file was left
+// out: the error names the URL, where it is written, and what uv found no solution for.
+Error without_unreachable_indexes(Error error, const PythonRequest& python,
+                                  const std::vector<Culprit>& culprits) {
+  if (!python.indexes || python.indexes->unreachable().empty()) return error;
+  const auto& unreachable = python.indexes->unreachable();
+  std::vector<std::string> urls;
+  for (const auto& index : unreachable)
+    urls.push_back(index.line.url);
+  Error out = Error::failed(
+      fmt::format("the Python requirements do not resolve without {}, which this machine cannot "
+                  "reach",
+                  text::join(urls, ", ")));
+  for (const auto& index : unreachable)
+    out.because(fmt::format("{}: {}", index_line_text(index.line), index.reason));
+  out.because(fmt::format("without it, uv finds no solution for {}", culprits_text(culprits)));
+  out.because(error.message());
+  for (const auto& cause : error.causes())
+    out.because(cause);
+  for (const auto& index : unreachable) {
+    const bool links = index.line.option == "--find-links";
+    out.hint(fmt::format(
+        "{} needs {}: make it reachable from this machine (a proxy is taken from https_proxy), "
+        "or point `{}` in {} at {}",
+        culprits_text(culprits), net::reachability_host(index.line.url), index.line.option,
+        index.line.location(),
+        links ? "a mirror or a folder of the files it serves" : "a mirror of that index"));
+  }
+  for (const auto& hint : error.hints())
+    out.hint(hint);
+  return out;
+}
+
+// "3.14"
+std::string walked_minor(const specs::Version& version) {
+  return fmt::format("{}.{}", version.major(), version.minor());
+}
+
+bool says(const Error& error, std::string_view words) {
+  const auto has = [&](const std::string& line) { return line.find(words) != std::string::npos; };
+  return std::any_of(error.causes().begin(), error.causes().end(), has) ||
+         std::any_of(error.hints().begin(), error.hints().end(), has);
+}
+
+// uv's first reason ("Because jax==0.4.26 depends on numpy>=1.26.0 and ..."), without "uv: ".
+std::string uv_reason(const Error& error) {
+  for (const auto& cause : error.causes()) {
+    if (cause.starts_with("uv: Because")) return cause.substr(4);
+  }
+  for (const auto& cause : error.causes()) {
+    if (cause.starts_with("uv: ")) return cause.substr(4);
+  }
+  return error.message();
+}
+
+// uv's refusals that hold for every Python: a package no index has, a version that does not
+// exist. No older Python is tried for them.
+bool independent_of_python(const Error& error) {
+  return says(error, "was not found in the package registry") ||
+         says(error, "not found in the provided package locations") ||
+         says(error, "there is no version of");
+}
+
+// Why a closure did not resolve for one Python, as the user is told it.
+enum class PythonFault : std::uint8_t { no_wheel, requires_python, conflict };
+
+PythonFault fault_of(const Error& error) {
+  if (says(error, "matching Python ABI tag") || says(error, "matching Python implementation tag"))
+    return PythonFault::no_wheel;
+  if (says(error, "requested Python version")) return PythonFault::requires_python;
+  return PythonFault::conflict;
+}
+
+// The closure's Python chosen with it (docs/python.md, "Which Python"): a closure uv cannot
+// resolve for the Python the solver chose, whose framework release is served, is tried with
+// an older one (the solver's next choice under `python <3.X`); the minors that fail are
+// ruled out, naming the requirements uv names, and the lock gets the newest Python for which
+// the framework and the whole closure resolve. A refusal that holds for every Python (a
+// package no index has), a machine's own Python (`external:`), or none left to try: the
+// error names the requirements and the Pythons tried.
+class PythonWalk {
+ public:
+  PythonWalk(const LockInputs& inputs, const PythonRequest& python)
+      : inputs_(inputs), python_(python) {}
+
+  // Rules out `failure`'s minor in `effective`; the error when no other Python is tried.
+  std::optional<Error> rule_out(const ClosureFailure& failure, LockInputs& effective) {
+    auto& tried = trials_[failure.platform];
+    tried.push_back({.python = failure.python,
+                     .error = failure.error,
+                     .culprits = culprits_of(failure.error, python_, failure.request)});
+    const auto& trial = tried.back();
+    if (inputs_.manifest.external.contains("python")) {
+      // A Python envkit took from this machine because it can download none
+      // (obtainable.hpp): the machine's next older allowed minor, unless no Python would do.
+      if (!independent_of_python(failure.error) && tried.size() < kMaxPythons &&
+          take_older_machine_python(effective, failure.python))
+        return std::nullopt;
+      return without_unreachable_indexes(failure.error, python_, trial.culprits);
+    }
+    if (independent_of_python(failure.error)) {
+      if (python_.indexes && !python_.indexes->unreachable().empty())
+        return without_unreachable_indexes(failure.error, python_, trial.culprits);
+      Error error = failure.error;
+      return error.because(fmt::format("uv finds no solution for {}, whatever the Python",
+                                       culprits_text(trial.culprits)));
+    }
+    if (tried.size() >= kMaxPythons) {
+      return none_resolves(failure.platform,
+                           fmt::format("envkit tries at most {} Pythons", kMaxPythons));
+    }
+    // One requirement per requirement uv names, each `python <3.X` on this platform: the
+    // solver's next choice is the newest older Python it allows.
+    auto& requirements = effective.extra_requirements;
+    std::erase_if(requirements, [&](const solve::Requirement& r) {
+      return r.package == "python" && r.origin == kClosureOrigin &&
+             r.platforms == std::vector{failure.platform};
+    });
+    auto below = specs::VersionSpec::parse("<" + walked_minor(failure.python));
+    if (!below) return below.error();
+    std::vector<Culprit> named = trial.culprits;
+    if (named.empty())
+      named.push_back(
+          {.location = "the resolved Python closure", .text = "the Python requirements"});
+    for (const auto& culprit : named) {
+      requirements.push_back({.package = "python",
+                              .spec = *below,
+                              .origin = std::string(kClosureOrigin),
+                              .written_at = solve::WrittenAt{culprit.location, culprit.text},
+                              .platforms = {failure.platform}});
+    }
+    return std::nullopt;
+  }
+
+  // Whether Pythons were ruled out on `platform`.
+  [[nodiscard]] bool walked(specs::Platform platform) const { return trials_.contains(platform); }
+
+  // The solve failed once Pythons were ruled out on `platform`: no older Python is allowed.
+  [[nodiscard]] Error no_older_python(specs::Platform platform,
+                                      const solve::Unsolvable& unsolvable) const {
+    const auto& oldest = trials_.at(platform).back().python;
+    std::string why = fmt::format("no Python older than {} is allowed on {}", walked_minor(oldest),
+                                  specs::to_string(platform));
+    if (!unsolvable.explanation.empty()) why += ": " + unsolvable.explanation.back();
+    return none_resolves(platform, why);
+  }
+
+  // A lock that resolved after ruling Pythons out says so: a note for `envkit lock`, and
+  // a reason of the Python's choice for `envkit why python`.
+  void explain(LockAttempt& attempt) const {
+    for (const auto& [platform, tried] : trials_) {
+      const auto runs = ruled_out(tried);
+      std::vector<std::string> lines;
+      for (const auto& [minors, reason] : runs)
+        lines.push_back(fmt::format("python {} ruled out: {}", minors, reason));
+      std::string chosen;
+      if (attempt.solved) {
+        auto& solutions = attempt.solved->solutions;
+        if (const auto it = solutions.find(platform); it != solutions.end()) {
+          auto& packages = it->second.packages;
+          const auto python =
+              std::find_if(packages.begin(), packages.end(),
+                           [](const solve::Choice& c) { return c.name == "python"; });
+          if (python != packages.end()) {
+            chosen = python->version.original();
+            auto& because = python->because;
+            auto at = std::find_if(because.begin(), because.end(), [](const std::string& line) {
+              return line.starts_with("chosen:");
+            });
+            because.insert(at, lines.begin(), lines.end());
+          }
+        }
+      }
+      for (const auto& [minors, reason] : runs) {
+        attempt.notes.push_back(fmt::format(
+            "python {} ruled out on {}: {}{}", minors, specs::to_string(platform), reason,
+            chosen.empty() ? std::string() : fmt::format("; the lock takes python {}", chosen)));
+      }
+    }
+  }
+
+ private:
+  struct Trial {
+    specs::Version python;
+    Error error = Error::failed("");
+    std::vector<Culprit> culprits;
+  };
+
+  // ("3.14, 3.13", "requirements.txt:3 `torchdata==0.9.0` has no wheel for CPython 3.14 /
+  // 3.13"), one per run of Pythons ruled out for the same reason.
+  static std::vector<std::pair<std::string, std::string>> ruled_out(
+      const std::vector<Trial>& tried) {
+    std::vector<std::pair<std::string, std::string>> runs;
+    for (std::size_t i = 0; i < tried.size();) {
+      const auto fault = fault_of(tried[i].error);
+      std::size_t j = i + 1;
+      while (j < tried.size() && tried[j].culprits == tried[i].culprits &&
+             fault_of(tried[j].error) == fault)
+        ++j;
+      std::vector<std::string> minors;
+      for (std::size_t k = i; k < j; ++k)
+        minors.push_back(walked_minor(tried[k].python));
+      const auto& culprits = tried[i].culprits;
+      const bool one = culprits.size() <= 1;
+      const auto pythons = text::join(minors, " / ");
+      std::string reason;
+      switch (fault) {
+        case PythonFault::no_wheel:
+          reason = fmt::format("{} no wheel for CPython {}", one ? "has" : "have", pythons);
+          break;
+        case PythonFault::requires_python:
+          reason = fmt::format("{} not support CPython {} (Requires-Python)", one ? "does" : "do",
+                               pythons);
+          break;
+        case PythonFault::conflict:
+          reason = fmt::format("{} for CPython {} (uv: {})",
+                               one ? "does not resolve" : "do not resolve together", pythons,
+                               uv_reason(tried[i].error));
+          break;
+      }
+      runs.emplace_back(text::join(minors, ", "),
+                        fmt::format("{} {}", culprits_text(culprits), reason));
+      i = j;
+    }
+    return runs;
+  }
+
+  // No Python envkit tried resolves the closure on `platform`; `why` it stopped.
+  [[nodiscard]] Error none_resolves(specs::Platform platform, const std::string& why) const {
+    const auto& tried = trials_.at(platform);
+    const auto& newest = tried.front();
+    std::vector<std::string> pythons;
+    for (const auto& trial : tried)
+      pythons.push_back(trial.python.original());
+    Error error = Error::failed(fmt::format(
+        "the Python requirements resolve for none of the Pythons envkit tried on {}: CPython {}",
+        specs::to_string(platform), text::join(pythons, ", ")));
+    std::vector<Culprit> named;
+    for (const auto& trial : tried) {
+      for (const auto& culprit : trial.culprits) {
+        if (std::find(named.begin(), named.end(), culprit) == named.end()) named.push_back(culprit);
+      }
+    }
+    error.because(fmt::format("uv finds no solution for {}", culprits_text(named)));
+    error.because(why);
+    for (const auto& cause : newest.error.causes())
+      error.because(cause);
+    for (std::size_t i = 1; i < tried.size(); ++i) {
+      error.because(fmt::format("for CPython {}: uv: {}", tried[i].python.original(),
+                                uv_reason(tried[i].error)));
+    }
+    for (const auto& hint : newest.error.hints())
+      error.hint(hint);
+    return without_unreachable_indexes(std::move(error), python_, named);
+  }
+
+  // At most this many Pythons per platform: each costs a resolution (seconds).
+  static constexpr std::size_t kMaxPythons = 6;
+  // The solver's requirements a closure failure adds: what the resolved wheels say, which
+  // no hint proposes to drop (solve.hpp: "wheels").
+  static constexpr std::string_view kClosureOrigin = "wheels";
+
+  const LockInputs& inputs_;
+  const PythonRequest& python_;
+  std::map<specs::Platform, std::vector<Trial>> trials_;
+};
+
 }  // namespace
 
 namespace {
 
 Result<LockAttempt> solve_lock_once(const recipes::Database& database, const LockInputs& inputs,
+                                    const std::optional<PythonRequest>& python,
                                     const lock::Lockfile* previous, const ResolverFactory& factory);
 
 // The inputs a user has after following `change`: envkit.yaml's framework or `requires:`
@@ -389,6 +710,7 @@ std::string version_in(const lock::Lockfile& lockfile, specs::Platform platform,
 // Python closure included): a hint that locks stays, naming what it locks to; one that does
 // not is dropped. A hint is a promise.
 void keep_hints_that_hold(const recipes::Database& database, const LockInputs& inputs,
+                          const std::optional<PythonRequest>& python,
                           const lock::Lockfile* previous, const ResolverFactory& factory,
                           std::pair<specs::Platform, solve::Unsolvable>& failure) {
   auto& unsolvable = failure.second;
@@ -402,7 +724,9 @@ void keep_hints_that_hold(const recipes::Database& database, const LockInputs& i
     if (const auto after = followed(inputs, asked, change)) {
       // A hint whose lock fails, for any reason (the closure cannot be resolved: the
       // project's own requirement files pin the framework too), is not given.
-      auto attempt = solve_lock_once(database, *after, previous, factory);
+      // A hint edits envkit.yaml's framework, `requires:` or the driver: the Python request
+      // (requirement files, indexes) stays the same.
+      auto attempt = solve_lock_once(database, *after, python, previous, factory);
       if (!attempt || !attempt->lockfile) continue;
       const auto& requirement = change.kind == solve::HintChange::Kind::requirement
                                     ? asked.requirements[change.index]
@@ -453,24 +777,30 @@ std::vector<std::string> inferred_facts(const LockInputs& inputs, const lock::Lo
 
 Result<LockAttempt> solve_lock(const recipes::Database& database, const LockInputs& inputs,
                                const lock::Lockfile* previous, const ResolverFactory& factory) {
-  auto attempt = solve_lock_once(database, inputs, previous, factory);
-  if (attempt && attempt->lockfile) attempt->notes = inferred_facts(inputs, *attempt->lockfile);
-  if (!attempt || !attempt->failure) return attempt;
   auto python = python_request(inputs);
   if (!python) return std::move(python).error();
+  auto attempt = solve_lock_once(database, inputs, *python, previous, factory);
+  if (attempt && attempt->lockfile) {
+    auto inferred = inferred_facts(inputs, *attempt->lockfile);
+    attempt->notes.insert(attempt->notes.begin(), inferred.begin(), inferred.end());
+    if (*python) {
+      for (auto& warning : unreachable_index_warnings(**python))
+        attempt->warnings.push_back(std::move(warning));
+    }
+  }
+  if (!attempt || !attempt->failure) return attempt;
   // Without a closure the solver's own check of each hint is the whole story.
   if (!*python) return attempt;
-  keep_hints_that_hold(database, inputs, previous, factory, *attempt->failure);
+  keep_hints_that_hold(database, inputs, *python, previous, factory, *attempt->failure);
   return attempt;
 }
 
 namespace {
 
 Result<LockAttempt> solve_lock_once(const recipes::Database& database, const LockInputs& inputs,
+                                    const std::optional<PythonRequest>& python,
                                     const lock::Lockfile* previous,
                                     const ResolverFactory& factory) {
-  auto python = python_request(inputs);
-  if (!python) return std::move(python).error();
   LockInputs effective = inputs;
   auto unavailable = unavailable_builds(database, inputs);
   if (!unavailable) return std::move(unavailable).error();
@@ -482,31 +812,48 @@ Result<LockAttempt> solve_lock_once(const recipes::Database& database, const Loc
     effective.unavailable.insert(effective.unavailable.end(), not_served->begin(),
                                  not_served->end());
   }
-  if (*python && needs_python_requirement(inputs))
+  if (python && needs_python_requirement(inputs))
     effective.extra_requirements.push_back({"python", specs::VersionSpec{}, "requires"});
   auto attempt = solve_and_make(database, effective);
   if (attempt && attempt->lockfile) keep_fact_dates(*attempt->lockfile, previous);
-  if (!attempt || !attempt->lockfile || !*python) return attempt;
-  const auto resolver = made_when_needed(factory);
-  // Each round agrees or rules something out for good (a pin, a build), so a
+  if (!attempt || !attempt->lockfile || !python) return attempt;
+  const auto resolver = through_indexes(made_when_needed(factory), python->indexes);
+  // Each round agrees or rules something out for good (a pin, a build, a Python), so a
   // few rounds settle it; the bound guards against a self-contradicting database.
   constexpr int kRounds = 24;
   std::vector<std::string> notes;
   const lock::Lockfile* lend = previous;
   std::optional<lock::Lockfile> last;
+  PythonWalk walk(inputs, *python);
   for (int round = 0; round < kRounds; ++round) {
-    auto findings = add_python_closures(effective, **python, *attempt->lockfile, lend, resolver);
+    auto findings = add_python_closures(effective, *python, *attempt->lockfile, lend, resolver);
     if (!findings) return std::move(findings).error();
     if (findings->empty()) {
       add_glibc_needed(*attempt->lockfile);
       attempt->warnings = std::move(notes);
+      walk.explain(*attempt);
       return attempt;
+    }
+    for (const auto& failure : findings->failures) {
+      if (auto stop = walk.rule_out(failure, effective)) return *std::move(stop);
     }
     add_findings(effective, *findings, notes);
     last = *attempt->lockfile;
+    // A platform whose closure failed this round (a Python ruled out) may come back to the
+    // previous lock's Python: its closure is lent as in the first round, not resolved again.
+    if (previous != nullptr) {
+      for (auto& locked : last->platforms) {
+        if (locked.python) continue;
+        for (const auto& before : previous->platforms) {
+          if (before.platform == locked.platform) locked.python = before.python;
+        }
+      }
+    }
     lend = &*last;
     attempt = solve_and_make(database, effective);
     if (attempt && attempt->lockfile) keep_fact_dates(*attempt->lockfile, previous);
+    if (attempt && attempt->failure && walk.walked(attempt->failure->first))
+      return walk.no_older_python(attempt->failure->first, attempt->failure->second);
     if (!attempt || !attempt->lockfile) {
       if (attempt) attempt->warnings = std::move(notes);
       return attempt;

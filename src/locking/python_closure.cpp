@@ -1,16 +1,21 @@
 #include "envkit/locking/python_closure.hpp"
 
 #include <fmt/format.h>
+#include <stdlib.h>
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <regex>
+#include <set>
 
 #include "envkit/core/env_vars.hpp"
 #include "envkit/core/sha256.hpp"
 #include "envkit/core/text.hpp"
 #include "envkit/core/url.hpp"
+#include "envkit/locking/era.hpp"
 #include "envkit/locking/inputs.hpp"
+#include "envkit/net/reachability.hpp"
 #include "envkit/net/transport.hpp"
 #include "envkit/project/project_files.hpp"
 #include "envkit/python/uv.hpp"
@@ -362,7 +367,9 @@ lock::PythonClosure closure_of(const python::Closure& resolved, std::string inpu
   lock::PythonClosure closure{.inputs = std::move(inputs_hash),
                               .resolver = resolved.resolver,
                               .python = python_version,
-                              .packages = {}};
+                              .packages = {},
+                              .build_as_of = resolved.build_as_of,
+                              .built_with_framework = resolved.built_with_framework};
   for (const auto& wheel : resolved.wheels) {
     closure.packages.push_back({.name = wheel.name,
                                 .version = wheel.version,
@@ -446,8 +453,148 @@ Result<std::optional<PythonRequest>> python_request(const LockInputs& inputs) {
   for (const auto& index : request.resolve.index_urls)
     digest += "index " + index + "\n";
   if (inputs.only_binary) digest += "only-binary\n";
+  add_build_options(inputs, request.resolve, digest);  // era.hpp: how sdists are built
   request.inputs_hash = "sha256:" + core::sha256_hex(digest);
+  request.lines = located_requirements(*request.resolve.cwd, manifest.python_requirements);
+  request.indexes = std::make_shared<RequirementIndexes>(request.resolve.requirement_files,
+                                                         *request.resolve.cwd, inputs.reach);
   return std::optional<PythonRequest>(std::move(request));
+}
+
+RequirementIndexes::RequirementIndexes(std::vector<fs::path> files, fs::path project, Reach reach)
+    : files_(std::move(files)), project_(std::move(project)), reach_(std::move(reach)) {}
+
+RequirementIndexes::~RequirementIndexes() {
+  if (scratch_.empty()) return;
+  std::error_code ignored;
+  fs::remove_all(scratch_, ignored);
+}
+
+Result<void> RequirementIndexes::check() {
+  checked_ = true;
+  if (!reach_) return {};
+  const auto lines = index_lines_of_files(project_, files_);
+  if (lines.empty()) return {};
+  std::vector<std::string> urls;
+  for (const auto& line : lines)
+    urls.push_back(line.url);
+  const auto answers = reach_(urls);
+  std::vector<IndexLine> dropped;
+  for (const auto& line : lines) {
+    const auto answer = answers.find(net::reachability_host(line.url));
+    if (answer == answers.end() || answer->second.reachable) continue;
+    unreachable_.push_back({.line = line, .reason = answer->second.reason});
+    dropped.push_back(line);
+  }
+  if (dropped.empty()) return {};
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern =
+      ((tmp && *tmp ? fs::path(tmp) : fs::path("/tmp")) / "envkit-requirements-XXXXXX").string();
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    return Error::failed("cannot make a temporary folder for the requirement files")
+        .because(std::string(pattern));
+  }
+  scratch_ = pattern;
+  auto paths = requirement_files_without(files_, dropped, scratch_);
+  if (!paths) return std::move(paths).error();
+  for (std::size_t i = 0; i < files_.size(); ++i) {
+    if ((*paths)[i] != files_[i]) copies_.emplace_back(files_[i], (*paths)[i]);
+  }
+  return {};
+}
+
+Result<python::ResolveRequest> RequirementIndexes::for_uv(python::ResolveRequest request) {
+  const std::scoped_lock lock(mutex_);
+  if (!checked_) {
+    if (auto checked = check(); !checked) return std::move(checked).error();
+  }
+  for (auto& file : request.requirement_files) {
+    for (const auto& [original, copy] : copies_) {
+      if (file == original) file = copy;
+    }
+  }
+  return request;
+}
+
+namespace {
+
+bool package_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '_' || c == '.';
+}
+
+// The package names a uv refusal writes: `torchdata==0.9.0`, `jax[cuda12]`, `numpy>=1.26.0`,
+// `` `torchdata` ``, "all versions of libtpu-nightly", "you require six", "Because X was not
+// found". Only names the project requires count (culprits_of), so an English word of uv's
+// sentence is never taken for one.
+std::set<std::string> named_packages(std::string_view text) {
+  std::set<std::string> names;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    if (!std::isalnum(static_cast<unsigned char>(text[i])) ||
+        (i > 0 && package_char(text[i - 1]))) {
+      ++i;
+      continue;
+    }
+    auto end = i;
+    while (end < text.size() && package_char(text[end]))
+      ++end;
+    auto token = text.substr(i, end - i);
+    while (!token.empty() && (token.back() == '.' || token.back() == '-' || token.back() == '_'))
+      token.remove_suffix(1);
+    const auto after = i + token.size();
+    const char next = after < text.size() ? text[after] : '\0';
+    const bool pinned =
+        next != '\0' && std::string_view("=<>!~[").find(next) != std::string_view::npos;
+    const bool quoted = i > 0 && text[i - 1] == '`' && next == '`';
+    // uv's sentences: "Because X was not found", "you require X", "all versions of X",
+    // "and X depends on".
+    const auto before = text.substr(0, i);
+    const auto rest = text.substr(after);
+    const bool placed = before.ends_with("Because ") || before.ends_with("require ") ||
+                        before.ends_with("of ") || before.ends_with("and ") ||
+                        before.ends_with("depends on ") || rest.starts_with(" was not found") ||
+                        rest.starts_with(" depends on");
+    if (!token.empty() && (pinned || quoted || placed))
+      names.insert(specs::canonical_package_name(token));
+    i = end;
+  }
+  return names;
+}
+
+// The package a requirement line names, normalized.
+std::string name_of_requirement(std::string_view line) {
+  line = text::trim(line);
+  std::size_t end = 0;
+  while (end < line.size() && package_char(line[end]))
+    ++end;
+  return specs::canonical_package_name(line.substr(0, end));
+}
+
+}  // namespace
+
+std::vector<Culprit> culprits_of(const Error& refusal, const PythonRequest& request,
+                                 const python::ResolveRequest& asked) {
+  std::string said;
+  for (const auto* lines : {&refusal.causes(), &refusal.hints()}) {
+    for (const auto& line : *lines) {
+      if (line.starts_with("uv:")) said += line + "\n";
+    }
+  }
+  const auto names = named_packages(said);
+  std::vector<Culprit> culprits;
+  const auto add = [&](Culprit culprit) {
+    if (std::find(culprits.begin(), culprits.end(), culprit) == culprits.end())
+      culprits.push_back(std::move(culprit));
+  };
+  for (const auto& line : request.lines) {
+    if (names.contains(line.name)) add({.location = line.location, .text = line.text});
+  }
+  if (!culprits.empty()) return culprits;
+  for (const auto& requirement : asked.requirements) {
+    if (names.contains(name_of_requirement(requirement)))
+      add({.location = "the resolved Python closure", .text = requirement});
+  }
+  return culprits;
 }
 
 ClosureResolver resolver_with_uv(python::Uv uv, std::optional<std::string> mirror) {
@@ -489,19 +636,24 @@ Result<ClosureFindings> add_python_closures(const LockInputs& inputs, const Pyth
                                     framework_pin(*framework, request.index_urls));
       }
       auto resolved = resolve(request, *target);
-      if (!resolved && resolved.error().message() == python::kUnresolvable) {
-        auto unserved = framework_unserved(locked, base.resolve, *target, resolve, findings);
-        if (!unserved) return std::move(unserved).error();
-        if (*unserved) continue;
-      }
       if (!resolved) {
         Error error = resolved.error();
-        return error.hint(
+        error.hint(
             fmt::format("envkit asked for {} (with the project's `python-requirements`) for {} "
                         "from {}",
                         request.requirements.empty() ? std::string("the requirement files")
                                                      : text::join(request.requirements, ", "),
                         target->description(), text::join(request.index_urls, ", ")));
+        if (error.message() != python::kUnresolvable) return error;
+        auto unserved = framework_unserved(locked, base.resolve, *target, resolve, findings);
+        if (!unserved) return std::move(unserved).error();
+        if (*unserved) continue;
+        // The framework is served: whether an older Python resolves is the pipeline's to ask.
+        findings.failures.push_back({.platform = locked.platform,
+                                     .python = target->python,
+                                     .error = std::move(error),
+                                     .request = std::move(request)});
+        continue;
       }
       locked.python = closure_of(*resolved, inputs_hash, target->python.original());
     }

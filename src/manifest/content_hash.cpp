@@ -82,6 +82,10 @@ std::string content_hash(const Manifest& manifest) {
   for (const auto& index : manifest.indexes)
     out.line("indexes", {index});
   if (manifest.only_binary) out.line("only-binary", {"true"});  // absent keeps older hashes
+  // Absent keys keep older hashes.
+  if (manifest.resolution.as_of) out.line("resolution.as-of", {*manifest.resolution.as_of});
+  for (const auto& package : manifest.resolution.build_with_framework)
+    out.line("resolution.build-with-framework", {package});
   out.line("smoke.steps", {std::to_string(manifest.smoke.steps)});
   return "sha256:" + core::sha256_hex(out.text());
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <chrono>
 #include <exception>
 #include <limits>
 #include <map>
@@ -510,14 +511,83 @@ Result<void> read_only_binary(const Entry& entry, const Source& source, Manifest
   return {};
 }
 
+// --------------------------------------------------------------- resolution
+
+constexpr std::string_view kAsOfHint =
+    "a day from 2015-01-01 to today, such as `2022-08-01`: build dependencies (setuptools, "
+    "wheel, Cython) are taken as they were on that day";
+
+Result<void> read_as_of(const Entry& entry, const Source& source, ResolutionOptions& resolution) {
+  constexpr std::string_view path = "resolution.as-of";
+  if (!entry.value.is_scalar() || text::trim(entry.value.text()).empty()) {
+    return wrong_value(source, entry, path, "a date such as `2022-08-01`")
+        .hint(std::string(kAsOfHint));
+  }
+  auto date = parse_as_of(entry.value.text(), today_utc());
+  if (!date) {
+    Error error = Error::input(fmt::format("{}: {}", text::quoted(path), date.error().message()));
+    error.at(source.at(entry.value));
+    for (const auto& hint : date.error().hints())
+      error.hint(hint);
+    return error;
+  }
+  resolution.as_of = *std::move(date);
+  return {};
+}
+
+// A PEP 508 distribution name: letters and digits, with `.`, `_`, `-` inside.
+bool is_package_name(std::string_view name) {
+  const auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  return !name.empty() && alnum(name.front()) && alnum(name.back()) &&
+         std::all_of(name.begin(), name.end(),
+                     [&](char c) { return alnum(c) || c == '.' || c == '_' || c == '-'; });
+}
+
+Result<void> read_build_with_framework(const Entry& entry, const Source& source,
+                                       ResolutionOptions& resolution) {
+  constexpr std::string_view path = "resolution.build-with-framework";
+  auto read = read_one_or_list(
+      entry, source, path, "a package name or a list of them, such as `[mmcv]`", "a package name",
+      [&](const yaml::Node& item) -> Result<void> {
+        const std::string_view written = text::trim(item.text());
+        if (!is_package_name(written)) {
+          return wrong_value(path, "a Python package name such as `mmcv`", item, source.at(item));
+        }
+        resolution.build_with_framework.push_back(specs::canonical_package_name(written));
+        return {};
+      });
+  if (!read) return read;
+  auto& names = resolution.build_with_framework;
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return {};
+}
+
+constexpr Field<ResolutionOptions> kResolutionFields[] = {
+    {"as-of", read_as_of},
+    {"build-with-framework", read_build_with_framework},
+};
+
+Result<void> read_resolution(const Entry& entry, const Source& source, Manifest& manifest) {
+  return read_section(entry, source,
+                      "a mapping such as `{as-of: 2022-08-01, build-with-framework: [mmcv]}`",
+                      kResolutionFields, manifest.resolution);
+}
+
 // ------------------------------------------------------------------ document
 
 constexpr Field<Manifest> kManifestFields[] = {
-    {"name", read_name},           {"framework", read_framework},
-    {"requires", read_requires},   {"external", read_external},
-    {"platforms", read_platforms}, {"system", read_system},
-    {"smoke", read_smoke},         {"python-requirements", read_python_requirements},
-    {"indexes", read_indexes},     {"only-binary", read_only_binary},
+    {"name", read_name},
+    {"framework", read_framework},
+    {"requires", read_requires},
+    {"external", read_external},
+    {"platforms", read_platforms},
+    {"system", read_system},
+    {"smoke", read_smoke},
+    {"python-requirements", read_python_requirements},
+    {"indexes", read_indexes},
+    {"only-binary", read_only_binary},
+    {"resolution", read_resolution},
 };
 
 Result<Manifest> read_manifest(const Source& source) {
@@ -579,6 +649,56 @@ Result<std::string> framework_name(std::string_view name) {
                           text::quoted(*package), yaml::quoted_list(specs::kFrameworks)));
   }
   return *package;
+}
+
+Result<std::string> parse_as_of(std::string_view written, std::string_view today) {
+  written = text::trim(written);
+  const auto digits = [&](std::size_t from, std::size_t count) -> std::optional<int> {
+    int value = 0;
+    for (std::size_t i = from; i < from + count; ++i) {
+      if (!std::isdigit(static_cast<unsigned char>(written[i]))) return std::nullopt;
+      value = value * 10 + (written[i] - '0');
+    }
+    return value;
+  };
+  const bool shaped = written.size() == 10 && written[4] == '-' && written[7] == '-';
+  const auto year = shaped ? digits(0, 4) : std::nullopt;
+  const auto month = shaped ? digits(5, 2) : std::nullopt;
+  const auto day = shaped ? digits(8, 2) : std::nullopt;
+  if (!year || !month || !day) {
+    return Error::input(
+               fmt::format("expected a date such as `2022-08-01`, found {}", text::quoted(written)))
+        .hint(std::string(kAsOfHint));
+  }
+  const bool leap = (*year % 4 == 0 && *year % 100 != 0) || *year % 400 == 0;
+  constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (*month < 1 || *month > 12 || *day < 1 ||
+      *day > kDays[*month - 1] + (*month == 2 && leap ? 1 : 0)) {
+    return Error::input(fmt::format("{} is not a day of the calendar", text::quoted(written)))
+        .hint(std::string(kAsOfHint));
+  }
+  if (written < "2015-01-01") {
+    return Error::input(fmt::format("{} is before 2015", text::quoted(written)))
+        .hint(
+            "build tools of before 2015 (setuptools 11, no wheels of them) build nothing a lock "
+            "can use; write a day from 2015-01-01 on, such as `2016-06-01`");
+  }
+  if (written > today) {
+    return Error::input(
+               fmt::format("{} is in the future (today is {})", text::quoted(written), today))
+        .hint(
+            "the date horizon is a day whose build tools exist; write today's date or an "
+            "earlier one, or leave out `as-of` to use the upload date of the newest release the "
+            "project pins");
+  }
+  return std::string(written);
+}
+
+std::string today_utc() {
+  const auto now = std::chrono::system_clock::now();
+  const std::chrono::year_month_day date{std::chrono::floor<std::chrono::days>(now)};
+  return fmt::format("{:04}-{:02}-{:02}", static_cast<int>(date.year()),
+                     static_cast<unsigned>(date.month()), static_cast<unsigned>(date.day()));
 }
 
 Result<Manifest> parse(std::string_view text, std::string_view file) {

@@ -1,5 +1,6 @@
 #include "envkit/net/reachability.hpp"
 
+#include <fmt/format.h>
 #include <ifaddrs.h>
 #include <netdb.h>
 #include <sys/socket.h>
@@ -13,7 +14,9 @@
 #include <set>
 
 #include "curl_common.hpp"
+#include "envkit/core/env_vars.hpp"
 #include "envkit/core/sha256.hpp"
+#include "envkit/core/text.hpp"
 #include "envkit/net/fetch.hpp"
 #include "envkit/sys/fs.hpp"
 #include "envkit/sys/parallel.hpp"
@@ -24,7 +27,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::int64_t now_seconds() { return static_cast<std::int64_t>(std::time(nullptr)); }
+std::int64_t now_seconds() {
+  return static_cast<std::int64_t>(std::time(nullptr));
+}
 
 // The machine's interface addresses, loopback left out, sorted: a new network
 // gives new ones.
@@ -86,8 +91,8 @@ void write_cache(const fs::path& file, const std::string& network,
   for (auto net = cache.begin(); net != cache.end();) {
     if (net->is_object()) {
       for (auto entry = net->begin(); entry != net->end();) {
-        const bool old = !entry->is_object() ||
-                         now - entry->value("checked_at", std::int64_t{0}) > ttl.count();
+        const bool old =
+            !entry->is_object() || now - entry->value("checked_at", std::int64_t{0}) > ttl.count();
         entry = old ? net->erase(entry) : std::next(entry);
       }
     }
@@ -113,7 +118,25 @@ HostReachability ask(const std::string& host, const std::string& url,
   fetch_options.ca_file = options.ca_file;
   auto response = fetch(url, fetch_options);
   if (response) return {.host = host, .reachable = true, .reason = "", .cached = false};
-  return {.host = host, .reachable = false, .reason = response.error().message(), .cached = false};
+  // libcurl's reason ("Could not resolve host: github.com"), not fetch's headline.
+  const auto& error = response.error();
+  std::string reason = error.causes().empty() ? error.message() : text::join(error.causes(), "; ");
+  // A proxy that is down or refuses reads like the host failing: say it was there.
+  if (auto proxy = detail::proxy_for(url)) {
+    reason +=
+        fmt::format("; envkit went through the proxy {} (from ${})", proxy->url, proxy->variable);
+  }
+  for (const auto& hint : error.hints())
+    reason += fmt::format(" ({})", hint);
+  return {.host = host, .reachable = false, .reason = reason, .cached = false};
+}
+
+// The trust the answers were given under: a TLS failure with one CA bundle is
+// no answer for another (`--cacert` after a refusal asks again).
+std::string trust_of(const ReachabilityOptions& options) {
+  if (options.ca_file) return "ca:" + options.ca_file->string();
+  if (auto file = env::get(env::kSslCertFile)) return "SSL_CERT_FILE:" + *file;
+  return "";
 }
 
 }  // namespace
@@ -167,7 +190,10 @@ std::map<std::string, HostReachability> check_reachability(const std::vector<std
   std::map<std::string, HostReachability> answers;
   if (url_of_host.empty()) return answers;
 
-  const auto network = network_fingerprint();
+  const auto trust = trust_of(options);
+  const auto network = trust.empty()
+                           ? network_fingerprint()
+                           : network_fingerprint() + "-" + core::sha256_hex(trust).substr(0, 8);
   nlohmann::json cache = nlohmann::json::object();
   if (options.cache_file && !options.refresh) cache = read_cache(*options.cache_file);
   std::vector<std::pair<std::string, std::string>> to_ask;
@@ -175,11 +201,9 @@ std::map<std::string, HostReachability> check_reachability(const std::vector<std
   for (const auto& [host, url] : url_of_host) {
     const auto answer = kept(cache, network, host);
     if (answer && now - answer->checked_at <= options.ttl.count() && now >= answer->checked_at) {
-      answers[host] = {.host = host,
-                       .reachable = answer->reachable,
-                       .reason = answer->reason,
-                       .cached = true};
-    } else {
+      answers[host] = {
+          .host = host, .reachable = answer->reachable, .reason = answer->reason, .cached = true};
+    } else if (options.ask) {
       to_ask.emplace_back(host, url);
     }
   }

@@ -94,7 +94,9 @@ std::vector<std::pair<fs::path, std::optional<unsigned>>> candidates_in(const fs
   return found;
 }
 
-InterpreterSearch search() {
+}  // namespace
+
+InterpreterSearch search_interpreters() {
   InterpreterSearch result;
   std::set<fs::path> seen;  // real executables already asked
   for (const auto& place : search_places()) {
@@ -123,8 +125,6 @@ InterpreterSearch search() {
   return result;
 }
 
-}  // namespace
-
 std::optional<specs::Version> interpreter_version(const fs::path& path) {
   sys::ProcessOptions options;
   options.timeout = std::chrono::seconds(20);
@@ -139,10 +139,15 @@ std::optional<specs::Version> interpreter_version(const fs::path& path) {
 }
 
 const InterpreterSearch& machine_interpreters() {
-  static std::once_flag once;
-  static InterpreterSearch result;
-  std::call_once(once, [] { result = search(); });
-  return result;
+  // Once per process and ENVKIT_PYTHON_SEARCH_PATH: a test that names its own places is
+  // answered from them, whatever was searched before.
+  static std::mutex mutex;
+  static std::map<std::optional<std::string>, InterpreterSearch> searched;
+  const std::scoped_lock lock(mutex);
+  const auto places = env::get(env::kPythonSearchPath);
+  auto it = searched.find(places);
+  if (it == searched.end()) it = searched.emplace(places, search_interpreters()).first;
+  return it->second;
 }
 
 std::optional<MachineInterpreter> machine_interpreter(const specs::Version& version) {

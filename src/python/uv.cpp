@@ -16,6 +16,8 @@
 #include "envkit/core/env_vars.hpp"
 #include "envkit/core/text.hpp"
 #include "envkit/core/url.hpp"
+#include "envkit/python/build_env.hpp"
+#include "envkit/python/interpreters.hpp"
 #include "envkit/python/wheel_filename.hpp"
 #include "envkit/specs/package_name.hpp"
 #include "envkit/sys/fs.hpp"
@@ -269,12 +271,34 @@ bool index_unreachable(std::string_view output) {
 }
 
 // uv refused: its `error:` and `cause:` lines as causes, its `hint:` lines as hints.
+// uv's refusal as logical lines: a reason that goes on over indented lines ("  cause:
+// Because jax==0.4.26 depends on numpy>=1.26.0 ...\n         And because you require
+// numpy==1.24.3, ...") is one line, so that the requirement it ends with is quoted too.
+std::vector<std::string> refusal_lines(std::string_view err) {
+  std::vector<std::string> lines;
+  bool continues = false;  // the last line was a labelled one (or went on from one)
+  for (auto raw : text::split(err, '\n')) {
+    const std::string_view line = text::trim(raw);
+    const bool labelled = line.starts_with("error:") || line.starts_with("cause:") ||
+                          line.starts_with("Caused by:") || line.starts_with("hint:");
+    if (continues && !labelled && !line.empty() &&
+        (raw.starts_with(' ') || raw.starts_with('\t'))) {
+      lines.back() += " ";
+      lines.back() += line;
+      continue;
+    }
+    lines.emplace_back(line);
+    continues = labelled;
+  }
+  return lines;
+}
+
 Error uv_refused(const sys::ProcessOutput& run) {
   Error error =
       Error::failed(std::string(index_unreachable(run.err) ? kIndexUnreachable : kUnresolvable));
   bool quoted_any = false;
-  for (auto raw : text::split(run.err, '\n')) {
-    const std::string_view line = text::trim(raw);
+  for (const auto& logical : refusal_lines(run.err)) {
+    const std::string_view line = logical;
     for (const std::string_view label : {"error:", "cause:", "Caused by:"}) {
       if (line.starts_with(label)) {
         error.because(
@@ -439,23 +463,274 @@ std::optional<std::string> find_interpreter(const fs::path& program, const std::
   return path;
 }
 
-// The interpreter uv builds source distributions with when resolving for `python`: one of
-// that minor version where the machine has it (a setup.py may run only there), else the
-// default one; nullopt where there is none. Left to itself, uv searches on every run, and
-// probing each python3.X on PATH takes half a second behind pyenv's shims; a lock runs uv
-// a dozen times. So envkit asks once per minor version and names the one it found.
-std::optional<std::string> build_interpreter(const fs::path& program, const specs::Version& python,
-                                             const std::optional<fs::path>& cwd) {
+// The interpreter uv builds source distributions with when resolving for `python`.
+struct BuildInterpreter {
+  std::optional<std::string> path;  // nullopt: none at all (uv's refusal says so)
+  bool of_minor = false;            // of the lock's own minor version
+  std::string source;               // "pyenv", "envkit's cache", "uv python find"
+};
+
+// One of the lock's minor where the machine has it (a setup.py may run only there): the
+// machine's own (pyenv, uv's, conda bases, PATH, /usr/bin), else envkit's own from its
+// cache, else what `uv python find MAJOR.MINOR` finds; only then uv's default one, of
+// another minor. Left to itself, uv searches on every run, and probing each python3.X on
+// PATH takes half a second behind pyenv's shims (whose `python3.8` may not even run); a
+// lock runs uv a dozen times. So envkit asks once per minor version and names the one it
+// found.
+BuildInterpreter build_interpreter(const fs::path& program, const specs::Version& python,
+                                   const std::optional<fs::path>& cwd, const BuildOptions& build) {
   static std::mutex mutex;
-  static std::map<std::string, std::optional<std::string>> found;
+  static std::map<std::string, BuildInterpreter> found;
   const auto minor = python.major_minor().to_string();
   const std::string key = program.string() + "\n" + minor + "\n" + (cwd ? cwd->string() : "");
   const std::scoped_lock lock(mutex);
   if (auto it = found.find(key); it != found.end()) return it->second;
-  auto interpreter = find_interpreter(program, minor, cwd);
-  if (!interpreter) interpreter = find_interpreter(program, "", cwd);
-  found.emplace(key, interpreter);
-  return interpreter;
+  BuildInterpreter chosen;
+  if (auto machine = machine_interpreter(python)) {
+    chosen = {.path = machine->path.string(), .of_minor = true, .source = machine->source};
+  } else if (auto own = build.own_python ? build.own_python(python) : std::nullopt) {
+    chosen = {.path = own->string(), .of_minor = true, .source = "envkit's cache"};
+  } else if (auto of_minor = find_interpreter(program, minor, cwd)) {
+    chosen = {.path = *of_minor, .of_minor = true, .source = "uv python find"};
+  } else {
+    chosen = {.path = find_interpreter(program, "", cwd), .of_minor = false, .source = "uv"};
+  }
+  found.insert_or_assign(key, chosen);
+  return chosen;
+}
+
+// --------------------------------------------------------------- source builds
+
+// What the builds of one resolution get; widened after a build fails.
+struct BuildState {
+  std::optional<BuildEra> era;              // build tools as of its day
+  std::string era_missing;                  // why no era could be applied, when it was wanted
+  std::vector<std::string> with_framework;  // packages built with the framework, sorted
+};
+
+// The framework's requirement in the request (`torch==2.1.2`); "" when it has none.
+std::string framework_requirement(const ResolveRequest& request) {
+  if (request.build.framework.empty()) return {};
+  const auto framework = specs::canonical_package_name(request.build.framework);
+  for (const auto& requirement : request.requirements) {
+    if (requirement_name(requirement) == framework) return std::string(text::trim(requirement));
+  }
+  return {};
+}
+
+// The uv lines of a verbose run without its DEBUG log: what uv says to a user.
+sys::ProcessOutput without_debug(const sys::ProcessOutput& run) {
+  sys::ProcessOutput said = run;
+  said.err.clear();
+  for (auto line : text::split(run.err, '\n')) {
+    if (line.starts_with("DEBUG ") || line.starts_with("TRACE ")) continue;
+    said.err += std::string(line) + "\n";
+  }
+  return said;
+}
+
+// The packages whose metadata uv built by running their build backend
+// (`Preparing metadata for: albumentations==0.4.3`), in order.
+std::vector<std::string> built_for_metadata(std::string_view log) {
+  std::vector<std::string> built;
+  constexpr std::string_view marker = "Preparing metadata for: ";
+  for (auto line : text::split(log, '\n')) {
+    const auto at = line.find(marker);
+    if (at == std::string_view::npos) continue;
+    std::string what(text::trim(line.substr(at + marker.size())));
+    if (std::find(built.begin(), built.end(), what) == built.end()) built.push_back(what);
+  }
+  return built;
+}
+
+// `albumentations==0.4.3` as a user reads it: `albumentations 0.4.3`.
+std::string spaced(std::string_view pinned) {
+  const auto equals = pinned.find("==");
+  if (equals == std::string_view::npos) return std::string(pinned);
+  return fmt::format("{} {}", pinned.substr(0, equals), pinned.substr(equals + 2));
+}
+
+// The last `count` lines of a verbose log, without uv's `DEBUG ` prefixes.
+std::string log_tail(std::string_view log, std::size_t count) {
+  std::vector<std::string> lines;
+  for (auto line : text::split(log, '\n')) {
+    if (line.starts_with("DEBUG ")) line.remove_prefix(6);
+    if (!text::trim(line).empty()) lines.emplace_back(line);
+  }
+  if (lines.size() > count) lines.erase(lines.begin(), lines.end() - static_cast<long>(count));
+  return detail::redact_urls(text::join(lines, "\n"));
+}
+
+// A resolution needed a source build, but the machine has no interpreter of the lock's
+// minor: the build would run on another Python and could answer for that one.
+Error no_interpreter_of(const ResolveTarget& target, std::string_view package,
+                        const BuildInterpreter& interpreter) {
+  const auto minor = target.python.major_minor().to_string();
+  Error error = Error::failed(
+      fmt::format("no CPython {} on this machine to build {} from its source distribution", minor,
+                  spaced(package)));
+  error.because(fmt::format(
+      "a setup.py may run only on the Python it is built for, so envkit builds the lock's "
+      "source distributions with an interpreter of its Python {} ({})",
+      minor, target.python.original()));
+  for (const auto& refused : machine_interpreters().refused) {
+    if (refused.find("Python " + minor + " ") != std::string::npos ||
+        refused.find("python" + minor) != std::string::npos)
+      error.because(refused);
+  }
+  if (interpreter.path)
+    error.because(
+        fmt::format("uv's default interpreter, {}, is another version", *interpreter.path));
+  return error
+      .hint(fmt::format("install CPython {0} (`pyenv install {0}`, or `uv python install {0}` "
+                        "where GitHub is reachable), or name the folder of a `python{0}` in "
+                        "ENVKIT_PYTHON_SEARCH_PATH; then run `envkit lock` again",
+                        minor))
+      .hint(
+          fmt::format("or `envkit install` once a project whose lock holds Python {}: envkit's own "
+                      "interpreter in its cache is then used",
+                      minor));
+}
+
+// Widens the builds after `failed` failed: the era's build tools (once), and the framework
+// for a package whose build imports it. Returns whether anything changed; an era that
+// cannot be read is an error (an index page that is not one names its URL).
+Result<bool> widen_builds(BuildState& state, const FailedBuild& failed, std::string_view log,
+                          const ResolveRequest& request) {
+  bool changed = false;
+  const auto framework = framework_requirement(request);
+  const bool needs_framework = lacks_module(log, framework_module(request.build.framework)) ||
+                               std::find(std::begin(kFrameworkBuilds), std::end(kFrameworkBuilds),
+                                         failed.name) != std::end(kFrameworkBuilds);
+  auto& with = state.with_framework;
+  if (!framework.empty() && needs_framework &&
+      std::find(with.begin(), with.end(), failed.name) == with.end()) {
+    with.push_back(failed.name);
+    std::sort(with.begin(), with.end());
+    changed = true;
+  }
+  if (!state.era && state.era_missing.empty() && request.build.era) {
+    auto era = request.build.era();
+    if (!era) return std::move(era).error();
+    if (era->as_of.empty()) {
+      state.era_missing = era->because;
+    } else {
+      state.era = *std::move(era);
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+// The files and arguments that give uv's builds what `state` says.
+Result<void> add_build_arguments(const ResolveRequest& request, const ResolveTarget& target,
+                                 const BuildState& state, const fs::path& scratch,
+                                 std::vector<std::string>& argv) {
+  if (state.era) {
+    const auto lines = build_constraints(*state.era, target.python);
+    if (!lines.empty()) {
+      const fs::path file = scratch / "build-constraints.txt";
+      if (auto written = sys::write_file_atomic(file, text::join(lines, "\n") + "\n"); !written)
+        return written.error();
+      argv.emplace_back("--build-constraints");
+      argv.push_back(file.string());
+    }
+  }
+  const auto framework = framework_requirement(request);
+  if (!framework.empty() && !state.with_framework.empty()) {
+    const fs::path file = scratch / "uv.toml";
+    if (auto written =
+            sys::write_file_atomic(file, build_config_toml(framework, state.with_framework));
+        !written)
+      return written.error();
+    argv.emplace_back("--config-file");
+    argv.push_back(file.string());
+  }
+  return {};
+}
+
+// The message of a resolution stopped after `timeout`: the package being built, when one
+// was, and the last lines of its log.
+Error stopped_resolution(const ResolveRequest& request, const ResolveTarget& target,
+                         const std::vector<std::string>& argv, std::string_view log,
+                         std::chrono::seconds timeout) {
+  Error error =
+      Error::failed(fmt::format("uv did not resolve {} within {} s for {}", named_files(request),
+                                timeout.count(), target.description()));
+  std::optional<std::string> building;
+  for (const auto& package : built_for_metadata(log)) {
+    if (log.find("Prepared metadata for: " + package) == std::string_view::npos) building = package;
+  }
+  if (building) {
+    error.because(
+        fmt::format("it was building {} from its source distribution, whose last "
+                    "lines were:\n{}",
+                    spaced(*building), log_tail(log, 10)));
+  }
+  error.because(fmt::format("envkit ran {}", detail::redact_urls(detail::quoted_command(argv))));
+  if (building) {
+    return error.hint(fmt::format(
+        "a build that hangs waits for something (a compiler, a download, a prompt): pin a "
+        "version of {} that has a wheel for {}, or set `only-binary: true` in envkit.yaml",
+        spaced(*building).substr(0, building->find("==")), target.description()));
+  }
+  return error.hint(
+      "pin the versions uv backtracks over, or split requirement files that belong to "
+      "different environments (one backend's requirements each)");
+}
+
+// The time a resolution may take once a build environment gets the framework: its first
+// download (torch and its CUDA wheels) takes minutes.
+constexpr std::chrono::minutes kFrameworkBuildTime{15};
+
+// `uv pip compile` and the arguments of the target, the indexes and the interpreter; the
+// build files and the requirements are added after. `-v`: uv's log says which source
+// distributions it built (and, when it is stopped, what a build was doing).
+std::vector<std::string> uv_arguments(const fs::path& program, const ResolveRequest& request,
+                                      const ResolveTarget& target, const fs::path& lock,
+                                      const BuildInterpreter& interpreter) {
+  // --no-python-downloads: the target Python is named by version, and uv must not spend
+  // seconds fetching an interpreter of it from GitHub (unreachable behind firewalls).
+  std::vector<std::string> argv = {program.string(),
+                                   "pip",
+                                   "compile",
+                                   "-v",
+                                   "--no-header",
+                                   "--no-python-downloads",
+                                   "--python-platform",
+                                   python_platform(target),
+                                   "--python-version",
+                                   target.python.original(),
+                                   "--format",
+                                   "pylock.toml",
+                                   "-o",
+                                   lock.string()};
+  if (request.only_binary) {
+    argv.emplace_back("--only-binary");
+    argv.emplace_back(":all:");
+  }
+  if (request.no_deps) argv.emplace_back("--no-deps");
+  if (request.refresh) argv.emplace_back("--refresh");
+  // Without one, uv finds none either, and its refusal says so.
+  if (interpreter.path) {
+    argv.emplace_back("--python");
+    argv.push_back(*interpreter.path);
+  }
+  add_index_arguments(request, argv);
+  return argv;
+}
+
+// What the builds of the resolution that succeeded were given, where it decided something.
+void record_builds(Closure& closure, const BuildState& state, bool built_any) {
+  const bool has_sdist =
+      std::any_of(closure.wheels.begin(), closure.wheels.end(),
+                  [](const ResolvedWheel& wheel) { return wheel.kind == Distribution::sdist; });
+  if (state.era && (has_sdist || built_any)) closure.build_as_of = state.era->as_of;
+  for (const auto& package : state.with_framework) {
+    if (std::any_of(closure.wheels.begin(), closure.wheels.end(),
+                    [&](const ResolvedWheel& wheel) { return wheel.name == package; }))
+      closure.built_with_framework.push_back(package);
+  }
 }
 
 }  // namespace
@@ -483,81 +758,104 @@ Result<Closure> resolve_with_uv(const Uv& uv, const ResolveRequest& request,
   if (auto written = sys::write_file_atomic(input, lines); !written) return written.error();
 
   const fs::path program = uv.path.has_parent_path() ? uv.path : fs::path(".") / uv.path;
-  // --no-python-downloads: the target Python is named by version, and uv must not spend
-  // seconds fetching an interpreter of it from GitHub (unreachable behind firewalls).
-  std::vector<std::string> argv = {program.string(),
-                                   "pip",
-                                   "compile",
-                                   "--quiet",
-                                   "--no-header",
-                                   "--no-python-downloads",
-                                   "--python-platform",
-                                   python_platform(target),
-                                   "--python-version",
-                                   target.python.original(),
-                                   "--format",
-                                   "pylock.toml",
-                                   "-o",
-                                   lock.string()};
-  if (request.only_binary) {
-    argv.emplace_back("--only-binary");
-    argv.emplace_back(":all:");
+  const auto interpreter = build_interpreter(program, target.python, request.cwd, request.build);
+  BuildState state{.era = {}, .era_missing = {}, .with_framework = request.build.with_framework};
+  if (request.build.as_of_declared && request.build.era) {
+    auto era = request.build.era();
+    if (!era) return std::move(era).error();
+    if (!era->as_of.empty()) state.era = *std::move(era);
   }
-  if (request.no_deps) argv.emplace_back("--no-deps");
-  if (request.refresh) argv.emplace_back("--refresh");
-  // Without one, uv finds none either, and its refusal says so.
-  if (auto interpreter = build_interpreter(program, target.python, request.cwd)) {
-    argv.emplace_back("--python");
-    argv.push_back(*interpreter);
-  }
-  add_index_arguments(request, argv);
-  if (!request.requirements.empty()) argv.push_back(input.string());
-  for (const auto& file : request.requirement_files)
-    argv.push_back(file.string());
+  // Each retry adds the era or a package to build with the framework, so a few settle it.
+  constexpr int kAttempts = 6;
+  for (int attempt = 1;; ++attempt) {
+    auto argv = uv_arguments(program, request, target, lock, interpreter);
+    if (auto added = add_build_arguments(request, target, state, scratch->path(), argv); !added)
+      return added.error();
+    if (!request.requirements.empty()) argv.push_back(input.string());
+    for (const auto& file : request.requirement_files)
+      argv.push_back(file.string());
 
-  sys::ProcessOptions options;
-  options.cwd = request.cwd;
-  options.timeout = request.timeout;
-  auto run = sys::run_process(argv, options);
-  if (!run) {
-    Error error = Error::failed(fmt::format("cannot run {}", text::quoted(uv.path.string())));
-    error.because(run.error().message());
-    return error;
-  }
-  if (run->timed_out) {
-    return Error::failed(fmt::format("uv did not resolve {} within {} s for {}",
-                                     named_files(request), request.timeout.count(),
-                                     target.description()))
-        .because(fmt::format("envkit ran {}", detail::redact_urls(detail::quoted_command(argv))))
-        .hint(
-            "pin the versions uv backtracks over, or split requirement files that belong to "
-            "different environments (one backend's requirements each)");
-  }
-  if (run->exit_code != 0) {
-    Error error = uv_refused(*run);
-    return error.because(fmt::format("envkit resolved for {}", target.description()));
-  }
+    sys::ProcessOptions options;
+    options.cwd = request.cwd;
+    options.timeout = request.timeout;
+    // A build environment with the framework downloads it (2 GB for torch) the first time.
+    if (!state.with_framework.empty())
+      options.timeout = std::max<std::chrono::milliseconds>(options.timeout, kFrameworkBuildTime);
+    auto run = sys::run_process(argv, options);
+    if (!run) {
+      Error error = Error::failed(fmt::format("cannot run {}", text::quoted(uv.path.string())));
+      error.because(run.error().message());
+      return error;
+    }
+    if (run->timed_out) {
+      return stopped_resolution(request, target, argv, run->err,
+                                std::chrono::duration_cast<std::chrono::seconds>(options.timeout));
+    }
+    const auto built = built_for_metadata(run->err);
+    if (run->exit_code != 0) {
+      // What uv said, not its log: a candidate it gave up on earlier is no failure.
+      const auto failed = failed_build(without_debug(*run).err);
+      if (failed && !interpreter.of_minor)
+        return no_interpreter_of(target, failed->name + "==" + failed->version, interpreter);
+      if (failed && attempt < kAttempts) {
+        auto widened = widen_builds(state, *failed, run->err, request);
+        if (!widened) {
+          return std::move(widened).error().because(
+              fmt::format("envkit read them because {} {} failed to build with today's build "
+                          "tools",
+                          failed->name, failed->version));
+        }
+        if (*widened) continue;
+      }
+      Error error = uv_refused(without_debug(*run));
+      error.because(fmt::format("envkit resolved for {}", target.description()));
+      if (failed) {
+        if (state.era) {
+          error.because(fmt::format(
+              "the build tools were taken as of {} ({}): {}", state.era->as_of, state.era->because,
+              text::join(build_constraints(*state.era, target.python), ", ")));
+        } else if (!state.era_missing.empty()) {
+          error.because(
+              fmt::format("the build tools could not be taken as of the project's "
+                          "era: {}",
+                          state.era_missing));
+          error.hint(
+              "set the day the project's build tools are taken as of in envkit.yaml: "
+              "`resolution: {as-of: 2022-08-01}`");
+        }
+        if (!state.with_framework.empty()) {
+          error.because(fmt::format("{} was built with {} in its build environment",
+                                    text::join(state.with_framework, ", "),
+                                    framework_requirement(request)));
+        }
+      }
+      return error;
+    }
+    if (!interpreter.of_minor && !built.empty())
+      return no_interpreter_of(target, built.front(), interpreter);
 
-  auto text = sys::read_file(lock);
-  if (!text) {
-    return Error::failed("uv finished but wrote no pylock.toml")
-        .because(text.error().message())
-        .hint(fmt::format("envkit ran {}", detail::quoted_command(argv)));
+    auto text = sys::read_file(lock);
+    if (!text) {
+      return Error::failed("uv finished but wrote no pylock.toml")
+          .because(text.error().message())
+          .hint(fmt::format("envkit ran {}", detail::quoted_command(argv)));
+    }
+    auto closure = parse_pylock(*text, "uv pip compile -o pylock.toml", target);
+    if (!closure) {
+      Error error = Error::failed(closure.error().message());
+      for (const auto& cause : closure.error().causes())
+        error.because(cause);
+      for (const auto& hint : closure.error().hints())
+        error.hint(hint);
+      return error;
+    }
+    const auto names = requested_names(request);
+    for (auto& wheel : closure->wheels)
+      wheel.requested = names.contains(wheel.name);
+    closure->resolver = resolver;
+    record_builds(*closure, state, !built.empty());
+    return closure;
   }
-  auto closure = parse_pylock(*text, "uv pip compile -o pylock.toml", target);
-  if (!closure) {
-    Error error = Error::failed(closure.error().message());
-    for (const auto& cause : closure.error().causes())
-      error.because(cause);
-    for (const auto& hint : closure.error().hints())
-      error.hint(hint);
-    return error;
-  }
-  const auto names = requested_names(request);
-  for (auto& wheel : closure->wheels)
-    wheel.requested = names.contains(wheel.name);
-  closure->resolver = resolver;
-  return closure;
 }
 
 }  // namespace envkit::python

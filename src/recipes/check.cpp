@@ -95,6 +95,8 @@ void check_artifacts(const std::string& where, const RecipeVersion& version, con
       out.push_back({at, fmt::format("sha256 `{}` is not 64 lowercase hex digits", a.sha256)});
     }
     check_url(at, a.url, a.sha256, findings);
+    for (const auto& other : a.also_at)
+      check_url(at, other, a.sha256, findings);
     if (a.kind == ArtifactKind::runfile) check_runfile(at, version.version, a, findings);
   }
 }

@@ -27,10 +27,13 @@ std::string file_name_of(const specs::Version& version) {
 }
 
 // The overlay folders, merged over <name>.yaml in this order: PyPI's facts and
-// wheels, then the source releases of pyenv's definitions.
+// wheels, then the source releases of pyenv's definitions, then Debian's copies of
+// those tarballs (their URLs become the pyenv artifacts' `also-at`).
 constexpr std::string_view kPypiOverlay = "pypi";
 constexpr std::string_view kSourceOverlay = "pyenv";
-constexpr std::array<std::string_view, 2> kOverlays = {kPypiOverlay, kSourceOverlay};
+constexpr std::string_view kDebianOverlay = "debian";
+constexpr std::array<std::string_view, 3> kOverlays = {kPypiOverlay, kSourceOverlay,
+                                                       kDebianOverlay};
 
 fs::path overlay_path(const fs::path& dir, std::string_view overlay, std::string_view name) {
   return dir / overlay / (std::string(name) + ".yaml");
@@ -104,9 +107,9 @@ Result<void> read_into(std::vector<FileText>& files, const fs::path& root, const
 // A layer's files go by `live/<path>` in digests: never the name of a database file.
 constexpr std::string_view kLayerPrefix = "live/";
 
-// The files that describe a package: its facts (<name>.yaml, the pypi/ and pyenv/
+// The files that describe a package: its facts (<name>.yaml, the pypi/, pyenv/ and debian/
 // overlays, then each layer's <name>.yaml, in merge order) and, for each of
-// `version_files`, its artifacts (offline, pypi/, pyenv/, then each layer's).
+// `version_files`, its artifacts (offline, pypi/, pyenv/, debian/, then each layer's).
 struct PackageFiles {
   std::vector<FileText> facts;
   std::vector<FileText> versions;
@@ -481,6 +484,14 @@ Result<void> write_source_overlay(const fs::path& dir, const Recipe& recipe) {
     return written;
   }
   return write_version_files(dir / kSourceOverlay / recipe.name, recipe, ArtifactSet::offline);
+}
+
+Result<void> write_debian_overlay(const fs::path& dir, const Recipe& recipe) {
+  if (auto written = write_overlay_facts(overlay_path(dir, kDebianOverlay, recipe.name), recipe);
+      !written) {
+    return written;
+  }
+  return write_version_files(dir / kDebianOverlay / recipe.name, recipe, ArtifactSet::offline);
 }
 
 fs::path default_database_dir(const std::optional<fs::path>& flag) {

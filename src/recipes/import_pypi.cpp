@@ -149,6 +149,9 @@ IndexFile json_file(const json& entry, std::string_view page_url) {
   }
   if (const auto size = entry.find("size"); size != entry.end() && size->is_number_unsigned())
     file.size = size->get<std::uint64_t>();
+  if (const auto uploaded = entry.find("upload-time");
+      uploaded != entry.end() && uploaded->is_string())
+    file.upload_time = uploaded->get<std::string>();
   file.yanked = json_yanked(entry);
   for (const char* key : {"core-metadata", "data-dist-info-metadata", "dist-info-metadata"}) {
     if (const auto it = entry.find(key); it != entry.end()) file.has_metadata |= metadata_flag(*it);

@@ -17,7 +17,7 @@ namespace {
 static_assert(sizeof(Recipe) == 128, "Recipe changed: encode the new field, bump the format");
 static_assert(sizeof(RecipeVersion) == 232, "RecipeVersion changed: encode it, bump the format");
 static_assert(sizeof(Build) == 448, "Build changed: encode the new field, bump the format");
-static_assert(sizeof(Artifact) == 256, "Artifact changed: encode the new field, bump the format");
+static_assert(sizeof(Artifact) == 280, "Artifact changed: encode the new field, bump the format");
 static_assert(sizeof(RunfilePatch) == 80, "RunfilePatch changed: encode it, bump the format");
 static_assert(sizeof(Component) == 64, "Component changed: encode it, bump the format");
 #endif
@@ -167,6 +167,7 @@ void write_artifact(Writer& out, const Artifact& a) {
     out.text(patch.sha256);
     out.optional_u64(patch.size);
   }
+  out.texts(a.also_at);
 }
 
 Artifact read_artifact(Reader& in) {
@@ -191,6 +192,7 @@ Artifact read_artifact(Reader& in) {
     patch.sha256 = in.text();
     patch.size = in.optional_u64();
   }
+  a.also_at = in.texts();
   return a;
 }
 

@@ -108,6 +108,11 @@ void write_artifact(std::string& out, const std::string& build_id, const Artifac
                     yaml::flow_list(a.components, [](const auto& c) { return yaml::scalar(c); }));
   }
   out += fmt::format("    url: {}\n", yaml::scalar(a.url));
+  if (!a.also_at.empty()) {
+    out += "    also-at:\n";
+    for (const auto& url : a.also_at)
+      out += fmt::format("      - {}\n", yaml::scalar(url));
+  }
   out += fmt::format("    sha256: {}\n", yaml::scalar(a.sha256));
   if (a.size) out += fmt::format("    size: {}\n", *a.size);
   // In the order they are applied: the order is part of the fact.
@@ -521,6 +526,7 @@ Result<Artifact> read_artifact(const Source& source, const yaml::Node& node,
         }},
        {"components", [&](const Entry& e) { return read_components(source, e, a.components); }},
        {"url", text_field(a.url, &has_url)},
+       {"also-at", [&](const Entry& e) { return read_scalars(source, e, "a URL", a.also_at); }},
        {"sha256", text_field(a.sha256, &has_sha)},
        {"size",
         [&](const Entry& e) -> Result<void> {
@@ -702,7 +708,26 @@ Result<void> read_artifacts(std::string_view text, std::string_view file, Recipe
                                               version->version.original(), text::quoted(build_id)))
                   .at(source.at(item));
             }
-            build->artifacts.push_back(*std::move(artifact));
+            // The same file (its sha256) of the same component listed again, by an overlay:
+            // a second place to fetch it from (Debian's copy of a python.org tarball).
+            auto same = std::find_if(
+                build->artifacts.begin(), build->artifacts.end(), [&](const Artifact& known) {
+                  return known.sha256 == artifact->sha256 && known.platform == artifact->platform &&
+                         known.component == artifact->component && known.kind == artifact->kind;
+                });
+            if (same == build->artifacts.end()) {
+              build->artifacts.push_back(*std::move(artifact));
+              return {};
+            }
+            for (auto url : artifact->also_at) {
+              if (url != same->url &&
+                  std::find(same->also_at.begin(), same->also_at.end(), url) == same->also_at.end())
+                same->also_at.push_back(std::move(url));
+            }
+            if (!same->size) same->size = artifact->size;
+            if (artifact->url != same->url && std::find(same->also_at.begin(), same->also_at.end(),
+                                                        artifact->url) == same->also_at.end())
+              same->also_at.push_back(artifact->url);
             return {};
           });
         }}});

@@ -26,7 +26,7 @@ net::DownloadRequest artifact_request(const ArtifactTarget& target,
                                       const std::vector<std::string>& mirrors,
                                       const std::function<void(const std::string&)>& note) {
   const auto& artifact = target.artifact;
-  net::DownloadRequest request{.urls = candidate_urls(mirrors, artifact.url, artifact.sha256),
+  net::DownloadRequest request{.urls = candidate_urls(mirrors, artifact),
                                .expected_size = artifact.size,
                                .label = target.label()};
   if (note) {
@@ -541,6 +541,13 @@ std::vector<std::string> candidate_urls(const std::vector<std::string>& mirrors,
   for (const auto& mirror : mirrors)
     urls.push_back(net::artifact_mirror_url(mirror, url, sha256));
   urls.push_back(url);
+  return urls;
+}
+
+std::vector<std::string> candidate_urls(const std::vector<std::string>& mirrors,
+                                        const specs::Artifact& artifact) {
+  auto urls = candidate_urls(mirrors, artifact.url, artifact.sha256);
+  urls.insert(urls.end(), artifact.also_at.begin(), artifact.also_at.end());
   return urls;
 }
 

@@ -139,6 +139,27 @@ Error first_failure(const std::vector<PackageFill>& fills) {
   return *first;
 }
 
+// The decisions as -v says them (the Python closure's wheels counted per reason)
+// and what is said anyway: a packaging fallen back to (a stand-in is the summary's).
+void say_sources(const SourcePlan& sources, const InstallOptions& options) {
+  if (options.detail) {
+    std::map<std::string, std::vector<std::string>> closure;  // why -> wheels
+    for (const auto& decision : sources.decisions) {
+      if (decision.from == "pip") {
+        closure[decision.why].push_back(decision.package);
+      } else {
+        options.detail("source: " + decision_line(decision));
+      }
+    }
+    for (const auto& [why, wheels] : closure) {
+      options.detail(
+          fmt::format("source: {} wheel(s) of the Python closure ({})", wheels.size(), why));
+    }
+  }
+  for (const auto& line : sources.fell_back)
+    note(options, line);
+}
+
 // The use locks of the cache entries a new generation links from, held until it is committed.
 using EntriesInUse = std::vector<std::shared_ptr<sys::FileLock>>;
 
@@ -305,12 +326,8 @@ Result<InstallReport> install(const lock::Lockfile& lockfile, const Cache& cache
 
   auto state = prefix->state();
   if (!state) return std::move(state).error();
-  auto plan = plan_install(*locked, *state, options.preferred);
+  auto plan = plan_install(*locked, *state, options.preferred, options.reinstall);
   if (!plan) return std::move(plan).error();
-  if (options.reinstall) {
-    for (auto& package : plan->packages)
-      package.unchanged = false;
-  }
   report.skipped = plan->skipped;
   report.generation = *state ? (*state)->generation : 0;
   if (*state && plan->nothing_to_do()) {
@@ -322,6 +339,16 @@ Result<InstallReport> install(const lock::Lockfile& lockfile, const Cache& cache
 
   if (options.transport) {
     if (auto writable = cache.check_writable(); !writable) return std::move(writable).error();
+    // Where each package comes from, before anything is downloaded or changed.
+    auto sources =
+        decide_sources(*plan, *locked, cache,
+                       {.mirrors = options.mirrors, .auto_packaging = options.auto_packaging},
+                       machine_probe(options.reachability));
+    if (!sources) return std::move(sources).error();
+    say_sources(*sources, options);
+    report.fell_back = std::move(sources->fell_back);
+    report.stand_ins = std::move(sources->stand_ins);
+    report.sources = std::move(sources->decisions);
   }
   if (auto registered = cache.register_prefix(prefix->path()); !registered && options.transport)
     return std::move(registered).error();

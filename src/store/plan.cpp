@@ -131,6 +131,26 @@ std::optional<PlannedPackage> plan_venv(const lock::LockedPackage& package,
   return venv;
 }
 
+// A stand-in installed before for `package` (store/sources.hpp): a venv of a
+// machine interpreter for the lock's own Python, the machine's libz.so.1 for
+// zlib. It stays, unchanged, while the lock's version is the one it stood in for.
+std::optional<PlannedPackage> kept_stand_in(const lock::LockedPackage& package,
+                                            const PackageReceipt* receipt) {
+  const auto version = package.version.original();
+  if (!receipt || receipt->version != version || receipt->build.empty()) return std::nullopt;
+  const bool venv = package.name == "python" && receipt->packaging == "venv";
+  if (!venv && receipt->packaging != "machine") return std::nullopt;
+  PlannedPackage kept{.name = package.name,
+                      .version = version,
+                      .build = receipt->build,
+                      .packaging = venv ? Packaging::venv : Packaging::machine,
+                      .artifacts = {},
+                      .external = receipt->build,
+                      .stand_in = true};
+  kept.unchanged = true;
+  return kept;
+}
+
 // Moves the artifacts that are wheels of the closure to `provided`: pip
 // installs them once and the package links to what pip installed.
 void split_provided(PlannedPackage& planned,
@@ -209,6 +229,8 @@ std::string_view to_string(Packaging packaging) {
       return "pip";
     case Packaging::venv:
       return "venv";
+    case Packaging::machine:
+      return "machine";
   }
   return "archive";
 }
@@ -224,7 +246,8 @@ bool InstallPlan::nothing_to_do() const {
 }
 
 Result<InstallPlan> plan_install(const lock::PlatformLock& lock,
-                                 const std::optional<PrefixState>& installed, Packaging preferred) {
+                                 const std::optional<PrefixState>& installed, Packaging preferred,
+                                 bool reinstall) {
   std::map<std::string, const PackageReceipt*> receipts;
   if (installed) {
     for (const auto& receipt : installed->packages)
@@ -263,6 +286,11 @@ Result<InstallPlan> plan_install(const lock::PlatformLock& lock,
     }
     const auto it = receipts.find(package.name);
     const PackageReceipt* receipt = it == receipts.end() ? nullptr : it->second;
+    if (auto kept = reinstall ? std::nullopt : kept_stand_in(package, receipt)) {
+      wanted.insert(package.name);
+      plan.packages.push_back(*std::move(kept));
+      continue;
+    }
     const auto packaging = !archives.empty() || !wheels.empty()
                                ? choose(archives, wheels, preferred, receipt)
                            : runfile ? std::optional(Packaging::runfile)
@@ -282,6 +310,10 @@ Result<InstallPlan> plan_install(const lock::PlatformLock& lock,
     plan.packages.push_back(std::move(planned));
   }
   if (auto added = plan_wheels(lock, receipts, plan, wanted); !added) return added.error();
+  if (reinstall) {
+    for (auto& package : plan.packages)
+      package.unchanged = false;
+  }
   for (const auto& [name, receipt] : receipts) {
     if (!wanted.contains(name)) plan.removed.push_back(name);
   }

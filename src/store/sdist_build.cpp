@@ -28,8 +28,37 @@ constexpr MissingBuildPackage kMissingBuildPackages[] = {
     {"No module named 'wheel'", "wheel"},
 };
 
+// setuptools 82 dropped `pkg_resources`, which old setup.py files import (albumentations
+// 0.4.3, mmcv 2.2.0): the environment's setuptools is newer than the project's era.
+constexpr std::string_view kNoPkgResources = "No module named 'pkg_resources'";
+
+// A build that imports the framework (mmcv's setup.py imports torch) where the environment
+// has none; the closure's framework is installed before its sdists are built.
+constexpr std::string_view kFrameworkModules[] = {"torch", "tensorflow", "jax"};
+
 // Says which build package the environment lacked, when pip's output shows it.
 Error name_missing_package(Error error, std::string_view log, const SdistContext& context) {
+  if (log.find(kNoPkgResources) != std::string_view::npos) {
+    error.because(fmt::format(
+        "the build imports `pkg_resources`, which setuptools 82 and later no longer have{}",
+        context.closure.contains("setuptools") ? ": the lock's Python closure has such a setuptools"
+                                               : ""));
+    return error.hint(
+        "add `setuptools<82` to the project's Python requirements (`python-requirements:`), "
+        "then run `envkit lock` and `envkit install`");
+  }
+  for (const auto module : kFrameworkModules) {
+    if (log.find(fmt::format("No module named '{}'", module)) == std::string_view::npos) continue;
+    const bool in_closure = context.closure.contains(std::string(module));
+    error.because(fmt::format(
+        "the build imports {}, which the environment's Python cannot "
+        "import{}",
+        text::quoted(module), in_closure ? "" : ": the lock's Python closure does not have it"));
+    return error.hint(
+        fmt::format("build it with the framework: add {} to the project's Python requirements (or "
+                    "`framework:` in envkit.yaml), then run `envkit lock` and `envkit install`",
+                    text::quoted(module)));
+  }
   for (const auto& [printed, package] : kMissingBuildPackages) {
     if (log.find(printed) == std::string_view::npos) continue;
     const bool in_closure = context.closure.contains(std::string(package));

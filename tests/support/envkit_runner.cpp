@@ -40,6 +40,10 @@ sys::ProcessOutput run_envkit(const EnvkitRun& run) {
                  // Nor today's releases from PyPI: the recipe database envkit was built with
                  // answers, unless a test serves an index and asks for them.
                  {"ENVKIT_NO_LIVE_INDEX", "1"},
+                 // Nor the machine's network and interpreters: `envkit lock` takes every
+                 // host as reachable unless a test states the network it wants (the
+                 // obtainability tests, with hosts on closed ports).
+                 {"ENVKIT_ASSUME_REACHABLE", "1"},
                  {"ENVKIT_INDEX_TTL", std::nullopt}};
   // envkit would otherwise download its pinned uv from PyPI: tests use the copy
   // scripts/fetch-test-tools made.

@@ -100,11 +100,12 @@ std::string config(const fs::path& dir, const fs::path& root, int port,
          "  scgi_temp_path " +
          d +
          "/scgi;\n"
-         "  types { application/json json; text/html html; }\n"
+         "  types { application/json json; application/vnd.pypi.simple.v1+json pyjson; text/html "
+         "html; }\n"
          "  default_type application/octet-stream;\n"
          "  server {\n    listen 127.0.0.1:" +
-         listen + "    root " + root.string() + ";\n    index index.json index.html;\n" +
-         locations + "  }\n}\n";
+         listen + "    root " + root.string() +
+         ";\n    index index.json index.pyjson index.html;\n" + locations + "  }\n}\n";
 }
 
 }  // namespace

@@ -13,8 +13,9 @@
 namespace envkit::test {
 
 // A real nginx (Debian's) serving `root` on a free 127.0.0.1 port for the
-// life of the object. Directories answer with their index.json or index.html
-// (`.json` as application/json, `.html` as text/html), as a package index does.
+// life of the object. Directories answer with their index.json, index.pyjson or
+// index.html (`.json` as application/json, `.pyjson` as PEP 691's
+// application/vnd.pypi.simple.v1+json, `.html` as text/html), as a package index does.
 // Throws std::runtime_error when nginx is missing or does not start.
 // With `Tls`, it serves HTTPS with HTTP/2 (and HTTP/1.1) instead.
 struct Tls {

@@ -331,7 +331,8 @@ fs::path PythonIndex::add(const FakeWheel& wheel, const fs::path& path) {
   Link link{.path = relative,
             .sha256 = core::sha256_hex(bytes),
             .requires_python = wheel.requires_python,
-            .metadata_sha256 = {}};
+            .metadata_sha256 = {},
+            .upload_time = wheel.upload_time};
   if (!wheel.sdist) {
     const std::string metadata = metadata_of(wheel, "2.1");
     write_binary(root_ / (relative.string() + ".metadata"), metadata);
@@ -344,7 +345,7 @@ fs::path PythonIndex::add(const FakeWheel& wheel, const fs::path& path) {
   return root_ / relative;
 }
 
-fs::path PythonIndex::add_file(const fs::path& wheel) {
+fs::path PythonIndex::add_file(const fs::path& wheel, const std::string& upload_time) {
   const fs::path relative = fs::path("files") / wheel.filename();
   fs::create_directories(root_ / "files");
   fs::copy_file(wheel, root_ / relative, fs::copy_options::overwrite_existing);
@@ -354,9 +355,41 @@ fs::path PythonIndex::add_file(const fs::path& wheel) {
   links.push_back({.path = relative,
                    .sha256 = sha256_of(root_ / relative),
                    .requires_python = {},
-                   .metadata_sha256 = {}});
+                   .metadata_sha256 = {},
+                   .upload_time = upload_time});
   write_pages();
   return root_ / relative;
+}
+
+// A project page as PEP 691 JSON (api-version 1.1: PEP 700's `upload-time` and `versions`).
+std::string PythonIndex::json_page(const std::string& project, const std::vector<Link>& links,
+                                   const fs::path& page_dir) const {
+  nlohmann::json files = nlohmann::json::array();
+  std::vector<std::string> versions;
+  for (const auto& link : links) {
+    nlohmann::json file = {{"filename", link.path.filename().string()},
+                           {"url", href_escaped(link.path.lexically_relative(page_dir).string())},
+                           {"hashes", {{"sha256", link.sha256}}},
+                           {"size", fs::file_size(root_ / link.path)}};
+    if (!link.requires_python.empty()) file["requires-python"] = link.requires_python;
+    if (!link.metadata_sha256.empty()) file["core-metadata"] = {{"sha256", link.metadata_sha256}};
+    if (!link.upload_time.empty()) file["upload-time"] = link.upload_time;
+    files.push_back(std::move(file));
+    const auto name = link.path.filename().string();
+    const auto stem = name.ends_with(".tar.gz") ? name.substr(0, name.size() - 7) : name;
+    const auto parts = text::split(stem, '-');
+    if (parts.size() >= 2) {
+      const std::string version(name.ends_with(".whl") ? parts[1] : parts.back());
+      if (std::find(versions.begin(), versions.end(), version) == versions.end())
+        versions.push_back(version);
+    }
+  }
+  return nlohmann::json{{"meta", {{"api-version", "1.1"}}},
+                        {"name", project},
+                        {"versions", versions},
+                        {"files", files}}
+             .dump(1) +
+         "\n";
 }
 
 void PythonIndex::write_pages() const {
@@ -378,6 +411,10 @@ void PythonIndex::write_pages() const {
     }
     page += "</body></html>\n";
     write_binary(root_ / page_dir / "index.html", page);
+    if (std::any_of(links.begin(), links.end(),
+                    [](const Link& link) { return !link.upload_time.empty(); })) {
+      write_binary(root_ / page_dir / "index.pyjson", json_page(project, links, page_dir));
+    }
   }
   projects += "</body></html>\n";
   write_binary(root_ / pages_ / "index.html", projects);

@@ -26,6 +26,9 @@ struct FakeWheel {
   std::string requires_python;       // Requires-Python, also the page's data-requires-python
   std::vector<std::string> provides_extra;  // Provides-Extra: "and-cuda"
   bool sdist = false;                       // a source distribution: `tag` and `files` unused
+  // PEP 700 `upload-time` ("2019-11-27T10:00:00Z"): the project's page is then also
+  // served as PEP 691 JSON (index.pyjson, which the server answers before index.html).
+  std::string upload_time;
 };
 
 // Lays out, under `root`:
@@ -35,6 +38,8 @@ struct FakeWheel {
 //       <a href="../../files/X.whl#sha256=..." data-requires-python="&gt;=3.8"
 //          data-dist-info-metadata="sha256=..." data-core-metadata="sha256=...">X.whl</a>
 //   <wheel>.metadata                 next to each wheel, its METADATA (PEP 658)
+//   PAGES/<project>/index.pyjson     the same as PEP 691 JSON (api-version 1.1, with
+//                                    `upload-time`), when a file of the project has one
 // Files are stored zips and uncompressed tar.gz with fixed timestamps: the same
 // FakeWheel gives the same bytes.
 class PythonIndex {
@@ -47,7 +52,8 @@ class PythonIndex {
 
   // Copies a real wheel file to files/<its name> and lists it on its project's
   // page (no PEP 658 metadata); returns the copy's path.
-  std::filesystem::path add_file(const std::filesystem::path& wheel);
+  std::filesystem::path add_file(const std::filesystem::path& wheel,
+                                 const std::string& upload_time = {});
 
   [[nodiscard]] const std::filesystem::path& root() const { return root_; }
 
@@ -61,8 +67,11 @@ class PythonIndex {
   struct Link {
     std::filesystem::path path;  // relative to the root
     std::string sha256, requires_python, metadata_sha256;
+    std::string upload_time;
   };
   void write_pages() const;
+  [[nodiscard]] std::string json_page(const std::string& project, const std::vector<Link>& links,
+                                      const std::filesystem::path& page_dir) const;
 
   std::filesystem::path root_;
   std::string pages_;

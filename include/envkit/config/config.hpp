@@ -25,7 +25,10 @@ inline constexpr int kMaxJobs = 64;
 // How long facts read from a package index stay fresh (uv keeps PyPI's pages 600 s).
 inline constexpr int kDefaultIndexTtl = 600;
 inline constexpr std::string_view kLinkModes[] = {"auto", "reflink", "hardlink", "copy"};
-inline constexpr std::string_view kPackagings[] = {"archive", "wheel"};
+// `packaging`: auto is archives where NVIDIA's host answers, wheels where only PyPI does.
+inline constexpr std::string_view kPackagings[] = {"auto", "archive", "wheel"};
+// NVIDIA's two packagings, as `envkit mirror --packaging` names one of them.
+inline constexpr std::string_view kNvidiaPackagings[] = {"archive", "wheel"};
 // A yes-or-no setting, as uv's variables take it (UV_COMPILE_BYTECODE=1).
 inline constexpr std::string_view kBooleans[] = {"true", "false", "1", "0"};
 
@@ -48,8 +51,8 @@ struct Settings {
   Sourced<std::optional<std::filesystem::path>> cache_dir;
   // The simple-API index of the wheel importers; nullopt: as pip (PIP_INDEX_URL, pip.conf, PyPI).
   Sourced<std::optional<std::string>> index_url;
-  Sourced<std::string> link_mode{.value = "auto"};     // one of kLinkModes
-  Sourced<std::string> packaging{.value = "archive"};  // one of kPackagings
+  Sourced<std::string> link_mode{.value = "auto"};  // one of kLinkModes
+  Sourced<std::string> packaging{.value = "auto"};  // one of kPackagings
   // `install` compiles the new Python packages' .py files (`--compile-bytecode`).
   Sourced<bool> compile_bytecode;
   // Seconds a lock uses the releases read from the index before reading it again.

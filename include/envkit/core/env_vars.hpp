@@ -76,6 +76,11 @@ inline constexpr Variable kPythonSearchPath{
     "ENVKIT_PYTHON_SEARCH_PATH",
     "folders (`:`-separated) searched for the machine's Python interpreters instead of pyenv's, "
     "conda's, PATH and /usr/bin"};
+inline constexpr Variable kAssumeReachable{
+    "ENVKIT_ASSUME_REACHABLE",
+    "1: `envkit lock` takes every host as reachable: it asks none, prefers nothing this "
+    "machine has over a download, and warns about no source (the tests set it unless they "
+    "test that)"};
 inline constexpr Variable kUv{"ENVKIT_UV",
                               "the uv that resolves Python closures (default: the pinned uv "
                               "envkit downloads into its cache)"};
@@ -159,7 +164,8 @@ inline constexpr Variable kAll[] = {kRecipes,          kCacheDir,        kOverri
                                     kIndexUrl,         kLinkMode,        kPackaging,
                                     kCompileBytecode,  kXdgConfigHome,   kUv,
                                     kNoPython,         kNoLiveIndex,     kIndexTtl,
-                                    kLibcuda,          kNvidiaSmi,       kPythonSearchPath};
+                                    kLibcuda,          kNvidiaSmi,       kPythonSearchPath,
+                                    kAssumeReachable};
 
 // The variable's value, or nullopt when unset. Empty counts as set.
 [[nodiscard]] std::optional<std::string> get(const Variable& variable);

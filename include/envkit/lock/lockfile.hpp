@@ -19,7 +19,9 @@
 // is canonical: the same Lockfile always writes the same bytes.
 namespace envkit::lock {
 
-inline constexpr int kFormatVersion = 1;
+// The newest lock format this envkit reads and writes. Format 2 added `also-at:` (other URLs
+// of an artifact); a lock that has none is written as format 1, which older envkits read.
+inline constexpr int kFormatVersion = 2;
 inline constexpr std::string_view kFileName = "envkit.lock";
 
 // The facts about the machines the lock was solved for.
@@ -79,6 +81,11 @@ struct PythonClosure {
   std::string resolver;               // "pip 23.2.1 (CPython 3.11.7)": who resolved it
   std::string python;                 // the Python version markers were evaluated for
   std::vector<PythonWheel> packages;  // sorted by name
+  // `build-as-of`: the day its source builds' build dependencies were taken as of, where
+  // that decided something (python.md, "Source builds in the project's era"); empty: today's.
+  std::string build_as_of;
+  // `built-with-framework`: packages whose build had the locked framework (mmcv), sorted.
+  std::vector<std::string> built_with_framework;
   friend bool operator==(const PythonClosure&, const PythonClosure&) = default;
 };
 
@@ -97,7 +104,9 @@ struct PlatformLock {
 };
 
 struct Lockfile {
-  int version = kFormatVersion;
+  // The format: as read, or the lowest that holds what the lock says (format_needed);
+  // write() writes the higher of the two.
+  int version = 1;
   // "sha256:<hex>" of the manifest's content (manifest::content_hash): comments
   // and formatting do not count.
   std::string manifest_hash;
@@ -111,6 +120,10 @@ struct Lockfile {
   std::vector<PlatformLock> platforms;  // sorted by platform name
   friend bool operator==(const Lockfile&, const Lockfile&) = default;
 };
+
+// The lowest format that holds `lockfile`: 2 when an artifact has `also-at:` or a Python
+// closure `build-as-of:` or `built-with-framework:`, else 1.
+[[nodiscard]] int format_needed(const Lockfile& lockfile);
 
 // Sorts everything into the canonical order (platforms, packages, artifacts,
 // cuda_arch) so that write() is deterministic whatever order values came in,

@@ -1,12 +1,18 @@
 #pragma once
 
+#include <filesystem>
 #include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "envkit/core/result.hpp"
 #include "envkit/lock/lockfile.hpp"
+#include "envkit/locking/requirement_files.hpp"
+#include "envkit/net/reachability.hpp"
 #include "envkit/python/closure.hpp"
 #include "envkit/python/uv.hpp"
 #include "envkit/recipes/database.hpp"
@@ -26,10 +32,59 @@ struct LockInputs;
 // configured default index (`index-url`, a PyPI mirror), else PyPI.
 [[nodiscard]] std::vector<std::string> effective_indexes(const LockInputs& inputs);
 
+// An index option of a requirements file that this machine does not reach: left out of
+// what uv is given (docs/python.md, "Indexes in requirement files").
+struct UnreachableIndex {
+  IndexLine line;      // requirements.txt:1, `--find-links URL`
+  std::string reason;  // "Could not resolve host: storage.googleapis.com"
+};
+
+// The index options of the requirements files uv is given, checked once, when the first
+// closure is resolved (a lock whose closures are all lent asks no host): the hosts of all of
+// them at once (LockInputs::reach: net::check_reachability, kept in
+// `<cache>/net/reachability.json` for 600 s per network). An unreachable one is left out:
+// uv reads a copy of its file without that line. Shared by the copies of a PythonRequest.
+class RequirementIndexes {
+ public:
+  using Reach =
+      std::function<std::map<std::string, net::HostReachability>(const std::vector<std::string>&)>;
+  // `files`: the requirements files uv is given (absolute); `project`: where the user's
+  // paths are relative to; `reach`: answers per host (empty: every host is reachable).
+  RequirementIndexes(std::vector<std::filesystem::path> files, std::filesystem::path project,
+                     Reach reach);
+  RequirementIndexes(const RequirementIndexes&) = delete;
+  RequirementIndexes& operator=(const RequirementIndexes&) = delete;
+  ~RequirementIndexes();
+
+  // `request` as uv is to be given it: its requirement files replaced by their copies
+  // without the unreachable index options. The first call asks the hosts.
+  [[nodiscard]] Result<python::ResolveRequest> for_uv(python::ResolveRequest request);
+  // The index options left out; empty before the first for_uv().
+  [[nodiscard]] const std::vector<UnreachableIndex>& unreachable() const { return unreachable_; }
+
+ private:
+  Result<void> check();
+
+  std::vector<std::filesystem::path> files_;
+  std::filesystem::path project_;
+  Reach reach_;
+  std::mutex mutex_;  // for_uv() may be called from resolutions running at once
+  bool checked_ = false;
+  std::vector<UnreachableIndex> unreachable_;
+  std::filesystem::path scratch_;  // the copies' folder, removed with this; empty: none
+  std::vector<std::pair<std::filesystem::path, std::filesystem::path>> copies_;
+};
+
 // What the project asks of Python.
 struct PythonRequest {
   python::ResolveRequest resolve;  // requirement lines and files, indexes as configured
   std::string inputs_hash;         // "sha256:..." of everything that decides the closure
+  // Where each requirement of the `python-requirements` files is written, for messages
+  // that name the line a closure failed on.
+  std::vector<LocatedRequirement> lines;
+  // The requirement files' index options, as this machine reaches them. Not part of
+  // `inputs_hash`: the lock does not go stale when the network changes.
+  std::shared_ptr<RequirementIndexes> indexes;
 };
 
 // nullopt when the project has no framework and no `python-requirements`.
@@ -53,19 +108,46 @@ using ClosureResolver = std::function<Result<python::Closure>(const python::Reso
 [[nodiscard]] std::vector<std::string> python_staleness(const PythonRequest& request,
                                                         const lock::Lockfile& lockfile);
 
+// A closure that uv could not resolve for a platform's Python although the framework's
+// own release is served for it: the lock pipeline asks whether an older Python resolves.
+struct ClosureFailure {
+  specs::Platform platform = specs::Platform::linux_x86_64;
+  specs::Version python;            // the Python it was resolved for: 3.14.7
+  Error error = Error::failed("");  // uv's refusal, as resolve_with_uv words it
+  python::ResolveRequest request;   // what was asked, the framework's pin included
+};
+
 // What a closure says the solver must take into account: the cuDNN and CUDA
 // its NVIDIA wheels pin, and framework builds the indexes do not serve.
 struct ClosureFindings {
   std::vector<solve::Requirement> constraints;
   std::vector<solve::UnavailableBuild> unavailable;
   std::vector<std::string> notes;  // one line per finding, for the user
-  [[nodiscard]] bool empty() const { return constraints.empty() && unavailable.empty(); }
+  std::vector<ClosureFailure> failures;
+  [[nodiscard]] bool empty() const {
+    return constraints.empty() && unavailable.empty() && failures.empty();
+  }
 };
+
+// A requirement that a closure failure names: a line of a requirement file, else a
+// requirement envkit added (the framework's pin: `location` is "the resolved Python closure").
+struct Culprit {
+  std::string location;  // "requirements.txt:3"
+  std::string text;      // "torchdata==0.9.0"
+  [[nodiscard]] bool operator==(const Culprit&) const = default;
+};
+
+// The requirements uv's refusal names (`Because torchdata==0.9.0 has no wheels ...`), in
+// the order the project writes them: the lines of its requirement files, else the
+// requirement lines of `request` (the framework's pin). Empty when it names none.
+[[nodiscard]] std::vector<Culprit> culprits_of(const Error& refusal, const PythonRequest& request,
+                                               const python::ResolveRequest& asked);
 
 // Resolves the closure of every platform of `lockfile` and records it;
 // `previous` closures with the same inputs are kept without resolving again.
 // The closure's NVIDIA wheels that are CUDA components or cuDNN replace those
-// components' artifacts (`provides:`).
+// components' artifacts (`provides:`). A closure uv finds no solution for, whose
+// framework release is served, is a ClosureFailure of the findings, not an error.
 [[nodiscard]] Result<ClosureFindings> add_python_closures(const LockInputs& inputs,
                                                           const PythonRequest& request,
                                                           lock::Lockfile& lockfile,

@@ -40,6 +40,19 @@ struct SmokeOptions {
   int steps = 200;
 };
 
+// `resolution:` — how the Python closure's source distributions are built
+// (docs/python.md, "Source builds in the project's era").
+struct ResolutionOptions {
+  // `as-of: 2022-08-01`: the date horizon of build dependencies (setuptools,
+  // wheel, Cython as they were on that day). nullopt: the upload date of the
+  // newest release the project pins. Always a valid date from 2015-01-01 to today.
+  std::optional<std::string> as_of;
+  // `build-with-framework: [mmcv]`: packages whose build imports the framework
+  // (PEP 503 names, sorted, once each); their build environment gets the locked one.
+  std::vector<std::string> build_with_framework;
+  friend bool operator==(const ResolutionOptions&, const ResolutionOptions&) = default;
+};
+
 struct Manifest {
   std::string name;
   std::optional<FrameworkRequirement> framework;
@@ -59,6 +72,8 @@ struct Manifest {
   // :all:`); a requirement with nothing but a source distribution is an error.
   // Off: such a requirement is locked as its sdist and built at install.
   bool only_binary = false;
+  // `resolution:` source builds: their date horizon, the packages built with the framework.
+  ResolutionOptions resolution;
 };
 
 // The `framework:` syntax, shared by the manifest and `envkit init --framework`:
@@ -92,6 +107,14 @@ struct FrameworkText {
 // `==12.1.*` are one). The lock records it (docs/lockfile.md). Hash what load()
 // returns: it names a manifest without `name:` after its folder.
 [[nodiscard]] std::string content_hash(const Manifest& manifest);
+
+// Reads a `resolution.as-of` date (`YYYY-MM-DD`) that must lie from 2015-01-01 to
+// `today` (also `YYYY-MM-DD`). Errors carry no location (the caller places them):
+// not a date, a day that does not exist, before 2015, after today.
+[[nodiscard]] Result<std::string> parse_as_of(std::string_view written, std::string_view today);
+
+// Today's date in UTC, `YYYY-MM-DD`.
+[[nodiscard]] std::string today_utc();
 
 inline constexpr std::string_view kFileName = "envkit.yaml";
 

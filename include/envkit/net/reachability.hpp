@@ -32,6 +32,8 @@ struct ReachabilityOptions {
   std::chrono::seconds ttl{600};
   // Ask again whatever is kept (`--refresh`).
   bool refresh = false;
+  // false: ask nothing, answer only what is kept (`--offline`); other hosts are left out.
+  bool ask = true;
   // Each host's question, connection and answer included.
   std::chrono::milliseconds timeout{std::chrono::seconds(5)};
   // CA bundle; nullopt = SSL_CERT_FILE, else libcurl's default.

@@ -32,7 +32,10 @@ struct InterpreterSearch {
 // ~/anaconda3, /opt/conda, $CONDA_PREFIX), PATH, /usr/local/bin, /usr/bin.
 // ENVKIT_PYTHON_SEARCH_PATH (folders, `:`-separated) replaces those places.
 // Each is run once (`-c` printing its version): a name is a claim, the answer
-// is the fact. The search runs once per process.
+// is the fact.
+[[nodiscard]] InterpreterSearch search_interpreters();
+
+// search_interpreters(), run once per process and value of ENVKIT_PYTHON_SEARCH_PATH.
 [[nodiscard]] const InterpreterSearch& machine_interpreters();
 
 // The newest machine interpreter of `version`'s major.minor; nullopt when the

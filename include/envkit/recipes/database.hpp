@@ -119,6 +119,12 @@ class Database {
 [[nodiscard]] Result<void> write_source_overlay(const std::filesystem::path& dir,
                                                 const Recipe& recipe);
 
+// Writes `recipe` as the Debian overlay (debian/<name>.yaml, debian/<name>/<version>.yaml),
+// merged after pyenv/: each artifact there is a recorded one at Debian's URL, which the
+// merge makes its `also-at` (import_debian_python.hpp).
+[[nodiscard]] Result<void> write_debian_overlay(const std::filesystem::path& dir,
+                                                const Recipe& recipe);
+
 // The database envkit uses: --recipes, else $ENVKIT_RECIPES, else the one
 // installed beside the executable (<prefix>/share/envkit/recipes), else the
 // source tree's (a development build).

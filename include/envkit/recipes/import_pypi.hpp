@@ -60,6 +60,7 @@ struct IndexFile {
   std::string url;                            // absolute, without the #hash fragment
   std::map<std::string, std::string> hashes;  // algorithm -> lowercase hex
   std::optional<std::uint64_t> size;          // PEP 700 (JSON pages only)
+  std::string upload_time;  // PEP 700 `upload-time` (JSON pages only): "2019-11-27T10:17:53Z"
   bool yanked = false;
   bool has_metadata = false;  // PEP 658/714: <url>.metadata exists
 };

@@ -82,6 +82,9 @@ struct Artifact {
   std::vector<std::string> components;
   // For runfiles: NVIDIA's patches, applied in this order after the runfile itself.
   std::vector<RunfilePatch> patches;
+  // Other URLs of the same file (the same sha256), tried after `url` and the mirrors:
+  // Debian's archive carries python.org's CPython tarballs (docs/recipes.md, "also-at").
+  std::vector<std::string> also_at;
 
   friend bool operator==(const Artifact&, const Artifact&) = default;
 };

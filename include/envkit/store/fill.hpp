@@ -64,5 +64,8 @@ struct FillOutcome {
 [[nodiscard]] std::vector<std::string> candidate_urls(const std::vector<std::string>& mirrors,
                                                       const std::string& url,
                                                       const std::string& sha256);
+// The same for an artifact, with its `also-at` URLs last (the same file elsewhere).
+[[nodiscard]] std::vector<std::string> candidate_urls(const std::vector<std::string>& mirrors,
+                                                      const specs::Artifact& artifact);
 
 }  // namespace envkit::store

@@ -9,10 +9,12 @@
 
 #include "envkit/core/result.hpp"
 #include "envkit/lock/lockfile.hpp"
+#include "envkit/net/reachability.hpp"
 #include "envkit/net/transport.hpp"
 #include "envkit/store/cache.hpp"
 #include "envkit/store/link.hpp"
 #include "envkit/store/plan.hpp"
+#include "envkit/store/sources.hpp"
 
 // `envkit install`: make a prefix match the lock. Artifacts are filled into
 // the cache (in parallel), a new generation of the prefix is linked from the
@@ -27,6 +29,13 @@ struct InstallOptions {
   std::vector<std::string> mirrors;
   int jobs = 8;
   Packaging preferred = Packaging::archive;
+  // `packaging: auto`: `preferred` where its host answers, the other where only
+  // its host does, said with -v only; false: `preferred`, the other taken when it
+  // cannot be had and said so (`fell_back`).
+  bool auto_packaging = false;
+  // How hosts are asked whether they answer, before anything is downloaded
+  // (store/sources.hpp): the per-network cache file, its time to live, --refresh.
+  net::ReachabilityOptions reachability;
   std::optional<LinkMode> link_mode;  // nullopt: the best that works
   // Place every package afresh from the cache, even those already installed:
   // puts back files deleted or changed in the prefix (`envkit doctor` finds them).
@@ -38,6 +47,8 @@ struct InstallOptions {
   std::filesystem::path project_dir;
   // Human progress lines ("waiting for ...", "unpacked ...").
   std::function<void(const std::string&)> note;
+  // What -v adds: where each package comes from and why (may be empty).
+  std::function<void(const std::string&)> detail;
 };
 
 struct InstallReport {
@@ -50,7 +61,13 @@ struct InstallReport {
   std::vector<std::string> unchanged;  // "zlib 1.3.1"
   std::vector<std::string> skipped;    // one sentence each
   std::vector<std::string> fell_back;  // "cuda: installed from wheels, archives unreachable"
-  std::vector<std::string> warnings;   // what the user should know about the result
+  // "python 3.11.16: the machine's /usr/bin/python3.11 (3.11.2) stands in: github.com is not
+  // reachable": the machine's interpreter or library in place of the lock's artifacts.
+  std::vector<std::string> stand_ins;
+  // Where each package to install came from and why, decided before downloading
+  // (empty offline: the cache only).
+  std::vector<SourceDecision> sources;
+  std::vector<std::string> warnings;  // what the user should know about the result
   std::uint64_t downloaded_bytes = 0;
   std::size_t files = 0;  // in the new generation
 };

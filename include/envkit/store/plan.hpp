@@ -17,7 +17,9 @@ namespace envkit::store {
 // with neither, only sources (zlib), is built from them at install.
 // Python: `pip` is a wheel of the lock's Python closure, installed by the
 // prefix's own pip; `venv` is the prefix made a venv of the machine's Python.
-enum class Packaging : std::uint8_t { archive, wheel, source, runfile, pip, venv };
+// `machine`: the machine's own library stands in for the lock's artifacts,
+// which could not be downloaded here (zlib: libz.so.1); nothing is placed.
+enum class Packaging : std::uint8_t { archive, wheel, source, runfile, pip, venv, machine };
 [[nodiscard]] std::string_view to_string(Packaging packaging);
 
 struct PlannedPackage {
@@ -37,8 +39,12 @@ struct PlannedPackage {
     std::string wheel;  // the closure's name for it: `nvidia-cudnn-cu12`
   };
   std::vector<Provided> provided;
-  // venv: the machine's Python, as the lock says it (`system`, a path).
+  // venv: the machine's Python, as the lock says it (`system`, a path), or
+  // the interpreter standing in for the lock's own Python (a path).
   std::string external;
+  // The machine's interpreter or library stands in for the lock's artifacts,
+  // which this machine cannot download (store/sources.hpp).
+  bool stand_in = false;
 };
 
 struct InstallPlan {
@@ -59,8 +65,11 @@ struct InstallPlan {
 
 // Fails (exit 1) for what cannot be installed at all, e.g. a CUDA that exists
 // only as a runfile installer, saying what would be needed.
+// A machine's stand-in installed before (a venv of its interpreter for the
+// lock's Python, its libz.so.1 for zlib) stays while the lock's version is the
+// same; `reinstall` plans every package afresh, stand-ins decided again.
 [[nodiscard]] Result<InstallPlan> plan_install(const lock::PlatformLock& lock,
                                                const std::optional<PrefixState>& installed,
-                                               Packaging preferred);
+                                               Packaging preferred, bool reinstall = false);
 
 }  // namespace envkit::store

@@ -53,15 +53,16 @@ Error env_error(std::map<std::string, std::string> values) {
   return applied.error();
 }
 
-TEST_CASE("defaults: no mirrors, 8 jobs, the default cache, pip's index, auto, archives",
-          "[config]") {
+TEST_CASE(
+    "defaults: no mirrors, 8 jobs, the default cache, pip's index, auto link mode and packaging",
+    "[config]") {
   const Settings settings;
   CHECK(settings.mirrors.value.empty());
   CHECK(settings.jobs.value == 8);
   CHECK_FALSE(settings.cache_dir.value);
   CHECK_FALSE(settings.index_url.value);
   CHECK(settings.link_mode.value == "auto");
-  CHECK(settings.packaging.value == "archive");
+  CHECK(settings.packaging.value == "auto");
   CHECK_FALSE(settings.compile_bytecode.value);
   CHECK(settings.jobs.source == "default");
 }

@@ -106,11 +106,11 @@ TEST_CASE("a sha256 must be 64 lowercase hex digits", "[lock][errors]") {
 
 TEST_CASE("a newer lock format asks for a newer envkit", "[lock][errors]") {
   // Even before keys the newer format may have added.
-  const auto text = GENERATE(as<std::string>{}, with("version: 1", "version: 2"),
-                             with("version: 1", "version: 2\nsolver: pubgrub-2"));
+  const auto text = GENERATE(as<std::string>{}, with("version: 1", "version: 3"),
+                             with("version: 1", "version: 3\nsolver: pubgrub-2"));
   const Error error = error_for(text);
   CHECK(error.headline() ==
-        "envkit.lock:3:10: lock format 2 is newer than this envkit understands (1)");
+        "envkit.lock:3:10: lock format 3 is newer than this envkit understands (2)");
   CHECK(error.hints() ==
         Strings{"the lock was written by a newer envkit: upgrade envkit to read it"});
 

@@ -169,7 +169,8 @@ TEST_CASE("an unknown key with nothing close lists the keys", "[manifest][errors
   CHECK(error.headline() == "envkit.yaml:2:1: unknown key `channels`");
   CHECK(error.hints() ==
         Strings{"the keys are `name`, `framework`, `requires`, `external`, `platforms`, "
-                "`system`, `smoke`, `python-requirements`, `indexes` and `only-binary`"});
+                "`system`, `smoke`, `python-requirements`, `indexes`, `only-binary` and "
+                "`resolution`"});
 }
 
 TEST_CASE("a package at the top level belongs under `requires:`", "[manifest][errors][keys]") {

@@ -69,8 +69,8 @@ TEST_CASE("check_reachability keeps its answers per network for their time to li
   CHECK_FALSE(second.at(reachability_host(dead)).reachable);
   CHECK(server.heads().size() == 1);  // the second answer came from the file
 
-  auto refreshed = check_reachability({server.url("/a")},
-                                      {.cache_file = options.cache_file, .refresh = true});
+  auto refreshed =
+      check_reachability({server.url("/a")}, {.cache_file = options.cache_file, .refresh = true});
   CHECK_FALSE(refreshed.at(reachability_host(server.url("/"))).cached);
   CHECK(server.heads().size() == 2);
 
@@ -78,4 +78,22 @@ TEST_CASE("check_reachability keeps its answers per network for their time to li
   REQUIRE(envkit::sys::write_file_atomic(*options.cache_file, "{not json").ok());
   auto after_garbage = check_reachability({server.url("/a")}, options);
   CHECK(after_garbage.at(reachability_host(server.url("/"))).reachable);
+}
+
+TEST_CASE("an unreachable host's reason is libcurl's, and answers are kept per CA bundle",
+          "[net][reachability]") {
+  TempDir dir;
+  const auto dead = closed_url();
+  const ReachabilityOptions options{.cache_file = dir.path() / "reachability.json"};
+  const auto first = check_reachability({dead}, options).at(reachability_host(dead));
+  CHECK_FALSE(first.reachable);
+  // What failed, not fetch's "cannot fetch `URL`" headline.
+  CHECK_THAT(first.reason, Catch::StartsWith("Failed to connect to 127.0.0.1 port"));
+  CHECK(check_reachability({dead}, options).at(reachability_host(dead)).cached);
+
+  // Another CA bundle is another question: a TLS refusal under one is no answer for another.
+  auto with_ca = options;
+  with_ca.ca_file = dir.write("ca.pem", "not a certificate\n");
+  CHECK_FALSE(check_reachability({dead}, with_ca).at(reachability_host(dead)).cached);
+  CHECK(check_reachability({dead}, with_ca).at(reachability_host(dead)).cached);
 }

@@ -38,16 +38,26 @@ TEST_CASE("machine_interpreters takes what each executable says, not what its na
   fake_python(dir, "python3.12", "3.12.1");
   fake_python(dir, "pythonista", "3.10.0");  // not a Python interpreter's name
   ::setenv("ENVKIT_PYTHON_SEARCH_PATH", (dir.path() / "bin").c_str(), 1);
-  const auto& search = envkit::python::machine_interpreters();
+  const auto search = envkit::python::search_interpreters();
   REQUIRE(search.found.size() == 2);
   CHECK(search.found[0].version.original() == "3.12.1");  // newest first
   CHECK(search.found[1].path.filename() == "python3.8");
   CHECK(search.found[1].source == "ENVKIT_PYTHON_SEARCH_PATH");
   REQUIRE(search.refused.size() == 1);
   CHECK_THAT(search.refused[0], Catch::Contains("python3.7") && Catch::Contains("3.9.18"));
+}
 
+// CTest runs each case in a process of its own: the search below is this process's first.
+TEST_CASE("machine_interpreter answers the newest interpreter of the minor asked for",
+          "[python][interpreters]") {
+  TempDir dir;
+  fake_python(dir, "python3.8", "3.8.18");
+  fake_python(dir, "python3", "3.12.1");
+  ::setenv("ENVKIT_PYTHON_SEARCH_PATH", (dir.path() / "bin").c_str(), 1);
   auto minor = envkit::python::machine_interpreter(*envkit::specs::Version::parse("3.8.5"));
   REQUIRE(minor);
   CHECK(minor->version.original() == "3.8.18");
+  CHECK(envkit::python::machine_interpreter(*envkit::specs::Version::parse("3.12"))->path ==
+        dir.path() / "bin/python3");
   CHECK_FALSE(envkit::python::machine_interpreter(*envkit::specs::Version::parse("3.6")));
 }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "envkit/core/text.hpp"
+#include "envkit/python/interpreters.hpp"
 #include "envkit/sys/fs.hpp"
 #include "envkit/sys/process.hpp"
 #include "python_test_support.hpp"
@@ -317,11 +318,18 @@ TEST_CASE("resolve_with_uv() builds uv's command line and marks what was asked f
   CHECK(closure->wheels[2].requested);        // nvidia-cudnn-cu12
 
   const auto args = envkit::sys::read_file(dir.path() / "args.txt").value();
-  const auto lines = envkit::text::split(args, '\n');
+  std::vector<std::string_view> lines = envkit::text::split(args, '\n');
+  // The interpreter that builds sdists, where the machine has a Python 3.11 (docs/python.md).
+  if (const auto python = std::find(lines.begin(), lines.end(), "--python");
+      python != lines.end()) {
+    REQUIRE(python + 1 != lines.end());
+    CHECK(envkit::python::interpreter_version(std::string(*(python + 1)))->minor() == 11);
+    lines.erase(python, python + 2);
+  }
   REQUIRE(lines.size() == 24);  // 23 arguments, then the final newline
   const std::vector<std::string> expected = {"pip",
                                              "compile",
-                                             "--quiet",
+                                             "-v",
                                              "--no-header",
                                              "--no-python-downloads",
                                              "--python-platform",

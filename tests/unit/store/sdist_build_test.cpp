@@ -98,6 +98,35 @@ TEST_CASE("an sdist built without setuptools says to add it to the requirements"
         "the build needs `setuptools`, which the environment's Python cannot import");
 }
 
+TEST_CASE("an sdist whose setup.py imports pkg_resources or the framework says what to add",
+          "[store][sdist][slow]") {
+  const TempDir dir;
+  const auto python = make_venv(dir);
+  if (!python) return;
+  SECTION("pkg_resources, which setuptools 82 no longer has") {
+    // What a setup.py's `import pkg_resources` raises under setuptools 82.
+    const auto sdist = setup_py_sdist(
+        dir, "old-era", "raise ModuleNotFoundError(\"No module named 'pkg_resources'\")\n");
+    auto built = build_sdist(build_of(dir, *python, sdist, {"setuptools"}));
+    REQUIRE_FALSE(built);
+    CHECK(built.error().causes().back() ==
+          "the build imports `pkg_resources`, which setuptools 82 and later no longer have: the "
+          "lock's Python closure has such a setuptools");
+    CHECK_THAT(built.error().to_string(),
+               Contains("hint: add `setuptools<82` to the project's Python requirements"));
+  }
+  SECTION("the framework, which the closure lacks") {
+    const auto sdist = setup_py_sdist(dir, "imports-torch",
+                                      "import torch\nfrom setuptools import setup\nsetup()\n");
+    auto built = build_sdist(build_of(dir, *python, sdist, {"setuptools"}));
+    REQUIRE_FALSE(built);
+    CHECK(built.error().causes().back() ==
+          "the build imports `torch`, which the environment's Python cannot import: the lock's "
+          "Python closure does not have it");
+    CHECK_THAT(built.error().to_string(), Contains("hint: build it with the framework"));
+  }
+}
+
 TEST_CASE("the wheel built from an sdist is cached by sdist and Python version", "[store][sdist]") {
   CHECK(Cache::sdist_wheel_id(std::string(64, 'a'), "3.11.7") ==
         Cache::sdist_wheel_id(std::string(64, 'a'), "3.11.7"));
