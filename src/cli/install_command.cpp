@@ -10,7 +10,7 @@
 
 #include "command.hpp"
 #include "envkit/core/text.hpp"
-#include "envkit/store/install.hpp"
+#include "envkit/install/install.hpp"
 #include "envkit/store/prefix.hpp"
 #include "locking.hpp"
 #include "prefix_option.hpp"
@@ -108,7 +108,7 @@ std::variant<lock::Lockfile, int> lock_for_install(Context& context, const Insta
 }
 
 // Where each package came from: {"package", "version", "from", "why"}.
-nlohmann::json sources_json(const std::vector<store::SourceDecision>& decisions) {
+nlohmann::json sources_json(const std::vector<install::SourceDecision>& decisions) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& decision : decisions) {
     out.push_back({{"package", decision.package},
@@ -119,7 +119,7 @@ nlohmann::json sources_json(const std::vector<store::SourceDecision>& decisions)
   return out;
 }
 
-nlohmann::json report_json(const store::InstallReport& report) {
+nlohmann::json report_json(const install::InstallReport& report) {
   return {{"prefix", report.prefix.string()},
           {"generation", report.generation},
           {"changed", report.changed},
@@ -153,7 +153,7 @@ std::string duration_text(std::chrono::steady_clock::duration elapsed) {
 
 // A few lines: where, how long, what changed (the CUDA stack by name, the Python
 // packages counted), how much came over the network and how files reached the prefix.
-void print_summary(const Context& context, const store::InstallReport& report,
+void print_summary(const Context& context, const install::InstallReport& report,
                    std::chrono::steady_clock::duration elapsed) {
   for (const auto& skipped : report.skipped)
     context.console.warn(skipped);
@@ -261,22 +261,22 @@ int run_install(Context& context, const InstallFlags& flags) {
     }
   };
   const auto cache_root = cache_dir_of(*settings);
-  const store::InstallOptions options{.prefix = prefix_path(context, flags.prefix),
-                                      .transport = transport.get(),
-                                      .mirrors = settings->mirrors.value,
-                                      .jobs = settings->jobs.value,
-                                      .preferred = packaging_from(settings->packaging.value),
-                                      .auto_packaging = settings->packaging.value == "auto",
-                                      .reachability = reachability_options(cache_root, flags),
-                                      .link_mode = link_mode,
-                                      .reinstall = flags.reinstall,
-                                      .compile_bytecode = settings->compile_bytecode.value,
-                                      .project_dir = context.options.directory,
-                                      .note = note,
-                                      .detail = detail};
+  const install::InstallOptions options{.prefix = prefix_path(context, flags.prefix),
+                                        .transport = transport.get(),
+                                        .mirrors = settings->mirrors.value,
+                                        .jobs = settings->jobs.value,
+                                        .preferred = packaging_from(settings->packaging.value),
+                                        .auto_packaging = settings->packaging.value == "auto",
+                                        .reachability = reachability_options(cache_root, flags),
+                                        .link_mode = link_mode,
+                                        .reinstall = flags.reinstall,
+                                        .compile_bytecode = settings->compile_bytecode.value,
+                                        .project_dir = context.options.directory,
+                                        .note = note,
+                                        .detail = detail};
   const store::Cache cache(cache_root);
   const auto started = std::chrono::steady_clock::now();
-  auto installed = store::install(std::get<lock::Lockfile>(lockfile), cache, options);
+  auto installed = install::install(std::get<lock::Lockfile>(lockfile), cache, options);
   progress.reset();
   if (!installed) return report(context, installed.error());
   print_summary(context, *installed, std::chrono::steady_clock::now() - started);

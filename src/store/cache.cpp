@@ -16,11 +16,11 @@
 #include "envkit/core/env_vars.hpp"
 #include "envkit/core/sha256.hpp"
 #include "envkit/core/text.hpp"
+#include "envkit/store/fs_error.hpp"
 #include "envkit/store/prefix.hpp"
 #include "envkit/sys/fs.hpp"
 #include "envkit/sys/parallel.hpp"
 #include "envkit/sys/unique_fd.hpp"
-#include "fs_error.hpp"
 
 namespace envkit::store {
 

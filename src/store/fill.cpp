@@ -16,8 +16,7 @@
 #include "envkit/core/sha256.hpp"
 #include "envkit/core/text.hpp"
 #include "envkit/core/url.hpp"
-#include "envkit/store/source_build.hpp"
-#include "fs_error.hpp"
+#include "envkit/store/fs_error.hpp"
 #include "spool.hpp"
 
 namespace envkit::store {
@@ -489,11 +488,11 @@ FillOutcome download_and_unpack(const Cache& cache, const ArtifactTarget& target
 // prefix (pkg-config's `prefix=`) name the entry.
 FillOutcome build_from_source_entry(const Cache& cache, const ArtifactTarget& target,
                                     const std::string& id, const FillContext& context,
-                                    const Toolchain& toolchain) {
+                                    const SourceBuilder& builder) {
   const auto label = fmt::format("{} {}", target.package, target.version);
   if (const auto& declared = target.artifact.build_system) {
     // Say what is missing before downloading anything.
-    if (auto tools = require_build_tools(toolchain, *declared, label); !tools)
+    if (auto tools = builder.check_tools(*declared, label); !tools)
       return failure(std::move(tools).error());
   }
   auto staging = cache.fresh_staging(id);
@@ -510,15 +509,14 @@ FillOutcome build_from_source_entry(const Cache& cache, const ArtifactTarget& ta
     return failure(located(std::move(unpacked).error(), work.path()), unreachable);
   }
   if (context.note)
-    context.note(fmt::format("building {} from source ({})", label, toolchain.cc_version));
-  auto built = build_from_source({.label = label,
-                                  .source = work.path() / "src",
-                                  .work = work.path(),
-                                  .prefix = cache.entry_dir(id),
-                                  .install_root = *staging,
-                                  .log = cache.build_log(id),
-                                  .build_system = target.artifact.build_system,
-                                  .toolchain = toolchain});
+    context.note(fmt::format("building {} from source ({})", label, builder.description()));
+  auto built = builder.build({.label = label,
+                              .source = work.path() / "src",
+                              .work = work.path(),
+                              .prefix = cache.entry_dir(id),
+                              .install_root = *staging,
+                              .log = cache.build_log(id),
+                              .build_system = target.artifact.build_system});
   if (!built) {
     discard();
     return failure(std::move(built).error());
@@ -529,7 +527,7 @@ FillOutcome build_from_source_entry(const Cache& cache, const ArtifactTarget& ta
     return failure(std::move(files).error());
   }
   auto outcome = commit_entry(cache, target, id, *staging, *std::move(files), *unpacked);
-  outcome.warnings = std::move(built->warnings);
+  outcome.warnings = *std::move(built);
   return outcome;
 }
 
@@ -555,15 +553,20 @@ FillOutcome fill_entry(const Cache& cache, const ArtifactTarget& target,
                        const FillContext& context) {
   // A source artifact's entry is its build with this machine's compiler; a
   // Python sdist (kept whole) is built later, by the environment's Python.
-  std::optional<Toolchain> toolchain;
+  std::optional<std::string> builder_identity;
   if (target.artifact.kind == specs::ArtifactKind::source && !kept_whole(target.artifact)) {
-    auto found = find_toolchain(
-        {.cc = std::nullopt, .label = fmt::format("{} {}", target.package, target.version)});
-    if (!found) return failure(std::move(found).error());
-    toolchain = *std::move(found);
+    const auto label = fmt::format("{} {}", target.package, target.version);
+    if (!context.source_builder)
+      return failure(
+          Error::failed(fmt::format("{} is built from source, and nothing here builds "
+                                    "it",
+                                    label)));
+    auto identity = context.source_builder->identity(label);
+    if (!identity) return failure(std::move(identity).error());
+    builder_identity = *std::move(identity);
   }
-  const auto id =
-      toolchain ? Cache::source_entry_id(target, toolchain->identity()) : Cache::entry_id(target);
+  const auto id = builder_identity ? Cache::source_entry_id(target, *builder_identity)
+                                   : Cache::entry_id(target);
   // Taken before the entry is looked up and kept by the outcome, so that a
   // `cache clean` running now cannot remove it before it is linked.
   // A cache this user cannot write (shared read-only, used --offline) gives no
@@ -607,7 +610,8 @@ FillOutcome fill_entry(const Cache& cache, const ArtifactTarget& target,
     }
     cache.discard_entry(id);
   }
-  if (toolchain) return usable(build_from_source_entry(cache, target, id, context, *toolchain));
+  if (builder_identity)
+    return usable(build_from_source_entry(cache, target, id, context, *context.source_builder));
   return usable(download_and_unpack(cache, target, id, context));
 }
 

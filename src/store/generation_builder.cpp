@@ -1,4 +1,4 @@
-#include "generation_builder.hpp"
+#include "envkit/store/generation_builder.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -12,9 +12,9 @@
 #include <thread>
 
 #include "envkit/core/text.hpp"
+#include "envkit/store/fs_error.hpp"
 #include "envkit/sys/parallel.hpp"
 #include "envkit/sys/unique_fd.hpp"
-#include "fs_error.hpp"
 
 namespace envkit::store {
 

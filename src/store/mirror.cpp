@@ -10,9 +10,9 @@
 #include "envkit/core/text.hpp"
 #include "envkit/core/url.hpp"
 #include "envkit/store/fill.hpp"
+#include "envkit/store/fs_error.hpp"
 #include "envkit/sys/file_lock.hpp"
 #include "envkit/sys/parallel.hpp"
-#include "fs_error.hpp"
 #include "spool.hpp"
 
 namespace envkit::store {

@@ -131,7 +131,7 @@ std::optional<PlannedPackage> plan_venv(const lock::LockedPackage& package,
   return venv;
 }
 
-// A stand-in installed before for `package` (store/sources.hpp): a venv of a
+// A stand-in installed before for `package` (install/sources.hpp): a venv of a
 // machine interpreter for the lock's own Python, the machine's libz.so.1 for
 // zlib. It stays, unchanged, while the lock's version is the one it stood in for.
 std::optional<PlannedPackage> kept_stand_in(const lock::LockedPackage& package,

@@ -12,8 +12,8 @@
 #include "envkit/core/url.hpp"
 #include "envkit/recipes/import_pypi.hpp"
 #include "envkit/store/fill.hpp"
+#include "envkit/store/fs_error.hpp"
 #include "envkit/sys/process.hpp"
-#include "fs_error.hpp"
 #include "spool.hpp"
 
 namespace envkit::store {

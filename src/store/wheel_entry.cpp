@@ -1,4 +1,4 @@
-#include "wheel_entry.hpp"
+#include "envkit/store/wheel_entry.hpp"
 
 #include <fmt/format.h>
 

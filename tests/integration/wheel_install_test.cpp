@@ -1,4 +1,4 @@
-// envkit installs a closure's wheels itself (src/store/wheel_install.cpp),
+// envkit installs a closure's wheels itself (src/pyenv/wheel_install.cpp),
 // checked against pip's own result for the same wheels: the machine's real
 // pip 23.0.1 and setuptools 66.1.1 wheels (Debian's python-wheels, deflated,
 // with entry points) and a wheel the test makes with `.data/` files and

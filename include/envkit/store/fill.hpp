@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -19,12 +20,43 @@
 // their local headers; their central directory, at the end, is checked last.
 namespace envkit::store {
 
+// How a source artifact (zlib, CPython's tarball) becomes a cache entry: the
+// build module's (build::ToolchainBuilder), given by whoever fills. The store
+// only downloads, unpacks and commits; what a build needs is the builder's.
+class SourceBuilder {
+ public:
+  virtual ~SourceBuilder() = default;
+  // What decides the built bytes besides the sources (the compiler's path and
+  // version): part of the entry's id, so another compiler builds another entry.
+  // An error when the machine cannot build at all (no compiler).
+  [[nodiscard]] virtual Result<std::string> identity(const std::string& label) const = 0;
+  // What the build runs with, for the progress note ("gcc (Debian 12.2.0-14) 12.2.0").
+  [[nodiscard]] virtual std::string description() const = 0;
+  // Whether `build_system`'s tools are here, asked before anything is downloaded.
+  [[nodiscard]] virtual Result<void> check_tools(specs::BuildSystem build_system,
+                                                 const std::string& label) const = 0;
+  struct Request {
+    std::string label;                   // "zlib 1.3.1"
+    std::filesystem::path source;        // the unpacked tree
+    std::filesystem::path work;          // private scratch
+    std::filesystem::path prefix;        // where the files will live: the entry's folder
+    std::filesystem::path install_root;  // where they are put now: the staging folder
+    std::filesystem::path log;           // the build log
+    std::optional<specs::BuildSystem> build_system;  // nullopt: detect
+  };
+  // Builds and installs into `request.install_root`; answers what the user
+  // should know of the result (CPython's missing modules).
+  [[nodiscard]] virtual Result<std::vector<std::string>> build(const Request& request) const = 0;
+};
+
 struct FillContext {
   // nullptr: offline, the cache only.
   net::Transport* transport = nullptr;
   std::vector<std::string> mirrors;
   // xz decoders running at once (each may need a 64 MiB dictionary).
   std::counting_semaphore<>* xz_slots = nullptr;
+  // Builds source artifacts; nullptr: a source artifact cannot be filled (an error).
+  const SourceBuilder* source_builder = nullptr;
   // Where a URL that failed before the next one was tried is reported (any thread).
   std::function<void(const std::string& line)> note;
 };

@@ -43,7 +43,7 @@ struct PlannedPackage {
   // the interpreter standing in for the lock's own Python (a path).
   std::string external;
   // The machine's interpreter or library stands in for the lock's artifacts,
-  // which this machine cannot download (store/sources.hpp).
+  // which this machine cannot download (install/sources.hpp).
   bool stand_in = false;
 };
 

@@ -1,7 +1,10 @@
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <string_view>
+
+#include "envkit/core/result.hpp"
 
 // The files envkit itself writes with a prefix's path in them, and how that
 // path is replaced: `install` points a venv's files at the prefix rather than
@@ -15,5 +18,17 @@ namespace envkit::store {
 // `content` with every occurrence of `from` replaced by `to`.
 [[nodiscard]] std::string replace_path(std::string_view content, std::string_view from,
                                        std::string_view to);
+
+// A script whose first line names an interpreter in `root`/bin by its absolute
+// path (`#!<root>/bin/python3.11`, or pip's `/bin/sh` form for long paths) gets
+// the `/bin/sh` trampoline that finds that interpreter beside the script
+// instead (`realpath "$0"`). Returns whether it was rewritten.
+[[nodiscard]] Result<bool> relocate_script(const std::filesystem::path& root,
+                                           const std::filesystem::path& script);
+
+// The first lines of such a script: `/bin/sh` that runs `interpreter_name`
+// (python3) found beside the script, whatever the prefix's path. No newline at
+// the end: the script's second line follows one.
+[[nodiscard]] std::string relocatable_shebang(std::string_view interpreter_name);
 
 }  // namespace envkit::store

@@ -1,7 +1,7 @@
 // GenerationBuilder::place: a package's folders and file links are made on a few
 // threads (in order when the package has symlinks), and the result is what placing
 // them one by one gives.
-#include "../../../src/store/generation_builder.hpp"
+#include "envkit/store/generation_builder.hpp"
 
 #include <sys/stat.h>
 

@@ -1,4 +1,4 @@
-#include "envkit/store/sources.hpp"
+#include "envkit/install/sources.hpp"
 
 #include <dlfcn.h>
 #include <fmt/format.h>
@@ -7,16 +7,19 @@
 #include <algorithm>
 #include <set>
 
+#include "envkit/build/source_build.hpp"
 #include "envkit/core/env_vars.hpp"
 #include "envkit/core/text.hpp"
 #include "envkit/core/url.hpp"
 #include "envkit/python/interpreters.hpp"
 #include "envkit/specs/version_spec.hpp"
 #include "envkit/store/fill.hpp"
-#include "envkit/store/source_build.hpp"
 #include "envkit/sys/process.hpp"
 
-namespace envkit::store {
+namespace envkit::install {
+
+// This module builds on the store: its cache, records, links and generations.
+using namespace store;
 
 namespace fs = std::filesystem;
 
@@ -124,7 +127,7 @@ class ToolchainIdentity {
   const std::optional<std::string>& get(const std::string& label) {
     if (!asked_) {
       asked_ = true;
-      if (auto found = find_toolchain({.cc = std::nullopt, .label = label}))
+      if (auto found = build::find_toolchain({.cc = std::nullopt, .label = label}))
         identity_ = found->identity();
     }
     return identity_;
@@ -521,12 +524,41 @@ std::string decision_line(const SourceDecision& decision) {
   return fmt::format("{} {}: {} ({})", decision.package, decision.version, from, decision.why);
 }
 
+// A lock made where the machine's interpreter stood in for the Python names that
+// interpreter's path; on another machine, its own interpreter of the same minor
+// stands in instead. False when `package` is no such venv, or the path is here.
+bool stand_in_for_missing_base(PlannedPackage& package, const SourceProbe& probe,
+                               SourcePlan& sources) {
+  const fs::path base = package.external;
+  std::error_code ignored;
+  if (package.packaging != Packaging::venv || !base.is_absolute() || fs::exists(base, ignored) ||
+      !probe.python)
+    return false;
+  auto version = specs::Version::parse(package.version);
+  if (!version) return false;
+  auto offer = probe.python(*version);
+  if (!offer) return false;
+  make_stand_in(package, Packaging::venv, *offer);
+  sources.stand_ins.push_back(
+      fmt::format("python {}: the lock's {} is not on this machine; its {} ({}) stands in",
+                  package.version, base.string(), offer->path.string(), offer->version));
+  sources.decisions.push_back(
+      {.package = package.name,
+       .version = package.version,
+       .from = "machine",
+       .why = fmt::format("the machine's {} ({}, {}) stands in for {}", offer->path.string(),
+                          offer->version, offer->source, base.string())});
+  return true;
+}
+
 Result<SourcePlan> decide_sources(InstallPlan& plan, const lock::PlatformLock& lock,
                                   const Cache& cache, const SourceOptions& options,
                                   const SourceProbe& probe) {
   ToolchainIdentity toolchain;
   std::vector<PackageChoice> choices;
+  SourcePlan sources;
   for (auto& package : plan.packages) {
+    if (!package.unchanged && stand_in_for_missing_base(package, probe, sources)) continue;
     if (package.unchanged || package.artifacts.empty()) continue;
     PackageChoice choice{.package = &package, .alternatives = {}};
     choice.alternatives.push_back(alternative_of(package, package.packaging, package.artifacts,
@@ -541,7 +573,6 @@ Result<SourcePlan> decide_sources(InstallPlan& plan, const lock::PlatformLock& l
   }
   const auto answers = ask_hosts(choices, probe);
 
-  SourcePlan sources;
   Unsourced unsourced;
   for (auto& choice : choices) {
     auto& package = *choice.package;
@@ -611,4 +642,4 @@ Result<SourcePlan> decide_sources(InstallPlan& plan, const lock::PlatformLock& l
   return sources;
 }
 
-}  // namespace envkit::store
+}  // namespace envkit::install

@@ -1,17 +1,20 @@
-#include "envkit/store/sdist_build.hpp"
+#include "envkit/build/sdist_build.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
 #include "envkit/archive/extract.hpp"
+#include "envkit/build/source_build.hpp"
 #include "envkit/core/sha256.hpp"
 #include "envkit/core/text.hpp"
-#include "envkit/store/source_build.hpp"
-#include "fs_error.hpp"
-#include "wheel_entry.hpp"
+#include "envkit/store/fs_error.hpp"
+#include "envkit/store/wheel_entry.hpp"
 
-namespace envkit::store {
+namespace envkit::build {
+
+// This module builds on the store: its cache, records, links and generations.
+using namespace store;
 
 namespace fs = std::filesystem;
 
@@ -155,4 +158,4 @@ Result<EntryRecord> sdist_wheel_entry(const Cache& cache, const std::string& nam
   return record;
 }
 
-}  // namespace envkit::store
+}  // namespace envkit::build

@@ -8,18 +8,18 @@
 #include <vector>
 
 #include "envkit/core/result.hpp"
+#include "envkit/install/sources.hpp"
 #include "envkit/lock/lockfile.hpp"
 #include "envkit/net/reachability.hpp"
 #include "envkit/net/transport.hpp"
 #include "envkit/store/cache.hpp"
 #include "envkit/store/link.hpp"
 #include "envkit/store/plan.hpp"
-#include "envkit/store/sources.hpp"
 
 // `envkit install`: make a prefix match the lock. Artifacts are filled into
 // the cache (in parallel), a new generation of the prefix is linked from the
 // cache, and the prefix is switched to it in one rename.
-namespace envkit::store {
+namespace envkit::install {
 
 struct InstallOptions {
   std::filesystem::path prefix;
@@ -28,15 +28,15 @@ struct InstallOptions {
   net::Transport* transport = nullptr;
   std::vector<std::string> mirrors;
   int jobs = 8;
-  Packaging preferred = Packaging::archive;
+  store::Packaging preferred = store::Packaging::archive;
   // `packaging: auto`: `preferred` where its host answers, the other where only
   // its host does, said with -v only; false: `preferred`, the other taken when it
   // cannot be had and said so (`fell_back`).
   bool auto_packaging = false;
   // How hosts are asked whether they answer, before anything is downloaded
-  // (store/sources.hpp): the per-network cache file, its time to live, --refresh.
+  // (install/sources.hpp): the per-network cache file, its time to live, --refresh.
   net::ReachabilityOptions reachability;
-  std::optional<LinkMode> link_mode;  // nullopt: the best that works
+  std::optional<store::LinkMode> link_mode;  // nullopt: the best that works
   // Place every package afresh from the cache, even those already installed:
   // puts back files deleted or changed in the prefix (`envkit doctor` finds them).
   bool reinstall = false;
@@ -72,7 +72,8 @@ struct InstallReport {
   std::size_t files = 0;  // in the new generation
 };
 
-[[nodiscard]] Result<InstallReport> install(const lock::Lockfile& lockfile, const Cache& cache,
+[[nodiscard]] Result<InstallReport> install(const lock::Lockfile& lockfile,
+                                            const store::Cache& cache,
                                             const InstallOptions& options);
 
-}  // namespace envkit::store
+}  // namespace envkit::install

@@ -4,14 +4,14 @@
 #include <string>
 #include <vector>
 
+#include "envkit/build/source_build.hpp"
 #include "envkit/core/result.hpp"
-#include "envkit/store/source_build.hpp"
 
 // CPython from its python.org source tarball, the way pyenv builds it
 // (BuildSystem::cpython; docs/python.md): a shared-library build whose
 // programs find libpython through an $ORIGIN rpath, so the installed tree
 // works wherever it is linked (the cache entry, every prefix).
-namespace envkit::store {
+namespace envkit::build {
 
 // The configure arguments besides --prefix: --enable-shared,
 // --with-ensurepip=install, and LDFLAGS with the rpath `$ORIGIN/../lib` (as
@@ -31,4 +31,4 @@ namespace envkit::store {
 [[nodiscard]] std::string missing_module_warning(const std::string& label,
                                                  const std::string& module, unsigned minor);
 
-}  // namespace envkit::store
+}  // namespace envkit::build

@@ -1,6 +1,6 @@
 #pragma once
 
-// Internal to store: the one error every store step gives for a filesystem call that failed.
+// The one error every store (and build) step gives for a filesystem call that failed.
 
 #include <fmt/format.h>
 

@@ -1,18 +1,21 @@
-#include "python_step.hpp"
+#include "envkit/pyenv/python_step.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <set>
 
+#include "envkit/build/sdist_build.hpp"
 #include "envkit/core/text.hpp"
-#include "envkit/store/sdist_build.hpp"
+#include "envkit/pyenv/python_layer.hpp"
+#include "envkit/pyenv/wheel_install.hpp"
+#include "envkit/store/wheel_entry.hpp"
 #include "envkit/sys/process.hpp"
-#include "python_layer.hpp"
-#include "wheel_entry.hpp"
-#include "wheel_install.hpp"
 
-namespace envkit::store {
+namespace envkit::pyenv {
+
+// This module builds on the store: its cache, records, links and generations.
+using namespace store;
 
 namespace fs = std::filesystem;
 
@@ -54,7 +57,7 @@ PackageReceipt receipt_of(const PlannedPackage& package) {
 // The plan's new venvs made, each from its prepared interpreter, with a receipt.
 Result<void> make_venvs(const PythonStepInput& input) {
   for (const auto& venv : *input.venvs) {
-    auto files = python::make_venv(venv.base, input.root, input.prefix);
+    auto files = make_venv(venv.base, input.root, input.prefix);
     if (!files) return std::move(files).error();
     const auto package =
         std::find_if(input.plan->packages.begin(), input.plan->packages.end(),
@@ -79,17 +82,16 @@ std::set<std::string> closure_names(const InstallPlan& plan) {
 
 // What `venv` with pip would have installed, by envkit from the cache:
 // ensurepip's wheels, each unpacked once (prepare_venvs).
-Result<void> install_venv_wheels(const PythonStepInput& input,
-                                 const python::InterpreterCheck& check) {
+Result<void> install_venv_wheels(const PythonStepInput& input, const InterpreterCheck& check) {
   for (const auto& venv : *input.venvs) {
     auto& receipt = input.receipts->at(venv.package);
     for (const auto& wheel : venv.wheels) {
-      auto placed = python::place_wheel(*input.builder, check,
-                                        {.name = wheel.name,
-                                         .dir = input.cache->entry_dir(wheel.entry.id),
-                                         .files = &wheel.entry.files});
+      auto placed = place_wheel(*input.builder, check,
+                                {.name = wheel.name,
+                                 .dir = input.cache->entry_dir(wheel.entry.id),
+                                 .files = &wheel.entry.files});
       if (!placed) return std::move(placed).error();
-      if (auto written = python::write_record(*input.builder, *placed); !written) return written;
+      if (auto written = write_record(*input.builder, *placed); !written) return written;
       receipt.files.insert(receipt.files.end(), placed->files.begin(), placed->files.end());
     }
     std::sort(receipt.files.begin(), receipt.files.end(),
@@ -107,18 +109,19 @@ bool is_sdist(const PlannedPackage& package) {
 // The wheels of `sdists`, from the cache or built there by the environment's
 // Python (which has the closure's wheels placed by now), each unpacked.
 Result<std::vector<EntryRecord>> wheels_of_sdists(
-    const PythonStepInput& input, const python::InterpreterCheck& check,
+    const PythonStepInput& input, const InterpreterCheck& check,
     const std::vector<const PlannedPackage*>& sdists) {
-  const SdistContext context{.python = python::interpreter(input.root),
-                             .python_version = check.version,
-                             .closure = closure_names(*input.plan)};
+  const build::SdistContext context{.python = interpreter(input.root),
+                                    .python_version = check.version,
+                                    .closure = closure_names(*input.plan)};
   std::vector<EntryRecord> built;
   for (const auto* package : sdists) {
     const auto& sdist = input.entries->at(package->name).front();
     if (input.note)
       input.note(fmt::format("{} {}: a wheel from its source distribution (cached once built)",
                              package->name, package->version));
-    auto entry = sdist_wheel_entry(*input.cache, package->name, package->version, sdist, context);
+    auto entry =
+        build::sdist_wheel_entry(*input.cache, package->name, package->version, sdist, context);
     if (!entry) return std::move(entry).error();
     built.push_back(*std::move(entry));
   }
@@ -126,10 +129,9 @@ Result<std::vector<EntryRecord>> wheels_of_sdists(
 }
 
 // Places `package`'s unpacked wheel (cache entry `entry`).
-Result<python::PlacedWheel> place_one(const PythonStepInput& input,
-                                      const python::InterpreterCheck& check,
-                                      const PlannedPackage& package, const EntryRecord& entry) {
-  return python::place_wheel(
+Result<PlacedWheel> place_one(const PythonStepInput& input, const InterpreterCheck& check,
+                              const PlannedPackage& package, const EntryRecord& entry) {
+  return place_wheel(
       *input.builder, check,
       {.name = package.name, .dir = input.cache->entry_dir(entry.id), .files = &entry.files});
 }
@@ -137,17 +139,17 @@ Result<python::PlacedWheel> place_one(const PythonStepInput& input,
 // The closure's new packages, installed by envkit from their unpacked wheels:
 // wheels first, then sdists built into wheels (their build may need the
 // closure's setuptools, placed by then); then bytecode, if asked; then each RECORD.
-Result<void> install_wheels(const PythonStepInput& input, const python::InterpreterCheck& check) {
+Result<void> install_wheels(const PythonStepInput& input, const InterpreterCheck& check) {
   std::vector<const PlannedPackage*> fresh;
   std::vector<const PlannedPackage*> sdists;
-  std::vector<python::PlacedWheel> placed;
+  std::vector<PlacedWheel> placed;
   for (const auto& package : input.plan->packages) {
     if (package.packaging != Packaging::pip || package.unchanged) continue;
     fresh.push_back(&package);
     // The venv's own pip or setuptools gives way to the closure's, as pip would replace it.
     for (const auto& lib_dir : {check.scheme.purelib, check.scheme.platlib}) {
-      auto removed = python::remove_installed(input.root, lib_dir, package.name, *input.receipts,
-                                              *input.builder);
+      auto removed =
+          remove_installed(input.root, lib_dir, package.name, *input.receipts, *input.builder);
       if (!removed) return std::move(removed).error();
     }
     if (is_sdist(package)) {
@@ -168,12 +170,11 @@ Result<void> install_wheels(const PythonStepInput& input, const python::Interpre
   if (input.compile_bytecode && !placed.empty()) {
     if (input.note)
       input.note(fmt::format("compiling the bytecode of {} Python packages", placed.size()));
-    if (auto compiled = python::compile_bytecode(input.root, check, placed); !compiled)
-      return compiled;
+    if (auto compiled = compile_bytecode(input.root, check, placed); !compiled) return compiled;
   }
-  std::map<std::string, python::PlacedWheel*> by_name;
+  std::map<std::string, PlacedWheel*> by_name;
   for (auto& wheel : placed) {
-    if (auto written = python::write_record(*input.builder, wheel); !written) return written;
+    if (auto written = write_record(*input.builder, wheel); !written) return written;
     by_name[wheel.name] = &wheel;
   }
   for (const auto* package : fresh) {
@@ -199,7 +200,7 @@ Result<void> link_provided(const PythonStepInput& input, const std::string& site
                                            package.name, provided.wheel));
       }
       const auto& artifact = provided.artifact;
-      auto view = python::link_prefix_view(
+      auto view = link_prefix_view(
           input.root, site_packages, wheel->second.files,
           {.layout = specs::Layout::nvidia_wheel,
            .package = package.name,
@@ -240,7 +241,7 @@ Result<std::vector<PreparedVenv>> prepare_venvs(const VenvRequest& request, cons
   for (const auto& [package, external] : request.venvs) {
     auto base = base_interpreter(external, request.project_dir);
     if (!base) return std::move(base).error();
-    auto wheels = python::ensurepip_wheels(*base);
+    auto wheels = ensurepip_wheels(*base);
     if (!wheels) return std::move(wheels).error();
     PreparedVenv venv{.package = package, .base = *std::move(base), .wheels = {}};
     for (const auto& wheel : *wheels) {
@@ -262,7 +263,7 @@ Result<PythonStepOutcome> run_python_step(const PythonStepInput& input) {
   if (std::none_of(packages.begin(), packages.end(),
                    [](const PlannedPackage& p) { return p.name == "python"; }))
     return outcome;
-  auto check = python::check_interpreter(input.root);
+  auto check = check_interpreter(input.root);
   if (!check) return std::move(check).error();
   if (!check->failed_imports.empty()) {
     outcome.warnings.push_back(fmt::format("the prefix's Python {} cannot import {}",
@@ -278,4 +279,4 @@ Result<PythonStepOutcome> run_python_step(const PythonStepInput& input) {
   return outcome;
 }
 
-}  // namespace envkit::store
+}  // namespace envkit::pyenv

@@ -1,6 +1,6 @@
 #pragma once
 
-// Internal to store: the Python half of a prefix generation. The interpreter
+// The pyenv module: the Python half of a prefix generation. The interpreter
 // is either a python-build-standalone archive (placed like any package) or a
 // venv made from the machine's Python; wheels are installed by envkit itself
 // (wheel_install.hpp) into that interpreter's sysconfig scheme; NVIDIA wheels
@@ -19,7 +19,7 @@
 #include "envkit/core/result.hpp"
 #include "envkit/store/records.hpp"
 
-namespace envkit::store::python {
+namespace envkit::pyenv {
 
 // What a generation's interpreter is, read by starting it.
 struct InterpreterCheck {
@@ -58,29 +58,17 @@ struct InterpreterCheck {
 // seconds: ensurepip runs pip). Returns the files, folders and links it made,
 // relative to `root`. The activate scripts name `stable_root` (the prefix), not
 // the generation.
-[[nodiscard]] Result<std::vector<FileRecord>> make_venv(const std::filesystem::path& base,
-                                                        const std::filesystem::path& root,
-                                                        const std::filesystem::path& stable_root);
+[[nodiscard]] Result<std::vector<store::FileRecord>> make_venv(
+    const std::filesystem::path& base, const std::filesystem::path& root,
+    const std::filesystem::path& stable_root);
 
 // The prefix's view of an NVIDIA wheel installed in site-packages: each of `wheel_files`
 // (relative to `root`, under `site_packages`) that the wheel layout maps into
 // the prefix (nvidia/cudnn/lib/libcudnn.so.9 -> lib/libcudnn.so.9) is hard
 // linked there, and the soname links the wheel cannot hold are made. Returns
 // what it made, relative to `root`.
-[[nodiscard]] Result<std::vector<FileRecord>> link_prefix_view(
+[[nodiscard]] Result<std::vector<store::FileRecord>> link_prefix_view(
     const std::filesystem::path& root, const std::string& site_packages,
-    const std::vector<FileRecord>& wheel_files, const archive::LayoutTarget& target);
+    const std::vector<store::FileRecord>& wheel_files, const archive::LayoutTarget& target);
 
-// A script whose first line names an interpreter in `root`/bin by its absolute
-// path (`#!<root>/bin/python3.11`, or pip's `/bin/sh` form for long paths) gets
-// the `/bin/sh` trampoline that finds that interpreter beside the script
-// instead (`realpath "$0"`). Returns whether it was rewritten.
-[[nodiscard]] Result<bool> relocate_script(const std::filesystem::path& root,
-                                           const std::filesystem::path& script);
-
-// The first lines of such a script: `/bin/sh` that runs `interpreter_name`
-// (python3) found beside the script, whatever the prefix's path. No newline at
-// the end: the script's second line follows one.
-[[nodiscard]] std::string relocatable_shebang(std::string_view interpreter_name);
-
-}  // namespace envkit::store::python
+}  // namespace envkit::pyenv

@@ -1,6 +1,6 @@
 #pragma once
 
-// Internal to store: a wheel file on this machine (one built from an sdist,
+// A wheel file on this machine (one built from an sdist,
 // one of ensurepip's) unpacked into a cache entry, as a downloaded wheel's
 // entry is, so that envkit's wheel installer places its files.
 

@@ -1,4 +1,4 @@
-#include "envkit/store/install.hpp"
+#include "envkit/install/install.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -13,15 +13,19 @@
 #include <semaphore>
 #include <set>
 
+#include "envkit/build/toolchain_builder.hpp"
 #include "envkit/core/text.hpp"
 #include "envkit/core/url.hpp"
+#include "envkit/pyenv/python_step.hpp"
 #include "envkit/store/fill.hpp"
+#include "envkit/store/generation_builder.hpp"
 #include "envkit/store/prefix.hpp"
 #include "envkit/sys/parallel.hpp"
-#include "generation_builder.hpp"
-#include "python_step.hpp"
 
-namespace envkit::store {
+namespace envkit::install {
+
+// This module builds on the store: its cache, records, links and generations.
+using namespace store;
 
 namespace fs = std::filesystem;
 
@@ -171,9 +175,11 @@ Result<std::map<std::string, std::vector<EntryRecord>>> fill_plan(InstallPlan& p
                                                                   InstallReport& report,
                                                                   EntriesInUse& in_use) {
   std::counting_semaphore<> xz_slots(kXzSlots);
+  const build::ToolchainBuilder source_builder;
   const FillContext context{.transport = options.transport,
                             .mirrors = options.mirrors,
                             .xz_slots = &xz_slots,
+                            .source_builder = &source_builder,
                             .note = options.note};
   std::vector<PackageFill> fills;
   for (auto& package : plan.packages) {
@@ -356,14 +362,14 @@ Result<InstallReport> install(const lock::Lockfile& lockfile, const Cache& cache
   if (options.transport) cache.remove_leftovers();
   // A venv's interpreter and ensurepip's wheels need no download: prepared
   // while the fill downloads, off the install's longest path.
-  std::future<Result<std::vector<PreparedVenv>>> venvs_prepared;
-  if (needs_python_step(*plan)) {
-    venvs_prepared = std::async(std::launch::async, prepare_venvs,
-                                venv_request(*plan, options.project_dir), std::cref(cache));
+  std::future<Result<std::vector<pyenv::PreparedVenv>>> venvs_prepared;
+  if (pyenv::needs_python_step(*plan)) {
+    venvs_prepared = std::async(std::launch::async, pyenv::prepare_venvs,
+                                pyenv::venv_request(*plan, options.project_dir), std::cref(cache));
   }
   EntriesInUse in_use;
   auto entries = fill_plan(*plan, cache, options, report, in_use);
-  std::optional<Result<std::vector<PreparedVenv>>> venvs;
+  std::optional<Result<std::vector<pyenv::PreparedVenv>>> venvs;
   if (venvs_prepared.valid()) venvs.emplace(venvs_prepared.get());
   if (!entries) return std::move(entries).error();
   if (venvs && !*venvs) return std::move(*venvs).error();
@@ -394,18 +400,18 @@ Result<InstallReport> install(const lock::Lockfile& lockfile, const Cache& cache
     if (!receipt) return std::move(receipt).error();
     receipts[package.name] = *std::move(receipt);
   }
-  if (needs_python_step(*plan)) {
-    auto python = run_python_step({.root = *root,
-                                   .prefix = prefix->path(),
-                                   .project_dir = options.project_dir,
-                                   .plan = &*plan,
-                                   .cache = &cache,
-                                   .venvs = &**venvs,
-                                   .entries = &*entries,
-                                   .receipts = &receipts,
-                                   .builder = &builder,
-                                   .compile_bytecode = options.compile_bytecode,
-                                   .note = options.note});
+  if (pyenv::needs_python_step(*plan)) {
+    auto python = pyenv::run_python_step({.root = *root,
+                                          .prefix = prefix->path(),
+                                          .project_dir = options.project_dir,
+                                          .plan = &*plan,
+                                          .cache = &cache,
+                                          .venvs = &**venvs,
+                                          .entries = &*entries,
+                                          .receipts = &receipts,
+                                          .builder = &builder,
+                                          .compile_bytecode = options.compile_bytecode,
+                                          .note = options.note});
     if (!python) return std::move(python).error();
     report.warnings.insert(report.warnings.end(), python->warnings.begin(), python->warnings.end());
   }
@@ -444,4 +450,4 @@ Result<InstallReport> install(const lock::Lockfile& lockfile, const Cache& cache
   return report;
 }
 
-}  // namespace envkit::store
+}  // namespace envkit::install

@@ -1,7 +1,7 @@
 // Python sdists built into wheels by an environment's own Python: a venv of
 // the machine's python3, a setup.py sdist packed by the test. Without
 // setuptools the failure says what the build lacked and what to add.
-#include "envkit/store/sdist_build.hpp"
+#include "envkit/build/sdist_build.hpp"
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
@@ -13,10 +13,11 @@
 #include "support/skip.hpp"
 #include "support/temp_dir.hpp"
 
-namespace envkit::store {
+namespace envkit::build {
 namespace {
 
 namespace fs = std::filesystem;
+using namespace store;
 using Catch::Matchers::Contains;
 using test::TempDir;
 
@@ -136,4 +137,4 @@ TEST_CASE("the wheel built from an sdist is cached by sdist and Python version",
             .starts_with(std::string(64, 'a') + "-wheel-"));
 }
 
-}  // namespace envkit::store
+}  // namespace envkit::build

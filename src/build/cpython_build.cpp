@@ -1,4 +1,4 @@
-#include "envkit/store/cpython_build.hpp"
+#include "envkit/build/cpython_build.hpp"
 
 #include <fmt/format.h>
 
@@ -8,11 +8,14 @@
 
 #include "envkit/archive/layout.hpp"
 #include "envkit/core/text.hpp"
+#include "envkit/store/relocation.hpp"
 #include "envkit/sys/fs.hpp"
 #include "envkit/sys/process.hpp"
-#include "python_layer.hpp"
 
-namespace envkit::store {
+namespace envkit::build {
+
+// This module builds on the store: its cache, records, links and generations.
+using namespace store;
 
 namespace {
 
@@ -65,7 +68,7 @@ Result<void> relocate_scripts(const fs::path& installed, const fs::path& prefix)
         it->file_size(ignored) > kScriptLimit) {
       continue;
     }
-    if (auto relocated = python::relocate_script(prefix, it->path()); !relocated) {
+    if (auto relocated = relocate_script(prefix, it->path()); !relocated) {
       return std::move(relocated).error();
     }
   }
@@ -146,4 +149,4 @@ Result<std::vector<std::string>> finish_cpython(const SourceBuild& build, const 
   return warnings;
 }
 
-}  // namespace envkit::store
+}  // namespace envkit::build

@@ -23,7 +23,7 @@
 // interpreter of the same minor (python) or its libz.so.1 (zlib). Where a
 // package has none, the install stops having downloaded nothing, naming every
 // artifact it cannot reach and the fixes.
-namespace envkit::store {
+namespace envkit::install {
 
 // Something of this machine that can stand in for a package's artifacts.
 struct MachineOffer {
@@ -91,11 +91,13 @@ struct SourcePlan {
 // artifacts). Artifacts already in `cache` need no host. Fails (exit 1) before
 // any download when a package has no alternative this machine can have,
 // naming every artifact it cannot reach, with its URL and why, and the fixes.
-[[nodiscard]] Result<SourcePlan> decide_sources(InstallPlan& plan, const lock::PlatformLock& lock,
-                                                const Cache& cache, const SourceOptions& options,
+[[nodiscard]] Result<SourcePlan> decide_sources(store::InstallPlan& plan,
+                                                const lock::PlatformLock& lock,
+                                                const store::Cache& cache,
+                                                const SourceOptions& options,
                                                 const SourceProbe& probe);
 
 // "cuda 12.4.1 from wheels: developer.download.nvidia.com is not reachable (...)": how -v says it.
 [[nodiscard]] std::string decision_line(const SourceDecision& decision);
 
-}  // namespace envkit::store
+}  // namespace envkit::install

@@ -15,7 +15,7 @@
 // (bin/, include/, lib/, share/ ...). The store makes a cache entry of the
 // result (fill.cpp); nothing here knows the cache. The logged steps serve
 // every build at install (Python sdists too, sdist_build.cpp).
-namespace envkit::store {
+namespace envkit::build {
 
 // One command of a build and where it runs.
 struct BuildStep {
@@ -111,4 +111,4 @@ struct SourceBuildResult {
 // its missing modules are the result's warnings.
 [[nodiscard]] Result<SourceBuildResult> build_from_source(const SourceBuild& build);
 
-}  // namespace envkit::store
+}  // namespace envkit::build

@@ -1,4 +1,4 @@
-#include "envkit/store/source_build.hpp"
+#include "envkit/build/source_build.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -7,14 +7,17 @@
 #include <map>
 #include <thread>
 
+#include "envkit/build/cpython_build.hpp"
 #include "envkit/core/env_vars.hpp"
 #include "envkit/core/text.hpp"
-#include "envkit/store/cpython_build.hpp"
+#include "envkit/store/fs_error.hpp"
 #include "envkit/sys/fs.hpp"
 #include "envkit/sys/process.hpp"
-#include "fs_error.hpp"
 
-namespace envkit::store {
+namespace envkit::build {
+
+// This module builds on the store: its cache, records, links and generations.
+using namespace store;
 
 namespace fs = std::filesystem;
 using specs::BuildSystem;
@@ -281,4 +284,4 @@ Result<SourceBuildResult> build_from_source(const SourceBuild& build) {
   return SourceBuildResult{.build_system = build_system, .warnings = std::move(warnings)};
 }
 
-}  // namespace envkit::store
+}  // namespace envkit::build

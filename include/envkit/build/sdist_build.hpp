@@ -15,7 +15,7 @@
 // the closure's setuptools and wheel do the build. The wheel is a cache entry
 // keyed by the sdist's sha256 and the interpreter's version; its build log is
 // kept like a source build's (<cache>/store/v1/logs/).
-namespace envkit::store {
+namespace envkit::build {
 
 // What a closure's sdists are built with.
 struct SdistContext {
@@ -48,9 +48,10 @@ struct SdistBuild {
 // context.python_version), found in the cache or built there with build_sdist
 // (the log at Cache::build_log(id)). The entry holds the wheel unpacked, as a
 // downloaded wheel's entry does; its record's sha256 is the wheel file's.
-[[nodiscard]] Result<EntryRecord> sdist_wheel_entry(const Cache& cache, const std::string& name,
-                                                    const std::string& version,
-                                                    const EntryRecord& sdist,
-                                                    const SdistContext& context);
+[[nodiscard]] Result<store::EntryRecord> sdist_wheel_entry(const store::Cache& cache,
+                                                           const std::string& name,
+                                                           const std::string& version,
+                                                           const store::EntryRecord& sdist,
+                                                           const SdistContext& context);
 
-}  // namespace envkit::store
+}  // namespace envkit::build

@@ -2,18 +2,18 @@
 // (a configure script and a Makefile that install a fake python3) built the
 // way a python.org tarball is: the scripts made relocatable, python/pip
 // links made, missing modules reported as warnings.
-#include "envkit/store/cpython_build.hpp"
+#include "envkit/build/cpython_build.hpp"
 
 #include <catch2/catch.hpp>
 #include <fstream>
 
-#include "envkit/store/source_build.hpp"
+#include "envkit/build/source_build.hpp"
 #include "envkit/sys/fs.hpp"
 #include "support/scoped_env.hpp"
 #include "support/temp_dir.hpp"
 #include "support/tiny_library.hpp"
 
-namespace envkit::store {
+namespace envkit::build {
 namespace {
 
 namespace fs = std::filesystem;
@@ -157,4 +157,4 @@ TEST_CASE("a failing CPython build keeps its log and shows its last lines",
   CHECK_FALSE(fs::exists(build.install_root));
 }
 
-}  // namespace envkit::store
+}  // namespace envkit::build

@@ -1,7 +1,9 @@
 // Where each package comes from, decided before downloading
-// (store/sources.hpp): the decision against answers a fake network gives, and
+// (install/sources.hpp): the decision against answers a fake network gives, and
 // a real cache in a temporary folder.
-#include "envkit/store/sources.hpp"
+#include "envkit/install/sources.hpp"
+
+#include <fmt/format.h>
 
 #include <catch2/catch.hpp>
 #include <fstream>
@@ -10,10 +12,11 @@
 #include "envkit/core/text.hpp"
 #include "support/temp_dir.hpp"
 
-namespace envkit::store {
+namespace envkit::install {
 namespace {
 
 namespace fs = std::filesystem;
+using namespace store;
 using Catch::Contains;
 using specs::ArtifactKind;
 using test::TempDir;
@@ -381,6 +384,40 @@ lock::PlatformLock zlib_lock(const std::string& cudnn_needs) {
                        locked_package("zlib", "1.3.1", {zlib})}};
 }
 
+TEST_CASE("sources: a lock naming another machine's interpreter gets this machine's of its minor",
+          "[store][sources]") {
+  TempDir dir;
+  const Cache cache(dir.path() / "cache");
+  // Locked where pyenv's 3.11.7 stood in: the lock names that path.
+  auto locked = locked_package("python", "3.11.7", {});
+  locked.external = (dir.path() / "elsewhere/bin/python3").string();
+  const lock::PlatformLock lock{.platform = specs::Platform::linux_x86_64, .packages = {locked}};
+  FakeNetwork network;
+  auto probe = network.probe();
+  probe.python = [](const specs::Version& version) -> Result<MachineOffer> {
+    CHECK(version.original() == "3.11.7");
+    return MachineOffer{.path = "/usr/bin/python3.11", .version = "3.11.2", .source = "/usr/bin"};
+  };
+  auto plan = plan_of(lock);
+  REQUIRE(plan.packages.at(0).packaging == Packaging::venv);
+  auto sources = decide_sources(plan, lock, cache, {}, probe);
+  REQUIRE(sources);
+  CHECK(plan.packages.at(0).external == "/usr/bin/python3.11");
+  REQUIRE(sources->stand_ins.size() == 1);
+  CHECK(sources->stand_ins[0] == "python 3.11.7: the lock's " + *locked.external +
+                                     " is not on this machine; its /usr/bin/python3.11 (3.11.2) "
+                                     "stands in");
+
+  // Where the path is there, the lock's interpreter is used as it says.
+  std::filesystem::create_directories(dir.path() / "elsewhere/bin");
+  dir.write("elsewhere/bin/python3", "");
+  auto here = plan_of(lock);
+  auto kept = decide_sources(here, lock, cache, {}, probe);
+  REQUIRE(kept);
+  CHECK(here.packages.at(0).external == *locked.external);
+  CHECK(kept->stand_ins.empty());
+}
+
 TEST_CASE("sources: the machine's zlib stands in when it is what the lock's packages need",
           "[store][sources]") {
   TempDir dir;
@@ -470,4 +507,4 @@ TEST_CASE("plan: a machine's stand-in stays while the lock's version is the same
 }
 
 }  // namespace
-}  // namespace envkit::store
+}  // namespace envkit::install

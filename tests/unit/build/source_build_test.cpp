@@ -1,6 +1,6 @@
 // Source builds (zlib's kind): a generated tiny C library built with the
 // host's compiler, by its configure script and by CMake, into a prefix layout.
-#include "envkit/store/source_build.hpp"
+#include "envkit/build/source_build.hpp"
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
@@ -14,10 +14,11 @@
 #include "support/temp_dir.hpp"
 #include "support/tiny_library.hpp"
 
-namespace envkit::store {
+namespace envkit::build {
 namespace {
 
 namespace fs = std::filesystem;
+using namespace store;
 using specs::BuildSystem;
 using test::TempDir;
 using test::TinyLibrary;
@@ -234,4 +235,4 @@ TEST_CASE("the cache entry of a source build is keyed by its compiler and build 
 }
 
 }  // namespace
-}  // namespace envkit::store
+}  // namespace envkit::build

@@ -1,4 +1,4 @@
-#include "wheel_install.hpp"
+#include "envkit/pyenv/wheel_install.hpp"
 
 #include <fmt/format.h>
 
@@ -15,7 +15,10 @@
 #include "envkit/specs/package_name.hpp"
 #include "envkit/sys/process.hpp"
 
-namespace envkit::store::python {
+namespace envkit::pyenv {
+
+// This module builds on the store: its cache, records, links and generations.
+using namespace store;
 
 namespace fs = std::filesystem;
 
@@ -476,4 +479,4 @@ Result<void> write_record(GenerationBuilder& builder, PlacedWheel& wheel) {
   return {};
 }
 
-}  // namespace envkit::store::python
+}  // namespace envkit::pyenv
