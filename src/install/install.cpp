@@ -303,7 +303,9 @@ std::optional<std::string> missing_nvcc(const PlannedPackage& package, const fs:
   if (!wants_nvcc || fs::exists(root / "bin" / "nvcc", ignored)) return std::nullopt;
   return fmt::format(
       "{} {} from {}s has no `nvcc`: NVIDIA's wheel of cuda_nvcc carries only ptxas, crt/ and "
-      "nvvm/; install with `--packaging archive` for a toolkit that compiles",
+      "nvvm/; NVIDIA's archives carry it: `envkit install --packaging archive` where they can be "
+      "downloaded (developer.download.nvidia.com, or a mirror of it with --mirror) gives a "
+      "toolkit that compiles",
       package.name, package.version, to_string(package.packaging));
 }
 

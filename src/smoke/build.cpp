@@ -239,7 +239,8 @@ Result<Toolchain> check_prefix(const fs::path& prefix) {
     missing.emplace_back("bin/nvcc, CUDA's compiler");
     hints.emplace_back(
         "nvcc comes with CUDA's `cuda_nvcc` component; NVIDIA's CUDA 12 wheels carry no nvcc "
-        "binary, so install from NVIDIA's archives: `envkit install --packaging archive`");
+        "binary; NVIDIA's archives do: `envkit install --packaging archive` where they can be "
+        "downloaded (developer.download.nvidia.com, or a mirror of it with --mirror)");
   }
   const auto include = prefix / "include";
   const bool cudnn_header = present(include / "cudnn.h") || present(include / "cudnn_version.h");
