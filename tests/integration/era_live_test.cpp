@@ -28,13 +28,9 @@ struct LiveEraProject {
       work.write("project/" + name, text);
   }
   [[nodiscard]] sys::ProcessOutput envkit(std::vector<std::string> args) const {
-    args.insert(args.begin(),
-                {"-C", root.string(), "--cache-dir", (work.path() / "cache").string()});
-    return run_envkit({.args = args,
-                       .env = {{"ENVKIT_NO_PYTHON", std::nullopt},
-                               {"ENVKIT_NO_LIVE_INDEX", std::nullopt},
-                               {"ENVKIT_OVERRIDE_DRIVER", "none"}},
-                       .timeout = std::chrono::minutes(20)});
+    auto run = live_run(root, work.path() / "cache", std::move(args), std::chrono::minutes(20));
+    run.env["ENVKIT_OVERRIDE_DRIVER"] = "none";
+    return run_envkit(run);
   }
   [[nodiscard]] lock::PythonClosure closure() const {
     auto loaded = lock::load(root / "envkit.lock");

@@ -33,13 +33,9 @@ struct LiveProject {
   }
 
   [[nodiscard]] sys::ProcessOutput envkit(std::vector<std::string> args) const {
-    args.insert(args.begin(),
-                {"-C", root.string(), "--cache-dir", (work.path() / "cache").string()});
-    return run_envkit({.args = args,
-                       .env = {{"ENVKIT_NO_PYTHON", std::nullopt},
-                               {"ENVKIT_NO_LIVE_INDEX", std::nullopt},
-                               {"ENVKIT_OVERRIDE_DRIVER", "none"}},
-                       .timeout = std::chrono::minutes(10)});
+    auto run = live_run(root, work.path() / "cache", std::move(args));
+    run.env["ENVKIT_OVERRIDE_DRIVER"] = "none";
+    return run_envkit(run);
   }
 
   [[nodiscard]] lock::Lockfile locked() const {

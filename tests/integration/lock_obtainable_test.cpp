@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 #include <optional>
 #include <regex>
+#include <sstream>
 
 #include "envkit/lock/lockfile.hpp"
 #include "envkit/net/reachability.hpp"
@@ -274,8 +275,8 @@ TEST_CASE("lock: envkit.yaml's `external: {python: ...}` is kept whatever the ne
 }
 
 TEST_CASE(
-    "live: envkit init && envkit lock of examples/torch-cifar on this network locks the "
-    "machine's Python minor and zlib where their downloads are unreachable",
+    "live: envkit init && envkit lock && envkit install of examples/torch-cifar on this network "
+    "ends with a torch that loads its CUDA libraries from the prefix",
     "[lock][obtainable][live]") {
   if (live_tests_off("lock examples/torch-cifar against PyPI on this machine's network")) return;
   const auto github = net::check_reachability(
@@ -292,13 +293,7 @@ TEST_CASE(
   fs::remove(root / "envkit.yaml");
   fs::remove(root / "envkit.lock");
   const auto run = [&](std::vector<std::string> args) {
-    args.insert(args.begin(),
-                {"-C", root.string(), "--cache-dir", (work.path() / "cache").string()});
-    return run_envkit({.args = args,
-                       .env = {{"ENVKIT_NO_PYTHON", std::nullopt},
-                               {"ENVKIT_NO_LIVE_INDEX", std::nullopt},
-                               {"ENVKIT_ASSUME_REACHABLE", std::nullopt}},
-                       .timeout = std::chrono::minutes(10)});
+    return run_envkit(live_run(root, work.path() / "cache", std::move(args)));
   };
   const auto init = run({"init"});
   INFO(init.err);
@@ -325,6 +320,31 @@ TEST_CASE(
   }
   // Nothing is left that install would not fall back from (NVIDIA's wheels are on PyPI).
   CHECK_THAT(locked.err, !Contains("hosts this machine does not reach"));
+
+  // The issue's test: no edit of envkit.yaml, and the environment works.
+  const auto installed = run({"install"});
+  INFO(installed.err);
+  REQUIRE(installed.exit_code == 0);
+  WARN(installed.err);
+  // torch imports, and the CUDA libraries it maps come from the prefix.
+  const auto probed = run({"run", "--", "python", "-c",
+                           "import torch, ctypes; torch.backends.cudnn.version()\n"
+                           "print(torch.__version__)\n"
+                           "[print('maps', l.split()[-1]) for l in open('/proc/self/maps') "
+                           "if ('libcudnn' in l or 'libcublas' in l) and '/' in l]"});
+  INFO(probed.err);
+  REQUIRE(probed.exit_code == 0);
+  WARN(probed.out);
+  CHECK(probed.out.starts_with("2.1."));
+  const auto prefix = fs::canonical(root / ".envkit" / "env");
+  int mapped = 0;
+  std::istringstream lines(probed.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.starts_with("maps ")) continue;
+    ++mapped;
+    CHECK_THAT(fs::canonical(line.substr(5)).string(), Contains(prefix.string()));
+  }
+  CHECK(mapped > 0);
 }
 
 }  // namespace envkit::test::lock_obtainable

@@ -40,14 +40,9 @@ struct PypiProject {
   }
 
   [[nodiscard]] sys::ProcessOutput envkit(std::vector<std::string> args) const {
-    args.insert(args.begin(),
-                {"-C", root.string(), "--cache-dir", (work.path() / "cache").string()});
-    auto ran = run_envkit({.args = args,
-                           .env = {{"ENVKIT_NO_PYTHON", std::nullopt},
-                                   {"ENVKIT_NO_LIVE_INDEX", std::nullopt},
-                                   {"ENVKIT_ASSUME_REACHABLE", std::nullopt},
-                                   {"ENVKIT_OVERRIDE_DRIVER", driver}},
-                           .timeout = std::chrono::minutes(10)});
+    auto run = live_run(root, work.path() / "cache", args);
+    run.env["ENVKIT_OVERRIDE_DRIVER"] = driver;
+    auto ran = run_envkit(run);
     WARN("$ envkit " << text_of(args) << "  (exit " << ran.exit_code << ")\n" << ran.err);
     return ran;
   }

@@ -78,4 +78,16 @@ bool uv_missing(std::source_location where) {
   return true;
 }
 
+EnvkitRun live_run(const std::filesystem::path& project, const std::filesystem::path& cache,
+                   std::vector<std::string> args, std::chrono::milliseconds timeout) {
+  args.insert(args.begin(), {"-C", project.string(), "--cache-dir", cache.string()});
+  return {.args = std::move(args),
+          .cwd = std::nullopt,
+          .env = {{"ENVKIT_NO_PYTHON", std::nullopt},
+                  {"ENVKIT_NO_LIVE_INDEX", std::nullopt},
+                  {"ENVKIT_ASSUME_REACHABLE", std::nullopt}},
+          .stdin_data = {},
+          .timeout = timeout};
+}
+
 }  // namespace envkit::test

@@ -30,6 +30,13 @@ inline constexpr std::string_view kHiddenDriver = "/nonexistent/envkit-tests-hid
 
 sys::ProcessOutput run_envkit(const EnvkitRun& run);
 
+// How the live tests (ENVKIT_LIVE_TESTS=1) run envkit: in `project` with the cache
+// `cache`, and as a user's envkit runs, with the Python closure, today's index and
+// the network check on.
+EnvkitRun live_run(const std::filesystem::path& project, const std::filesystem::path& cache,
+                   std::vector<std::string> args,
+                   std::chrono::milliseconds timeout = std::chrono::minutes(10));
+
 std::filesystem::path source_dir();
 std::filesystem::path test_data_dir();
 
