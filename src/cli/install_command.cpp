@@ -103,6 +103,9 @@ std::variant<lock::Lockfile, int> lock_for_install(Context& context, const Insta
     context.console.warn(warning);
   for (const auto& note : attempt->notes)
     context.console.info("note: " + note);
+  // What the lock took from this machine because it cannot download it, and why.
+  for (const auto& note : locking::obtainable_notes(inputs, *attempt->lockfile))
+    context.console.info("note: " + note);
   context.console.info(fmt::format("{} {}", previous ? "updated" : "wrote", lock_path.string()));
   return *std::move(attempt->lockfile);
 }
