@@ -114,33 +114,12 @@ void preload_warnings(const Environment& activated, std::vector<std::string>& ou
   }
 }
 
-// The `nvcc` a build would run: when it is not the prefix's (the prefix has
-// none), it compiles for another CUDA than the one the environment links.
-void compiler_warnings(const fs::path& prefix, const Environment& activated,
-                       std::vector<std::string>& out) {
-  for (const auto& dir : list_elements(value_of(activated, env::kPath))) {
-    const auto candidate = dir / "nvcc";
-    std::error_code ignored;
-    if (!fs::is_regular_file(candidate, ignored) || ::access(candidate.c_str(), X_OK) != 0) {
-      continue;
-    }
-    if (!same_dir(dir, prefix / "bin")) {
-      out.push_back(fmt::format(
-          "`nvcc` on {} is {}, outside the prefix (which has no bin/nvcc): builds would use "
-          "another CUDA's compiler",
-          env::kPath.name, text::quoted(candidate.string())));
-    }
-    return;
-  }
-}
-
 }  // namespace
 
 std::vector<std::string> shadowing_warnings(const fs::path& prefix, const Environment& activated) {
   std::vector<std::string> out;
   preload_warnings(activated, out);
   library_warnings(prefix, activated, out);
-  compiler_warnings(prefix, activated, out);
   return out;
 }
 

@@ -157,11 +157,14 @@ void print(const Context& context, const Findings& findings) {
     std::cout << nlohmann::json{{"findings", list}}.dump() << '\n';
     return;
   }
+  // The report itself goes to stdout (`envkit doctor > report.txt`); the
+  // summary and errors to stderr, as elsewhere.
   for (const auto& finding : findings) {
-    std::cerr << fmt::format("{:<5} {:<9} {}\n", doctor::to_string(finding.severity), finding.id,
+    std::cout << fmt::format("{:<5} {:<9} {}\n", doctor::to_string(finding.severity), finding.id,
                              finding.message);
-    if (!finding.fix.empty()) std::cerr << fmt::format("{:16}fix: {}\n", "", finding.fix);
+    if (!finding.fix.empty()) std::cout << fmt::format("{:16}fix: {}\n", "", finding.fix);
   }
+  std::cout.flush();
 }
 
 int run_doctor(Context& context, const DoctorFlags& flags) {

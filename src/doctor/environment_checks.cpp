@@ -123,7 +123,6 @@ Findings check_shadowing(const fs::path& prefix, const activation::Environment& 
   const auto activated = activation::with_changes(
       environment, activation::assignments(prefix, activation::probe(prefix), environment));
   for (const auto& warning : activation::shadowing_warnings(prefix, activated)) {
-    if (warning.find("nvcc") != std::string::npos) continue;  // check_toolkit's
     findings.push_back(warn("shadowing", warning,
                             "remove it from LD_PRELOAD or LD_LIBRARY_PATH, or install the "
                             "library into the prefix (envkit.yaml, `envkit install`)"));

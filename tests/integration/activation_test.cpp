@@ -337,16 +337,20 @@ TEST_CASE("a CUDA library the prefix lacks, found on the inherited path, is name
                      "` (from the inherited LD_LIBRARY_PATH): the prefix has no libcudnn.so.8\n");
 }
 
-TEST_CASE("a prefix without nvcc names the nvcc a build would run instead", "[cli][activation]") {
+TEST_CASE("a prefix without nvcc runs quietly, and doctor names the nvcc a build would run",
+          "[cli][activation]") {
   if (nginx_missing()) return;
   Project project;
   project.install({{"cuda", {fake_cuda("12.4").front()}}});  // the runtime only
   const auto other = outside_files(project.dir(), {"nvcc"});
-  const auto r =
-      project.envkit({"run", "--", "nvcc"}, {{"PATH", other.string() + ":/usr/bin:/bin"}});
+  const Env path = {{"PATH", other.string() + ":/usr/bin:/bin"}};
+  const auto r = project.envkit({"run", "--", "nvcc"}, path);
   CHECK(r.out == "other\n");
-  CHECK_THAT(r.err, Catch::Contains("warning: `nvcc` on PATH is `" + (other / "nvcc").string() +
-                                    "`, outside the prefix"));
+  CHECK(r.err.empty());  // nothing is wrong with a prefix without nvcc
+  // doctor says it once, on stdout with its other findings.
+  const auto doctor = project.envkit({"doctor"}, path);
+  CHECK_THAT(doctor.out, Catch::Contains("PATH finds nvcc at " + (other / "nvcc").string()));
+  CHECK_THAT(doctor.out, !Catch::Contains("outside the prefix (which has no bin/nvcc)"));
   // -v also says which inherited values were replaced.
   const auto verbose = project.envkit(
       {"-v", "run", "--", "true"}, {{"PATH", "/usr/bin:/bin"}, {"CUDA_HOME", "/usr/local/cuda"}});

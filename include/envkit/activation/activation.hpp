@@ -61,8 +61,10 @@ struct PrefixFacts {
 // Warnings about CUDA files that programs in the activated environment would
 // still take from outside the prefix: a libcudart/libcudnn soname the prefix
 // lacks but an inherited LD_LIBRARY_PATH folder has, one named in LD_PRELOAD
-// (loaded before anything else), or an `nvcc` on PATH that is not the prefix's.
-// Each names the file found; nothing is said about files that do not exist.
+// (loaded before anything else). Each names the file found; nothing is said
+// about files that do not exist. An `nvcc` on PATH that is not the prefix's is
+// doctor's to say (its toolkit check), once, not every `run`'s: most prefixes
+// made of NVIDIA's wheels have none, and nothing is wrong with that.
 [[nodiscard]] std::vector<std::string> shadowing_warnings(const std::filesystem::path& prefix,
                                                           const Environment& activated);
 

@@ -107,28 +107,14 @@ TEST_CASE("a CUDA library in LD_PRELOAD is named, whatever the prefix has", "[ac
                            "of the prefix's own");
 }
 
-TEST_CASE("an nvcc on PATH is named only when the prefix has none", "[activation]") {
+TEST_CASE("an nvcc on PATH outside the prefix is not warned about on every run", "[activation]") {
   Machine m;
   m.file(m.outside / "bin" / "nvcc", true);
   const Environment inherited = {{"PATH", (m.outside / "bin").string() + ":/usr/bin"}};
-  SECTION("the prefix has none") {
-    fs::create_directories(m.prefix / "bin");
-    const auto warnings = m.warnings(inherited);
-    REQUIRE(warnings.size() == 1);
-    CHECK(warnings[0] == "`nvcc` on PATH is `" + (m.outside / "bin" / "nvcc").string() +
-                             "`, outside the prefix (which has no bin/nvcc): builds would use "
-                             "another CUDA's compiler");
-  }
-  SECTION("the prefix has its own, which comes first") {
-    m.file(m.prefix / "bin" / "nvcc", true);
-    CHECK(m.warnings(inherited).empty());
-  }
-}
-
-TEST_CASE("a file named nvcc that cannot run is not a compiler", "[activation]") {
-  Machine m;
-  m.file(m.outside / "bin" / "nvcc", false);
-  CHECK(m.warnings({{"PATH", (m.outside / "bin").string()}}).empty());
+  fs::create_directories(m.prefix / "bin");
+  // A prefix of NVIDIA's wheels has no nvcc, and nothing is wrong with it:
+  // doctor's toolkit check names the other nvcc, once.
+  CHECK(m.warnings(inherited).empty());
 }
 
 }  // namespace
