@@ -1,6 +1,7 @@
 // `envkit debug ...`: tools for recipe authors and bug reports.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <iostream>
@@ -11,6 +12,7 @@
 #include "command.hpp"
 #include "envkit/archive/extract.hpp"
 #include "envkit/archive/runfile.hpp"
+#include "envkit/elf/fatbin.hpp"
 #include "envkit/specs/query.hpp"
 
 namespace envkit::cli {
@@ -117,6 +119,106 @@ void register_extract(CLI::App& debug, Commands& out) {
   out.push_back({command, [args](Context& context) { return run_extract(context, *args); }});
 }
 
+// `debug fatbin FILE`: what the fatbin reader read, for bug reports
+// (docs/fatbin.md). A file it cannot read exits 2 with the file, offset and fault.
+int run_fatbin(Context& context, const std::string& file) {
+  const auto path = user_path(context, file);
+  auto fatbins = elf::read_fatbins(path);
+  if (!fatbins) return report(context, fatbins.error());
+  const elf::KernelCoverage coverage = elf::coverage_of(*fatbins);
+  const auto capabilities = [](const std::vector<elf::Arch>& archs) {
+    std::vector<std::string> out;
+    for (const elf::Arch arch : archs)
+      out.push_back(elf::capability_text(arch));
+    return out;
+  };
+  std::size_t entries = 0, compressed = 0;
+  for (const auto& fatbin : *fatbins) {
+    entries += fatbin.entries.size();
+    for (const auto& entry : fatbin.entries)
+      compressed += entry.compressed ? 1 : 0;
+  }
+  if (context.options.json) {
+    auto list = nlohmann::json::array();
+    for (const auto& fatbin : *fatbins) {
+      auto items = nlohmann::json::array();
+      for (const auto& entry : fatbin.entries) {
+        nlohmann::json item{{"kind", entry.kind == elf::FatbinEntry::Kind::ptx ? "ptx" : "sass"},
+                            {"target", elf::target_name(entry)},
+                            {"capability", elf::capability_text(entry.arch)},
+                            {"arch_specific", entry.arch_specific},
+                            {"family_specific", entry.family_specific},
+                            {"compressed", entry.compressed}};
+        if (entry.kind == elf::FatbinEntry::Kind::ptx) item["ptx_isa"] = entry.ptx_isa;
+        items.push_back(std::move(item));
+      }
+      list.push_back({{"offset", fatbin.offset},
+                      {"section", fatbin.section},
+                      {"entries", std::move(items)},
+                      {"other_entries", fatbin.other_entries}});
+    }
+    std::cout << nlohmann::json{{"file", path.string()},
+                                {"fatbins", std::move(list)},
+                                {"sass", capabilities(coverage.sass)},
+                                {"sass_arch_specific", capabilities(coverage.sass_arch_specific)},
+                                {"ptx", capabilities(coverage.ptx)},
+                                {"ptx_arch_specific", capabilities(coverage.ptx_arch_specific)},
+                                {"ptx_family_specific", capabilities(coverage.ptx_family_specific)},
+                                {"newest_ptx_isa", coverage.newest_ptx_isa}}
+                     .dump()
+              << '\n';
+    return 0;
+  }
+  std::string out;
+  for (const auto& fatbin : *fatbins) {
+    out += fmt::format("fatbin at {:#x} ({}):", fatbin.offset, fatbin.section);
+    for (const auto& entry : fatbin.entries) {
+      out += ' ' + elf::target_name(entry);
+      if (entry.kind == elf::FatbinEntry::Kind::ptx) out += fmt::format(" (PTX {})", entry.ptx_isa);
+    }
+    if (fatbin.other_entries > 0) out += fmt::format(" +{} other (LTO IR)", fatbin.other_entries);
+    out += '\n';
+  }
+  // Each arch once, with "a" or "f" where that is as far as its targets reach.
+  const auto targets = [](const std::vector<elf::Arch>& archs, std::string_view prefix,
+                          const std::vector<elf::Arch>& specific,
+                          const std::vector<elf::Arch>& family) {
+    const auto has = [](const std::vector<elf::Arch>& list, elf::Arch arch) {
+      return std::find(list.begin(), list.end(), arch) != list.end();
+    };
+    std::string text;
+    for (const elf::Arch arch : archs) {
+      text += fmt::format(" {}_{}{}", prefix, arch,
+                          has(specific, arch) ? "a"
+                          : has(family, arch) ? "f"
+                                              : "");
+    }
+    return text.empty() ? std::string(" none") : text;
+  };
+  out += fmt::format(
+      "{}: {} fatbinaries, {} entries ({} compressed); SASS:{}; PTX:{}", path.string(),
+      fatbins->size(), entries, compressed,
+      targets(coverage.sass, "sm", coverage.sass_arch_specific, {}),
+      targets(coverage.ptx, "compute", coverage.ptx_arch_specific, coverage.ptx_family_specific));
+  if (!coverage.newest_ptx_isa.empty()) {
+    out += fmt::format(" (newest PTX ISA {})", coverage.newest_ptx_isa);
+  }
+  std::cout << out << '\n';
+  return 0;
+}
+
+void register_fatbin(CLI::App& debug, Commands& out) {
+  auto file = std::make_shared<std::string>();
+  auto* command = debug.add_subcommand(
+      "fatbin",
+      "List the CUDA kernels an ELF file holds, as envkit reads them: each embedded fatbinary "
+      "(its offset and section) with its SASS sm_XY and PTX compute_XY (with the PTX ISA), "
+      "then a summary. --json gives the same as JSON");
+  command->add_option("FILE", *file, "A shared library or executable (e.g. libtorch_cuda.so)")
+      ->required();
+  out.push_back({command, [file](Context& context) { return run_fatbin(context, *file); }});
+}
+
 }  // namespace
 
 void register_debug(CLI::App& root, Commands& out) {
@@ -136,6 +238,7 @@ void register_debug(CLI::App& root, Commands& out) {
       "Add \"syntax\":\"envkit\" to read a bare version as envkit files do (12.1 means ==12.1.*).");
   out.push_back({specs_cmd, run_specs});
   register_extract(*debug, out);
+  register_fatbin(*debug, out);
 }
 
 }  // namespace envkit::cli

@@ -9,6 +9,7 @@
 
 #include "command.hpp"
 #include "envkit/activation/activation.hpp"
+#include "envkit/doctor/framework_checks.hpp"
 #include "envkit/doctor/host_checks.hpp"
 #include "envkit/doctor/prefix_checks.hpp"
 #include "envkit/elf/dependency_check.hpp"
@@ -17,6 +18,7 @@
 #include "envkit/recipes/database.hpp"
 #include "envkit/store/prefix.hpp"
 #include "envkit/sys/process.hpp"
+#include "kernel_coverage.hpp"
 #include "prefix_option.hpp"
 #include "settings.hpp"
 
@@ -106,6 +108,27 @@ std::vector<std::string> expected_libraries(const lock::PlatformLock& locked) {
   return expected;
 }
 
+// The lock's external CUDA and cuDNN, each with what this machine's tree holds (looked
+// for as lock and install do, never in the prefix itself).
+std::vector<doctor::ExternalStack> external_stacks(const Context& context,
+                                                   const lock::PlatformLock& locked,
+                                                   const fs::path& prefix) {
+  std::vector<doctor::ExternalStack> out;
+  std::optional<fs::path> cuda_named;
+  for (const std::string_view package : {"cuda", "cudnn"}) {
+    const auto found = std::find_if(locked.packages.begin(), locked.packages.end(),
+                                    [&](const auto& p) { return p.name == package; });
+    if (found == locked.packages.end() || !found->external) continue;
+    auto search = project::TreeSearch::from_host();
+    search.named = project::named_tree(package, *found->external, context.options.directory);
+    if (package == "cuda") cuda_named = search.named;
+    if (package == "cudnn") search.beside = cuda_named;
+    search.exclude.push_back(prefix);
+    out.push_back({std::string(package), found->version, project::find_stack(package, search)});
+  }
+  return out;
+}
+
 std::optional<std::string> nvcc_version(const fs::path& nvcc) {
   sys::ProcessOptions options;
   options.timeout = std::chrono::seconds(30);
@@ -120,7 +143,8 @@ void append(Findings& to, Findings from) {
 }
 
 Result<Findings> prefix_findings(const Context& context, const DoctorFlags& flags,
-                                 const std::optional<lock::PlatformLock>& locked) {
+                                 const std::optional<lock::PlatformLock>& locked,
+                                 const gpu::HostFacts& host) {
   auto prefix = store::Prefix::open(prefix_path(context, flags.prefix));
   if (!prefix) return std::move(prefix).error();
   const auto& path = prefix->path();
@@ -138,10 +162,14 @@ Result<Findings> prefix_findings(const Context& context, const DoctorFlags& flag
                                         elf::system_search_context(ld_library_path));
   if (!report) return std::move(report).error();
   const auto expected = locked ? expected_libraries(*locked) : std::vector<std::string>();
-  append(findings, doctor::check_libraries(path, *report, expected));
+  const auto externals =
+      locked ? external_stacks(context, *locked, path) : std::vector<doctor::ExternalStack>();
+  append(findings, doctor::check_libraries(path, *report, expected, externals));
   append(findings, doctor::check_shadowing(path, inherited));
   append(findings, doctor::check_toolkit(path, inherited, nvcc_version));
   append(findings, doctor::check_duplicate_libraries(path));
+  append(findings, kernel_findings(context, host, path, **state));
+  append(findings, doctor::check_framework(path, smoke::locked_stack(*state, locked), inherited));
   return findings;
 }
 
@@ -175,7 +203,7 @@ int run_doctor(Context& context, const DoctorFlags& flags) {
   const auto needs = *locked ? stack_needs(context, **locked) : doctor::StackNeeds{};
   Findings findings = doctor::check_driver(*host, needs);
   append(findings, doctor::check_gpu_arch(*host, needs));
-  auto from_prefix = prefix_findings(context, flags, *locked);
+  auto from_prefix = prefix_findings(context, flags, *locked, *host);
   if (!from_prefix) return report(context, from_prefix.error());
   append(findings, *std::move(from_prefix));
   print(context, findings);

@@ -11,7 +11,9 @@
 #include "command.hpp"
 #include "envkit/core/text.hpp"
 #include "envkit/install/install.hpp"
+#include "envkit/locking/external_check.hpp"
 #include "envkit/store/prefix.hpp"
+#include "kernel_coverage.hpp"
 #include "locking.hpp"
 #include "prefix_option.hpp"
 #include "progress.hpp"
@@ -33,6 +35,7 @@ struct InstallFlags {
   bool reinstall = false;
   bool compile_bytecode = false;
   bool no_compile_bytecode = false;
+  bool no_kernel_check = false;
   std::vector<std::string> mirrors;  // given: they replace the configured mirrors
   std::optional<int> jobs;
   std::optional<std::string> packaging;
@@ -226,6 +229,11 @@ int run_install(Context& context, const InstallFlags& flags) {
   if (auto fits = locking::check_machine(std::get<lock::Lockfile>(lockfile), gpu::host_sources());
       !fits)
     return report(context, fits.error());
+  if (auto stacks = locking::check_external_stacks(
+          std::get<lock::Lockfile>(lockfile), context.options.directory,
+          prefix_path(context, flags.prefix), project::TreeSearch::from_host());
+      !stacks)
+    return report(context, stacks.error());
 
   // The transport's warnings (plain http) go where the notes go, once they can.
   std::function<void(const std::string&)> warn;
@@ -264,6 +272,13 @@ int run_install(Context& context, const InstallFlags& flags) {
     }
   };
   const auto cache_root = cache_dir_of(*settings);
+  // The GPUs the new environment's kernels must cover (docs/doctor.md, "Kernel coverage").
+  store::KernelTargets kernel_targets;
+  if (!flags.no_kernel_check) {
+    auto host = gpu::probe_host();
+    if (!host) return report(context, host.error());
+    kernel_targets = install_kernel_targets(context, *host, std::get<lock::Lockfile>(lockfile));
+  }
   const install::InstallOptions options{.prefix = prefix_path(context, flags.prefix),
                                         .transport = transport.get(),
                                         .mirrors = settings->mirrors.value,
@@ -275,6 +290,8 @@ int run_install(Context& context, const InstallFlags& flags) {
                                         .reinstall = flags.reinstall,
                                         .compile_bytecode = settings->compile_bytecode.value,
                                         .project_dir = context.options.directory,
+                                        .kernel_targets = std::move(kernel_targets),
+                                        .kernel_cache_dir = cache_root,
                                         .note = note,
                                         .detail = detail};
   const store::Cache cache(cache_root);
@@ -440,6 +457,9 @@ void register_install(CLI::App& root, Commands& out) {
                     "again");
   install->add_flag("--reinstall", flags->reinstall,
                     "Place every package afresh from the cache (repairs changed files)");
+  install->add_flag("--no-kernel-check", flags->no_kernel_check,
+                    "Switch to the new environment even if its CUDA binaries have no kernels "
+                    "for this machine's GPUs (or those envkit.lock states)");
   auto* compile = install->add_flag(
       "--compile-bytecode", flags->compile_bytecode,
       "Compile the new Python packages' .py files to .pyc (recorded in the receipts and each "

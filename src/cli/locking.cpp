@@ -10,6 +10,7 @@
 #include "envkit/core/env_vars.hpp"
 #include "envkit/core/text.hpp"
 #include "envkit/core/url.hpp"
+#include "envkit/locking/external_check.hpp"
 #include "envkit/locking/live_facts.hpp"
 #include "envkit/locking/python_closure.hpp"
 #include "envkit/net/reachability.hpp"
@@ -207,6 +208,11 @@ Result<Project> open_project(const Context& context, const std::vector<specs::Pl
   auto notes = locking::prefer_obtainable(project.database, project.inputs, project.machine);
   if (!notes) return std::move(notes).error();
   project.inputs.notes = *std::move(notes);
+  // `external: {cuda: ..., cudnn: ...}` against what this machine's trees hold.
+  if (auto stacks = locking::check_external_stacks(project.database, project.inputs,
+                                                   project::TreeSearch::from_host());
+      !stacks)
+    return std::move(stacks).error();
   return project;
 }
 

@@ -51,8 +51,8 @@ Result<Recipe> existing(const fs::path& dir, const std::string& name) {
   return db->load_full(name);
 }
 
-int run_import_upstream(Context& context, const fs::path& upstream) {
-  auto imported = recipes::import_upstream(upstream);
+int run_import_upstream(Context& context, const std::vector<std::string>& folders) {
+  auto imported = recipes::import_upstream(std::vector<fs::path>(folders.begin(), folders.end()));
   if (!imported) return report(context, imported.error());
   const fs::path dir = target_dir(context);
   for (const auto& gap : imported->left_out)
@@ -498,11 +498,14 @@ void register_recipes_import(CLI::App& recipes, Commands& out) {
   out.push_back(
       {debian, [debian_args](Context& c) { return run_import_debian_python(c, *debian_args); }});
 
-  auto upstream_dir = std::make_shared<std::string>();
+  auto upstream_dir = std::make_shared<std::vector<std::string>>();
   auto* upstream = import->add_subcommand(
       "upstream",
-      "Run every offline importer over a folder of upstream metadata (scripts/regen-recipes)");
-  upstream->add_option("DIR", *upstream_dir, "The upstream metadata folder")->required();
+      "Run every offline importer over folders of upstream metadata (scripts/regen-recipes)");
+  upstream
+      ->add_option("DIR", *upstream_dir,
+                   "The upstream metadata folders; a file is read from the first that has it")
+      ->required();
   out.push_back(
       {upstream, [upstream_dir](Context& c) { return run_import_upstream(c, *upstream_dir); }});
 }

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <set>
 
+#include "envkit/gpu/host_probe.hpp"
+
 namespace envkit::doctor {
 
 namespace {
@@ -21,6 +23,7 @@ std::string describe_driver(const gpu::HostFacts& host) {
   std::string text = version_text(*host.driver);
   if (host.driver_cuda)
     text += fmt::format(" (supports CUDA up to {})", host.driver_cuda->original());
+  if (host.wsl) text += ", the Windows driver through WSL 2";
   return text;
 }
 
@@ -87,10 +90,48 @@ std::optional<Finding> arch_finding(const gpu::Gpu& gpu, const std::string& what
               "check that the build runs on this GPU, or lock another release with `envkit lock`");
 }
 
+// On WSL the driver is the Windows one: it is installed and upgraded there, and
+// a Linux driver (or kernel module) installed inside WSL breaks WSL's libcuda.
+constexpr std::string_view kWslDriverNote =
+    "WSL 2 uses the Windows driver through /dev/dxg: install nothing NVIDIA inside WSL";
+
+// `the NVIDIA driver`, or on WSL `the NVIDIA driver on Windows (...)`.
+std::string the_driver(const gpu::HostFacts& host) {
+  if (!host.wsl) return "the NVIDIA driver";
+  return fmt::format("the NVIDIA driver on Windows ({})", kWslDriverNote);
+}
+
+// WSL without a driver: WSL 1 (no GPU at all), or WSL 2 whose Windows driver is missing.
+Finding no_driver_on_wsl(const gpu::HostFacts& host, const StackNeeds& needs,
+                         bool minimum_known) {
+  const auto& wsl = *host.wsl;
+  if (!wsl.gpu_device) {
+    return error("driver",
+                 fmt::format("this is WSL ({}) without {}: WSL 1, or a WSL without GPU support; "
+                             "CUDA runs only in WSL 2",
+                             wsl.evidence, gpu::kWslGpuDevice),
+                 "in Windows, `wsl --update`, then `wsl --set-version <distro> 2` and `wsl "
+                 "--shutdown`; the NVIDIA driver is installed in Windows, never inside WSL");
+  }
+  auto message = fmt::format(
+      "no NVIDIA driver reached through WSL 2 ({} exists, but neither libcuda.so.1 nor "
+      "nvidia-smi under {} answered; {})",
+      gpu::kWslGpuDevice, gpu::kWslLibDir, host.driver_source.to_string());
+  if (minimum_known) {
+    message += fmt::format("; the locked CUDA {} needs a driver {}", version_text(*needs.cuda),
+                           describe_minimum(needs));
+  }
+  return error("driver", message,
+               fmt::format("install the NVIDIA driver for your GPU on Windows{} ({}), then `wsl "
+                           "--shutdown` and reopen WSL",
+                           minimum_known ? " " + describe_minimum(needs) : "", kWslDriverNote));
+}
+
 }  // namespace
 
 Findings check_driver(const gpu::HostFacts& host, const StackNeeds& needs) {
   const bool minimum_known = needs.cuda && (needs.min_driver || needs.min_driver_compat);
+  if (!host.driver && host.wsl) return {no_driver_on_wsl(host, needs, minimum_known)};
   if (!host.driver) {
     auto message =
         fmt::format("no NVIDIA driver on this machine ({})", host.driver_source.to_string());
@@ -118,8 +159,9 @@ Findings check_driver(const gpu::HostFacts& host, const StackNeeds& needs) {
                     describe_driver(host), version_text(cuda),
                     minimum_known ? describe_minimum(needs)
                                   : fmt::format("a driver for CUDA {}", cuda.major())),
-        fmt::format("upgrade the NVIDIA driver{}, or lock a CUDA this driver runs: `envkit lock` "
+        fmt::format("upgrade {}{}, or lock a CUDA this driver runs: `envkit lock` "
                     "on this machine (without a `system: driver` that says otherwise)",
+                    the_driver(host),
                     needs.min_driver ? " to >= " + version_text(*needs.min_driver) : ""))};
   }
   if (needs.min_driver && driver < *needs.min_driver) {
@@ -129,7 +171,7 @@ Findings check_driver(const gpu::HostFacts& host, const StackNeeds& needs) {
                     "compatibility (natively it needs >= {}): PTX from a newer toolkit "
                     "cannot be JIT-compiled and some APIs are missing",
                     describe_driver(host), version_text(cuda), version_text(*needs.min_driver)),
-        fmt::format("upgrade the NVIDIA driver to >= {} for full support",
+        fmt::format("upgrade {} to >= {} for full support", the_driver(host),
                     version_text(*needs.min_driver)))};
   }
   return {
@@ -144,7 +186,11 @@ Findings check_gpu_arch(const gpu::HostFacts& host, const StackNeeds& needs) {
     return {warn("gpu-arch",
                  fmt::format("the NVIDIA driver {} is loaded but no GPU was found ({})",
                              version_text(*host.driver), host.gpus_source.to_string()),
-                 "check `nvidia-smi`; in a container, pass the GPU through (`--gpus all`)")};
+                 host.wsl ? fmt::format("check `{}/nvidia-smi` and that Windows' Device Manager "
+                                        "shows the GPU; then `wsl --shutdown` and reopen WSL",
+                                        gpu::kWslLibDir)
+                          : "check `nvidia-smi`; in a container, pass the GPU through "
+                            "(`--gpus all`)")};
   }
   Findings findings;
   std::set<std::pair<std::string, ComputeCapability>> seen;  // 8 identical GPUs, one finding

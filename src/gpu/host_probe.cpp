@@ -74,9 +74,11 @@ void apply_libcuda(const ProbeSources& sources, Settled& settled, HostFacts& fac
   if (!sources.query_libcuda) return;
   auto report = sources.query_libcuda();
   if (!report) return;  // not installed: not an error
+  // The library that answered: libcuda.so.1, or the path it was found at (WSL's).
+  const auto library = report->library.empty() ? std::string(kLibcuda) : report->library;
   for (const auto& problem : report->problems)
-    facts.notes.push_back(fmt::format("{}: {}", kLibcuda, problem));
-  const Provenance source{Kind::libcuda, std::string(kLibcuda)};
+    facts.notes.push_back(fmt::format("{}: {}", library, problem));
+  const Provenance source{Kind::libcuda, library};
   if (!settled.driver_cuda && report->driver_cuda) {
     facts.driver_cuda = std::move(report->driver_cuda);
     facts.driver_cuda_source = source;
@@ -139,36 +141,82 @@ std::optional<std::string> replacement(const env::Variable& variable) {
   return value;
 }
 
+// `path` (absolute, as the probe names it) in the tree at `root`.
+fs::path under(const fs::path& root, const fs::path& path) {
+  return root == "/" ? path : root / path.relative_path();
+}
+
+// The nvidia-smi to run: ENVKIT_NVIDIA_SMI's, else PATH's, else WSL's (which
+// WSL puts on PATH only in some shells); nullopt when there is none.
+std::optional<fs::path> nvidia_smi_program(const fs::path& root) {
+  if (const auto program = replacement(env::kNvidiaSmi)) {
+    if (!fs::exists(*program)) return std::nullopt;
+    return fs::path(*program);
+  }
+  if (root == "/") {
+    if (auto found = sys::find_on_path(kNvidiaSmi)) return *found;
+  }
+  const auto wsl = under(root, fs::path(kWslLibDir) / kNvidiaSmi);
+  std::error_code ec;
+  if (fs::is_regular_file(wsl, ec)) return wsl;
+  return std::nullopt;
+}
+
+// ENVKIT_LIBCUDA's library, else libcuda.so.1 as the loader finds it, else WSL's
+// copy (when /usr/lib/wsl/lib is not in the loader's cache).
+std::optional<LibcudaReport> ask_libcuda(const fs::path& root) {
+  if (const auto library = replacement(env::kLibcuda)) return query_libcuda(*library);
+  if (root == "/") {
+    if (auto report = query_libcuda(std::string(kLibcuda))) return report;
+  }
+  const auto wsl = under(root, fs::path(kWslLibDir) / kLibcuda);
+  std::error_code ec;
+  if (!fs::exists(wsl, ec)) return std::nullopt;
+  return query_libcuda(wsl.string());
+}
+
+bool names_wsl(std::string_view text) {
+  const auto lower = text::to_lower(text);
+  return lower.find("microsoft") != std::string::npos || lower.find("wsl") != std::string::npos;
+}
+
 }  // namespace
 
-ProbeSources host_sources() {
+ProbeSources host_sources(const fs::path& root) {
   return {
       .variable = [](const env::Variable& variable) { return env::get(variable); },
-      .read_file = [](const fs::path& path) -> std::optional<std::string> {
-        auto content = sys::read_file(path);
+      .read_file = [root](const fs::path& path) -> std::optional<std::string> {
+        auto content = sys::read_file(under(root, path));
         if (!content) return std::nullopt;
         return std::move(content).value();
       },
-      .query_nvidia_smi = []() -> std::optional<sys::ProcessOutput> {
+      .query_nvidia_smi = [root]() -> std::optional<sys::ProcessOutput> {
+        const auto program = nvidia_smi_program(root);
+        if (!program) return std::nullopt;
         std::vector<std::string> argv(std::begin(kNvidiaSmiQuery), std::end(kNvidiaSmiQuery));
-        if (const auto program = replacement(env::kNvidiaSmi)) {
-          argv.front() = *program;
-          if (!fs::exists(*program)) return std::nullopt;
-        } else if (!sys::find_on_path(kNvidiaSmi)) {
-          return std::nullopt;
-        }
+        argv.front() = program->string();
         sys::ProcessOptions options;
         options.timeout = kNvidiaSmiTimeout;
         auto run = sys::run_process(argv, options);
         if (!run) return std::nullopt;
         return std::move(run).value();
       },
-      .query_libcuda =
-          [] {
-            const auto library = replacement(env::kLibcuda).value_or(std::string(kLibcuda));
-            return query_libcuda(library, kLibcudaTimeout);
+      .query_libcuda = [root] { return ask_libcuda(root); },
+      .exists =
+          [root](const fs::path& path) {
+            std::error_code ec;
+            return fs::exists(under(root, path), ec);
           },
   };
+}
+
+std::optional<Wsl> detect_wsl(const std::optional<std::string>& proc_version, bool dxg_exists) {
+  const bool kernel_says = proc_version && names_wsl(*proc_version);
+  if (!kernel_says && !dxg_exists) return std::nullopt;
+  return Wsl{.evidence = kernel_says ? fmt::format("{} names Microsoft's WSL kernel",
+                                                   kProcVersionPath)
+                                     : fmt::format("{} exists", kWslGpuDevice),
+             .gpu_device = dxg_exists};
 }
 
 Result<HostFacts> probe_host(const ProbeSources& sources) {
@@ -183,6 +231,12 @@ Result<HostFacts> probe_host(const ProbeSources& sources) {
     settled->driver =
         read_driver_file(sources, sys_file, parse_sys_driver_version, Kind::sys_file, facts) ||
         read_driver_file(sources, proc_file, parse_proc_driver_version, Kind::proc_file, facts);
+    // No nvidia kernel module: WSL 2 has none (its driver is Windows'). An assumed
+    // driver is an assumed machine, so an override leaves WSL unasked.
+    if (!settled->driver) {
+      facts.wsl = detect_wsl(sources.read_file(kProcVersionPath),
+                             sources.exists && sources.exists(kWslGpuDevice));
+    }
   }
   if (!settled->driver_cuda || !settled->gpus) apply_libcuda(sources, *settled, facts);
   if (!settled->driver || !settled->gpus) {

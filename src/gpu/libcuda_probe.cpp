@@ -322,6 +322,7 @@ Result<LibcudaReport> parse_libcuda_report(std::string_view text) {
     const auto [key, value] = split_first(line);
     if (key == "loaded") {
       report.loaded = true;
+      report.library = std::string(value);
     } else if (key == "not_loaded") {
       report.load_error = std::string(value);
       report.problems.push_back(fmt::format("cannot be loaded: {}", value));

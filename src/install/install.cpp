@@ -19,6 +19,8 @@
 #include "envkit/pyenv/python_step.hpp"
 #include "envkit/store/fill.hpp"
 #include "envkit/store/generation_builder.hpp"
+#include "envkit/store/kernel_cache.hpp"
+#include "envkit/store/kernel_scan.hpp"
 #include "envkit/store/prefix.hpp"
 #include "envkit/sys/parallel.hpp"
 
@@ -309,6 +311,66 @@ std::optional<std::string> missing_nvcc(const PlannedPackage& package, const fs:
       package.name, package.version, to_string(package.packaging));
 }
 
+// Reads the kernels of the packages whose receipts lack them (new ones, and
+// those of an envkit that did not read kernels) from the new generation, and
+// remembers each artifact's by its sha256 so that the next lock knows it.
+void read_kernels(const fs::path& root, std::vector<PackageReceipt>& packages,
+                  const std::map<std::string, std::vector<EntryRecord>>& entries,
+                  const InstallOptions& options, InstallReport& report) {
+  std::vector<PackageReceipt*> unread;
+  for (auto& package : packages) {
+    if (!package.kernels) unread.push_back(&package);
+  }
+  sys::for_each_parallel(unread.size(), options.jobs, [&](std::size_t i) {
+    unread[i]->kernels = scan_kernels(root, unread[i]->files);
+  });
+  if (options.kernel_cache_dir.empty()) return;
+  for (const auto* package : unread) {
+    const auto& kernels = *package->kernels;
+    if (kernels.coverage.empty()) continue;
+    const auto found = entries.find(package->name);
+    for (std::size_t i = 0; i < package->artifacts.size(); ++i) {
+      // A package of one artifact holds what it holds; of several (CUDA's
+      // components), each holds what its own files do.
+      const bool one = package->artifacts.size() == 1;
+      if (!one && (found == entries.end() || i >= found->second.size())) break;
+      const auto coverage = one ? kernels.coverage : coverage_among(kernels, found->second[i].files);
+      if (coverage.empty()) continue;
+      if (auto kept =
+              remember_coverage(options.kernel_cache_dir, package->artifacts[i].sha256, coverage);
+          !kept) {
+        report.warnings.push_back(
+            fmt::format("the kernels read from {} were not kept in the cache: {}",
+                        package->name, kept.error().message()));
+      }
+    }
+  }
+}
+
+// The install gate: every package with kernels has one for each of the GPUs.
+Result<void> check_kernels(const std::vector<PackageReceipt>& packages,
+                           const KernelTargets& targets) {
+  std::vector<std::string> gaps;
+  for (const auto& verdict : judge_kernels(packages, targets)) {
+    if (verdict.runs == elf::Runs::ptx_too_new || verdict.runs == elf::Runs::no_kernel)
+      gaps.push_back(describe_gap(verdict, targets.driver_ptx_isa));
+  }
+  if (gaps.empty()) return {};
+  std::vector<std::string> gpus;
+  for (const auto gpu : targets.gpus)
+    gpus.push_back(elf::capability_text(gpu));
+  Error error = Error::failed(fmt::format(
+      "the new environment has no kernels for {} (compute capability {}); the previous "
+      "environment is left as it was",
+      targets.source, text::join(gpus, ", ")));
+  for (auto& gap : gaps)
+    error.because(std::move(gap));
+  return error.hint(
+      "lock builds with kernels for these GPUs (`envkit lock` on this machine, or pin a release "
+      "that has them; `envkit doctor` names what would cover each), or install anyway with "
+      "`envkit install --no-kernel-check` if the environment will run on other GPUs");
+}
+
 }  // namespace
 
 Result<InstallReport> install(const lock::Lockfile& lockfile, const Cache& cache,
@@ -432,6 +494,10 @@ Result<InstallReport> install(const lock::Lockfile& lockfile, const Cache& cache
   auto links = builder.finish(options.platform);
   if (!links) return std::move(links).error();
   next.links = *std::move(links);
+  // Before the switch: binaries without kernels for the GPUs leave the previous generation.
+  read_kernels(*root, next.packages, *entries, options, report);
+  if (auto covered = check_kernels(next.packages, options.kernel_targets); !covered)
+    return std::move(covered).error();
   next.link_mode = builder.link_mode();
   if (auto written = write_state(*root, next); !written) return std::move(written).error();
   if (auto committed = prefix->commit(generation); !committed) return std::move(committed).error();

@@ -10,6 +10,7 @@
 #include "envkit/recipes/import_frameworks.hpp"
 #include "envkit/recipes/import_nvidia_redist.hpp"
 #include "envkit/recipes/import_python.hpp"
+#include "envkit/recipes/import_torch_kernels.hpp"
 #include "envkit/recipes/import_zlib.hpp"
 #include "envkit/sys/fs.hpp"
 
@@ -19,10 +20,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The upstream files, read once; each keeps the name it has inside the folder.
+// The upstream files, read once; each keeps the name it has inside its folder, and is
+// read from the first folder that has it (../shared/upstream, then envkit's own upstream/).
 class UpstreamFiles {
  public:
-  explicit UpstreamFiles(fs::path root) : root_(std::move(root)) {}
+  explicit UpstreamFiles(std::vector<fs::path> roots)
+      : roots_(std::move(roots)), root_(roots_.front()) {}
 
   // The file's text and its name, both owned here: importers keep views of
   // the name (Recipe::sources, errors), so it must outlive the call.
@@ -33,7 +36,7 @@ class UpstreamFiles {
   Result<File> read(const std::string& relative) {
     auto it = texts_.find(relative);
     if (it == texts_.end()) {
-      auto text = sys::read_file(root_ / relative);
+      auto text = sys::read_file(where(relative) / relative);
       if (!text) return text.error();
       it = texts_.emplace(relative, *std::move(text)).first;
     }
@@ -58,6 +61,15 @@ class UpstreamFiles {
   }
 
  private:
+  fs::path where(const std::string& relative) const {
+    std::error_code ec;
+    for (const auto& root : roots_) {
+      if (fs::exists(root / relative, ec)) return root;
+    }
+    return root_;  // reading it there names the first folder in the error
+  }
+
+  std::vector<fs::path> roots_;
   fs::path root_;
   std::map<std::string, std::string> texts_;
 };
@@ -152,12 +164,18 @@ std::vector<std::string> prune_unsatisfiable(std::vector<Recipe>& recipes) {
 }  // namespace
 
 Result<UpstreamImport> import_upstream(const fs::path& upstream_dir) {
-  std::error_code ec;
-  if (!fs::is_directory(upstream_dir, ec)) {
-    return Error::input(
-        fmt::format("{} is not a folder of upstream metadata", upstream_dir.string()));
+  return import_upstream(std::vector<fs::path>{upstream_dir});
+}
+
+Result<UpstreamImport> import_upstream(const std::vector<fs::path>& upstream_dirs) {
+  if (upstream_dirs.empty()) return Error::input("no folder of upstream metadata given");
+  for (const auto& dir : upstream_dirs) {
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) {
+      return Error::input(fmt::format("{} is not a folder of upstream metadata", dir.string()));
+    }
   }
-  UpstreamFiles files(upstream_dir);
+  UpstreamFiles files(upstream_dirs);
   std::vector<Recipe> out;
 
   auto cuda = cuda_recipe(files);
@@ -193,6 +211,9 @@ Result<UpstreamImport> import_upstream(const fs::path& upstream_dir) {
   }
   auto torch = import_torch({*release_matrix, *previous, *arch});
   if (!torch) return torch.error();
+  auto build_scripts = upstream_text(files, "pytorch-build-scripts/torch_cuda_arch_list.csv");
+  if (!build_scripts) return build_scripts.error();
+  if (auto added = add_torch_kernel_archs(*torch, *build_scripts); !added) return added.error();
   out.push_back(*std::move(torch));
   auto tensorflow = import_tensorflow({*tf_linux, *tf_windows});
   if (!tensorflow) return tensorflow.error();

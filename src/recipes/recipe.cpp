@@ -41,6 +41,7 @@ void merge_build(Build& base, const Build& update) {
   for (const auto& [package, version] : update.tested)
     base.tested.insert_or_assign(package, version);
   if (!update.cuda_arch.empty()) base.cuda_arch = update.cuda_arch;
+  if (!update.cuda_ptx.empty()) base.cuda_ptx = update.cuda_ptx;
   if (!update.wheel_index.empty()) base.wheel_index = update.wheel_index;
   if (!update.runfile_only.empty()) base.runfile_only = update.runfile_only;
   for (auto platform : update.platforms) {
@@ -111,6 +112,13 @@ bool installable_on(const Build& build, specs::Platform platform) {
   return !excludes(runfile_only_platforms(build));
 }
 
+bool has_kernels_for(const Build& build, specs::ComputeCapability capability) {
+  if (build.cuda_arch.empty() && build.cuda_ptx.empty()) return true;
+  if (specs::runs_on(build.cuda_arch, capability)) return true;
+  return std::any_of(build.cuda_ptx.begin(), build.cuda_ptx.end(),
+                     [&](const specs::ComputeCapability& ptx) { return ptx <= capability; });
+}
+
 std::map<std::string, specs::VersionSpec> requirements_on(const Build& build,
                                                           specs::Platform platform) {
   std::map<std::string, specs::VersionSpec> out;
@@ -141,6 +149,9 @@ void canonicalize(Recipe& recipe) {
       std::sort(build.cuda_arch.begin(), build.cuda_arch.end());
       build.cuda_arch.erase(std::unique(build.cuda_arch.begin(), build.cuda_arch.end()),
                             build.cuda_arch.end());
+      std::sort(build.cuda_ptx.begin(), build.cuda_ptx.end());
+      build.cuda_ptx.erase(std::unique(build.cuda_ptx.begin(), build.cuda_ptx.end()),
+                           build.cuda_ptx.end());
       sort_unique_by(build.artifacts, [](const Artifact& a) {
         return std::make_tuple(a.platform, a.component, a.kind);
       });
@@ -151,14 +162,47 @@ void canonicalize(Recipe& recipe) {
   }
 }
 
+namespace {
+
+bool replaced_by(const Recipe& update, const RecipeVersion& version) {
+  return std::find(update.replaces.begin(), update.replaces.end(), version.version.original()) !=
+         update.replaces.end();
+}
+
+// A release line's kernel architectures are facts of the tables that key it by minor
+// (torch.yaml `2.8`, from PyTorch's build scripts), not of the overlay that refines it
+// into patch releases (`2.8.0`, read from PyPI's METADATA, which holds no arch list):
+// each build of a refining release takes them from the replaced minor's build of the
+// same id, so that an overlay imported before the tables learned them still has them.
+void keep_kernel_facts(const std::vector<RecipeVersion>& replaced, Recipe& base) {
+  for (const auto& minor : replaced) {
+    for (auto& version : base.versions) {
+      if (version.version.release().size() < 3 ||
+          version.version.major_minor() != minor.version.major_minor())
+        continue;
+      for (auto& build : version.builds) {
+        for (const auto& from : minor.builds) {
+          if (from.id != build.id || (from.cuda_arch.empty() && from.cuda_ptx.empty())) continue;
+          build.cuda_arch = from.cuda_arch;
+          build.cuda_ptx = from.cuda_ptx;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
 void merge_into(Recipe& base, const Recipe& update) {
   if (base.name.empty()) base.name = update.name;
   base.sources.insert(base.sources.end(), update.sources.begin(), update.sources.end());
   if (!update.default_components.empty()) base.default_components = update.default_components;
-  std::erase_if(base.versions, [&](const RecipeVersion& v) {
-    return std::find(update.replaces.begin(), update.replaces.end(), v.version.original()) !=
-           update.replaces.end();
-  });
+  std::vector<RecipeVersion> replaced;
+  for (const auto& version : base.versions) {
+    if (replaced_by(update, version) && version.version.release().size() == 2)
+      replaced.push_back(version);
+  }
+  std::erase_if(base.versions, [&](const RecipeVersion& v) { return replaced_by(update, v); });
   for (const auto& version : update.versions) {
     auto it = std::find_if(base.versions.begin(), base.versions.end(), [&](const RecipeVersion& v) {
       return v.version.original() == version.version.original();
@@ -169,6 +213,7 @@ void merge_into(Recipe& base, const Recipe& update) {
       merge_version(*it, version);
     }
   }
+  keep_kernel_facts(replaced, base);
   canonicalize(base);
 }
 

@@ -16,7 +16,7 @@ namespace {
 #if defined(__GLIBCXX__) && defined(__x86_64__)
 static_assert(sizeof(Recipe) == 128, "Recipe changed: encode the new field, bump the format");
 static_assert(sizeof(RecipeVersion) == 232, "RecipeVersion changed: encode it, bump the format");
-static_assert(sizeof(Build) == 448, "Build changed: encode the new field, bump the format");
+static_assert(sizeof(Build) == 472, "Build changed: encode the new field, bump the format");
 static_assert(sizeof(Artifact) == 280, "Artifact changed: encode the new field, bump the format");
 static_assert(sizeof(RunfilePatch) == 80, "RunfilePatch changed: encode it, bump the format");
 static_assert(sizeof(Component) == 64, "Component changed: encode it, bump the format");
@@ -221,6 +221,11 @@ void write_build(Writer& out, const Build& build) {
     out.u64(cc.major);
     out.u64(cc.minor);
   }
+  out.u64(build.cuda_ptx.size());
+  for (const auto& cc : build.cuda_ptx) {
+    out.u64(cc.major);
+    out.u64(cc.minor);
+  }
   out.platforms(build.platforms);
   out.u64(build.artifacts.size());
   for (const auto& artifact : build.artifacts)
@@ -254,6 +259,13 @@ Build read_build(Reader& in) {
   }
   build.cuda_arch.resize(in.count(16));
   for (auto& cc : build.cuda_arch) {
+    const auto major = in.u64();
+    const auto minor = in.u64();
+    if (major > 0xffffffffU || minor > 0xffffffffU) in.fail();
+    cc = {.major = static_cast<unsigned>(major), .minor = static_cast<unsigned>(minor)};
+  }
+  build.cuda_ptx.resize(in.count(16));
+  for (auto& cc : build.cuda_ptx) {
     const auto major = in.u64();
     const auto minor = in.u64();
     if (major > 0xffffffffU || minor > 0xffffffffU) in.fail();

@@ -81,6 +81,12 @@ void write_build(std::string& out, const Build& build) {
                            [](const auto& cc) { return yaml::scalar(cc.to_string()); }) +
            "\n";
   }
+  if (!build.cuda_ptx.empty()) {
+    out += key("cuda-ptx") + " " +
+           yaml::flow_list(build.cuda_ptx,
+                           [](const auto& cc) { return yaml::scalar(cc.to_string()); }) +
+           "\n";
+  }
   out += key("platforms") + " " +
          yaml::flow_list(build.platforms, [](auto p) { return std::string(specs::to_string(p)); }) +
          "\n";
@@ -328,6 +334,19 @@ Result<Build> read_build(const Source& source, const yaml::Node& node) {
               return error;
             }
             build.cuda_arch.push_back(*cc);
+            return {};
+          });
+        }},
+       {"cuda-ptx",
+        [&](const Entry& e) {
+          return read_list(source, e, [&](const yaml::Node& item) -> Result<void> {
+            auto cc = specs::ComputeCapability::parse(item.is_scalar() ? item.text() : "");
+            if (!cc) {
+              Error error = cc.error();
+              error.at(source.at(item));
+              return error;
+            }
+            build.cuda_ptx.push_back(*cc);
             return {};
           });
         }},

@@ -298,14 +298,16 @@ Result<Built> build(const BuildRequest& request) {
   Inputs inputs{
       .key = {}, .link_flags = toolchain.link_flags, .smoke_cu = request.sources / "smoke.cu"};
   auto cu = sys::read_file(inputs.smoke_cu);
+  auto kernels = sys::read_file(request.sources / "kernels.cuh");
   auto model = sys::read_file(request.sources / "smoke_model.hpp");
+  if (cu && !kernels) cu = std::move(kernels);
   if (!cu || !model) {
     return Error::failed(fmt::format("the smoke program's sources are missing from {}",
                                      text::quoted(request.sources.string())))
         .because((cu ? model : cu).error().headline())
         .hint("reinstall envkit: `cmake --install` puts them in share/envkit/smoke");
   }
-  inputs.key.smoke_cu = *std::move(cu);
+  inputs.key.smoke_cu = *std::move(cu) + *kernels;  // smoke.cu includes kernels.cuh
   inputs.key.smoke_model = *std::move(model);
   auto version = run({toolchain.nvcc.string(), "--version"}, request, std::chrono::minutes(1));
   if (!version) return std::move(version).error();

@@ -1,6 +1,9 @@
 #include "envkit/smoke/program.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include <nlohmann/json.hpp>
 
@@ -59,6 +62,22 @@ Result<ProgramReport> parse_report(std::string_view output) {
     report.max_reference_error = optional_field<double>(object, "max_reference_error");
     report.gpu_seconds = optional_field<double>(object, "gpu_seconds");
     report.cpu_seconds = optional_field<double>(object, "cpu_seconds");
+    report.compiler = optional_field<std::string>(object, "compiler");
+    for (const auto& library : object.value("libraries", json::array())) {
+      report.libraries.push_back({.path = library.at("path").get<std::string>(),
+                                  .in_prefix = library.at("in_prefix").get<bool>(),
+                                  .driver = library.value("driver", false)});
+    }
+    for (const auto& deferred : object.value("deferred", json::array()))
+      report.deferred.push_back(deferred.get<std::string>());
+    if (const auto v = object.find("versions"); v != object.end() && v->is_object()) {
+      report.versions = fmt::format("NVRTC {}, cuBLAS {}, cuDNN {} (built for CUDA {})",
+                                    v->value("nvrtc", "?"), v->value("cublas", "?"),
+                                    v->value("cudnn", "?"), v->value("cudnn_built_for_cuda", "?"));
+    }
+    for (const auto& kernel : object.value("kernels", json::array())) {
+      if (!kernel.contains("error")) report.kernels.push_back(kernel.at("target").get<std::string>());
+    }
     return report;
   } catch (const json::exception& e) {
     return Error::failed("the smoke program's JSON has a field of the wrong type")
@@ -81,9 +100,30 @@ std::vector<std::string> summary_lines(const ProgramReport& report) {
   }
   if (report.driver)
     lines.push_back(fmt::format("driver:        supports CUDA {}", *report.driver));
-  if (report.cuda_runtime || report.cudnn) {
+  if (report.versions) {
+    lines.push_back("libraries:     " + *report.versions);
+  } else if (report.cuda_runtime || report.cudnn) {
     lines.push_back(fmt::format("libraries:     CUDA runtime {}, cuDNN {}",
                                 report.cuda_runtime.value_or("?"), report.cudnn.value_or("?")));
+  }
+  if (!report.libraries.empty()) {
+    std::vector<std::string> inside;
+    std::vector<std::string> outside;
+    for (const auto& library : report.libraries) {
+      const auto name = std::filesystem::path(library.path).filename().string();
+      if (library.in_prefix) inside.push_back(name);
+      if (!library.in_prefix && !library.driver) outside.push_back(library.path);
+    }
+    lines.push_back(fmt::format("loaded:        {} from the prefix: {}", inside.size(),
+                                fmt::join(inside, " ")));
+    if (!outside.empty())
+      lines.push_back(fmt::format("OUTSIDE it:    {}", fmt::join(outside, " ")));
+  }
+  for (const auto& deferred : report.deferred)
+    lines.push_back("not loaded:    " + deferred);
+  if (!report.kernels.empty()) {
+    lines.push_back(fmt::format("kernels:       compiled by the prefix's NVRTC for {}",
+                                fmt::join(report.kernels, " ")));
   }
   if (report.loss_first && report.loss_last) {
     lines.push_back(fmt::format(
@@ -111,7 +151,9 @@ std::vector<std::string> summary_lines(const ProgramReport& report) {
 }
 
 Result<ProgramRun> run_program(const std::filesystem::path& binary, const ProgramOptions& options) {
-  std::vector<std::string> argv = {binary.string(), "--json"};
+  std::vector<std::string> argv = {binary.string()};
+  argv.insert(argv.end(), options.arguments.begin(), options.arguments.end());
+  argv.emplace_back("--json");
   if (options.steps) {
     argv.emplace_back("--steps");
     argv.push_back(std::to_string(*options.steps));

@@ -46,6 +46,21 @@ std::string glibc_sentence(const SystemFacts& system) {
   return fmt::format("this machine's glibc is {}", system.glibc_written);
 }
 
+// A framework build's kernels: "kernels for sm_70 sm_75 and no PTX",
+// "kernels for sm_75 sm_120 and PTX for compute_120".
+std::string kernels_sentence(const recipes::Build& build) {
+  std::vector<std::string> sass;
+  for (const auto& cc : build.cuda_arch)
+    sass.push_back(sm(cc));
+  std::vector<std::string> ptx;
+  for (const auto& cc : build.cuda_ptx)
+    ptx.push_back(fmt::format("compute_{}{}", cc.major, cc.minor));
+  const auto sass_text =
+      sass.empty() ? std::string("no SASS") : "kernels for " + text::join(sass, " ");
+  return ptx.empty() ? sass_text + " and no PTX"
+                     : fmt::format("{} and PTX for {}", sass_text, text::join(ptx, " "));
+}
+
 // Whose GPUs: this machine's, or those envkit.yaml `system.cuda-arch` lists.
 std::string_view gpus_owner(const SystemFacts& system) {
   return system.source == specs::FactSource::manifest ? "the machines'" : "your";
@@ -210,13 +225,31 @@ std::string Describer::unsupported_gpu(PackageId package, const VersionSet& set,
     older_ran_it =
         older_ran_it || (build != nullptr && specs::runs_on(build->cuda_arch, gpu.capability));
   }
-  const auto subject = candidates(package, set);
   if (info.name == "cuda") {
+    const auto subject = candidates(package, set);
     return older_ran_it
                ? fmt::format("{} dropped {} ({})", subject, sm(gpu.capability), whose)
                : fmt::format("{} does not support {} ({})", subject, sm(gpu.capability), whose);
   }
-  return fmt::format("{} ships no code for {} ({})", subject, sm(gpu.capability), whose);
+  // A framework: each distinct kernel list with the builds that have it, so that the
+  // reader sees what the build has, not only what it lacks.
+  std::vector<std::pair<std::string, VersionSet>> groups;  // kernels sentence -> candidates
+  for (const auto c : set.members()) {
+    const auto* build = info.candidates[c].build;
+    const auto sentence = build == nullptr ? std::string("no kernels") : kernels_sentence(*build);
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const auto& group) { return group.first == sentence; });
+    if (it == groups.end()) {
+      groups.emplace_back(sentence, VersionSet::none(set.universe()));
+      it = std::prev(groups.end());
+    }
+    it->second.insert(c);
+  }
+  std::vector<std::string> parts;
+  for (const auto& [sentence, members] : groups)
+    parts.push_back(fmt::format("{} has {}", candidates(package, members), sentence));
+  return fmt::format("{}: none runs on compute capability {} ({})", text::join(parts, ", "),
+                     gpu.capability.to_string(), whose);
 }
 
 std::string Describer::fact(const Incompatibility& incompatibility, const Fact& fact) const {

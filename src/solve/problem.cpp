@@ -189,10 +189,10 @@ std::uint32_t Problem::add_fact(Fact fact) {
 
 // A build with no known architecture list is assumed to run everywhere.
 bool Problem::runs_everywhere(const CandidateInfo& candidate) const {
-  if (candidate.build == nullptr || candidate.build->cuda_arch.empty()) return true;
+  if (candidate.build == nullptr) return true;
   return std::all_of(request_.system.gpus.begin(), request_.system.gpus.end(),
                      [&](const GpuFact& gpu) {
-                       return specs::runs_on(candidate.build->cuda_arch, gpu.capability);
+                       return recipes::has_kernels_for(*candidate.build, gpu.capability);
                      });
 }
 
@@ -226,8 +226,8 @@ void Problem::facts_about(PackageId package, std::vector<Incompatibility>& out) 
     auto unsupported = VersionSet::none(universe);
     for (std::size_t c = 0; c < universe; ++c) {
       const auto* build = info.candidates[c].build;
-      if (build != nullptr && !build->cuda_arch.empty() &&
-          !specs::runs_on(build->cuda_arch, request_.system.gpus[g].capability)) {
+      if (build != nullptr &&
+          !recipes::has_kernels_for(*build, request_.system.gpus[g].capability)) {
         unsupported.insert(c);
       }
     }

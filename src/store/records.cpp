@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <limits>
+#include <stdexcept>
 #include <nlohmann/json.hpp>
 
 #include "entry_record_reader.hpp"
 #include "envkit/core/sha256.hpp"
 #include "envkit/core/text.hpp"
+#include "envkit/store/kernel_scan.hpp"
 #include "envkit/sys/fs.hpp"
 
 namespace envkit::store {
@@ -100,6 +102,44 @@ std::map<std::string, FileStamp> stamps_from(const json& object) {
   return stamps;
 }
 
+json coverage_json(const elf::KernelCoverage& coverage) {
+  json out = {{"sass", sass_targets(coverage)}, {"ptx", ptx_targets(coverage)}};
+  if (!coverage.newest_ptx_isa.empty()) out["ptx-isa"] = coverage.newest_ptx_isa;
+  return out;
+}
+
+elf::KernelCoverage coverage_from(const json& object) {
+  const auto names = [&](const char* key) {
+    return object.value(key, json::array()).get<std::vector<std::string>>();
+  };
+  auto coverage = coverage_of_targets(names("sass"), names("ptx"), object.value("ptx-isa", ""));
+  if (!coverage) throw std::invalid_argument("a kernel target is not sm_XY[a] or compute_XY[a|f]");
+  return *std::move(coverage);
+}
+
+json kernels_json(const PackageKernels& kernels) {
+  json files = json::array();
+  for (const auto& file : kernels.files) {
+    json item = coverage_json(file.coverage);
+    item["path"] = file.path;
+    if (!file.error.empty()) item["error"] = file.error;
+    files.push_back(std::move(item));
+  }
+  json out = coverage_json(kernels.coverage);
+  out["files"] = std::move(files);
+  return out;
+}
+
+PackageKernels kernels_from(const json& object) {
+  PackageKernels kernels{.coverage = coverage_from(object), .files = {}};
+  for (const auto& item : object.at("files")) {
+    kernels.files.push_back({.path = item.at("path").get<std::string>(),
+                             .coverage = coverage_from(item),
+                             .error = item.value("error", "")});
+  }
+  return kernels;
+}
+
 json receipt_json(const PackageReceipt& receipt) {
   json artifacts = json::array();
   for (const auto& artifact : receipt.artifacts) {
@@ -110,9 +150,11 @@ json receipt_json(const PackageReceipt& receipt) {
     if (!artifact.patches.empty()) item["patches"] = patches_json(artifact.patches);
     artifacts.push_back(std::move(item));
   }
-  return {{"name", receipt.name},   {"version", receipt.version},
-          {"build", receipt.build}, {"packaging", receipt.packaging},
-          {"artifacts", artifacts}, {"files", files_json(receipt.files)}};
+  json object = {{"name", receipt.name},   {"version", receipt.version},
+                 {"build", receipt.build}, {"packaging", receipt.packaging},
+                 {"artifacts", artifacts}, {"files", files_json(receipt.files)}};
+  if (receipt.kernels) object["kernels"] = kernels_json(*receipt.kernels);
+  return object;
 }
 
 PackageReceipt receipt_from(const json& object) {
@@ -129,6 +171,8 @@ PackageReceipt receipt_from(const json& object) {
                                  .patches = patches_from(item)});
   }
   receipt.files = files_from(object.at("files"));
+  // Absent in receipts of an envkit that did not read kernels yet.
+  if (object.contains("kernels")) receipt.kernels = kernels_from(object.at("kernels"));
   return receipt;
 }
 
@@ -231,6 +275,8 @@ Result<std::optional<PrefixState>> read_state(const fs::path& root) {
     try {
       state.packages.push_back(receipt_from(json::parse(*receipt_text)));
     } catch (const json::exception& error) {
+      return unreadable(file, error);
+    } catch (const std::invalid_argument& error) {
       return unreadable(file, error);
     }
   }

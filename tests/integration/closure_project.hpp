@@ -37,8 +37,19 @@ inline EnvVars closure_on(std::optional<std::string> mirror, const std::filesyst
           {"no_proxy", "127.0.0.1"}};
 }
 
+// The machine's CUDA 12.1.1 with cuDNN 9.1.0 in it, which the closure tests state under
+// `external:`: envkit checks that against the tree (locking/external_check.hpp).
+inline std::filesystem::path write_machine_cuda(const IsolatedProject& project) {
+  const auto root = project.dir.path() / "machine-cuda";
+  project.write(root / "version.json", R"({"cuda": {"name": "CUDA SDK", "version": "12.1.1"}})");
+  project.write(root / "include" / "cudnn_version.h",
+                "#define CUDNN_MAJOR 9\n#define CUDNN_MINOR 1\n#define CUDNN_PATCHLEVEL 0\n");
+  return root;
+}
+
 struct ClosureOnProject {
   IsolatedProject project;
+  std::filesystem::path machine_cuda = write_machine_cuda(project);
   std::filesystem::path served = project.dir.path() / "index";
   std::filesystem::path recipes = source_dir() / "recipes";
   std::optional<std::filesystem::path> uv = test_uv();
@@ -60,7 +71,10 @@ struct ClosureOnProject {
 
   [[nodiscard]] EnvVars env(std::optional<std::string> mirror = {}) const {
     if (!mirror && index) mirror = index->url("");
-    return closure_on(std::move(mirror), *uv);
+    auto vars = closure_on(std::move(mirror), *uv);
+    vars.insert_or_assign("CUDA_HOME", machine_cuda.string());
+    vars.insert_or_assign("CUDA_PATH", std::nullopt);
+    return vars;
   }
   // envkit --recipes RECIPES ARGS in the project (through `mirror` when given).
   [[nodiscard]] sys::ProcessOutput envkit(std::vector<std::string> args,

@@ -4,6 +4,8 @@
 // /usr/local/cuda's own nvcc, cuDNN and cuBLAS, repacked and installed.
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <memory>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "envkit/sys/fs.hpp"
@@ -267,16 +269,33 @@ TEST_CASE("smoke names what the prefix lacks", "[cli][smoke]") {
 
 // ---------------------------------------------------------------- real CUDA
 
-// cuDNN's headers and its loader library from /usr/local/cuda, with the
-// development link. `--cpu-only` makes no cuDNN call, and cuDNN 9 loads its
-// engine libraries (hundreds of MB) only when used, so they are left out.
-std::optional<FixtureComponent> cudnn_loader_only() {
+// The version of /usr/local/cuda's cuDNN, from its wheel's dist-info folder name
+// (nvidia_cudnn_cu13-9.19.0.56.dist-info); "" where there is none.
+std::string real_cudnn_version() {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/usr/local/cuda/dist-info", ec)) {
+    const auto name = entry.path().filename().string();
+    const auto dash = name.find('-');
+    if (name.starts_with("nvidia_cudnn_cu") && dash != std::string::npos &&
+        name.ends_with(".dist-info")) {
+      return name.substr(dash + 1, name.size() - dash - 1 - std::string(".dist-info").size());
+    }
+  }
+  return "";
+}
+
+// cuDNN's headers and its loader library from /usr/local/cuda, with the development link, and
+// the sub-libraries named in `also` (libcudnn_graph.so.9, ...). `--cpu-only` with nvcc makes no
+// cuDNN call, and cuDNN 9 loads its engine libraries (hundreds of MB) only when used, so the
+// nvcc test leaves them out; envkit-smoke opens graph, ops and cnn, so its test has those.
+std::optional<FixtureComponent> cudnn_loader_only(const std::vector<std::string>& also = {}) {
   const fs::path cuda = "/usr/local/cuda";
   std::error_code ec;
+  const auto version = real_cudnn_version();
   if (!fs::exists(cuda / "include" / "cudnn.h", ec) ||
-      !fs::exists(cuda / "lib" / "libcudnn.so.9", ec))
+      !fs::exists(cuda / "lib" / "libcudnn.so.9", ec) || version.empty())
     return std::nullopt;
-  FixtureComponent cudnn{.name = "cudnn", .version = "9.0.0"};
+  FixtureComponent cudnn{.name = "cudnn", .version = version};
   for (const auto& entry : fs::directory_iterator(cuda / "include", ec)) {
     const auto name = entry.path().filename().string();
     if (name.starts_with("cudnn"))
@@ -284,6 +303,10 @@ std::optional<FixtureComponent> cudnn_loader_only() {
   }
   cudnn.files.push_back({.path = "lib/libcudnn.so.9", .source = cuda / "lib" / "libcudnn.so.9"});
   cudnn.files.push_back({.path = "lib/libcudnn.so", .symlink_target = "libcudnn.so.9"});
+  for (const auto& library : also) {
+    if (!fs::exists(cuda / "lib" / library, ec)) return std::nullopt;
+    cudnn.files.push_back({.path = "lib/" + library, .source = cuda / "lib" / library});
+  }
   return cudnn;
 }
 
@@ -417,6 +440,130 @@ TEST_CASE("smoke compiles the real program with /usr/local/cuda repacked into a 
   const auto bogus = sys::run_process({binaries.front().string(), "--bogus"});
   REQUIRE(bogus);
   CHECK(bogus->exit_code == 2);
+}
+
+}  // namespace
+}  // namespace envkit::test
+
+namespace envkit::test {
+namespace {
+
+// A prefix of /usr/local/cuda's real CUDA runtime, NVRTC, cuBLAS and cuDNN loader: what NVIDIA's
+// wheels give, no nvcc. Installed from nginx through envkit's own importer; nullopt (skipped)
+// where the tree or nginx is missing (a temporary project: neither copied nor moved).
+struct NvrtcPrefix {
+  SmokeProject project;
+  std::vector<std::string> common;
+};
+
+std::unique_ptr<NvrtcPrefix> install_nvrtc_prefix(const std::string& manifest_extra) {
+  auto runtime = real_cuda_component("nvidia_cuda_runtime-", "cuda_cudart");
+  auto nvrtc = real_cuda_component("nvidia_cuda_nvrtc-", "cuda_nvrtc");
+  auto cublas = real_cuda_component("nvidia_cublas-", "libcublas");
+  auto cudnn = cudnn_loader_only({"libcudnn_graph.so.9", "libcudnn_ops.so.9", "libcudnn_cnn.so.9"});
+  if (!runtime || !nvrtc || !cublas || !cudnn) {
+    skip_test(SkipKind::expected, "no CUDA 13 tree with dist-info and cuDNN under /usr/local/cuda");
+    return nullptr;
+  }
+  if (nginx_missing()) return nullptr;
+  auto out = std::make_unique<NvrtcPrefix>();
+  const auto& work = out->project.dir.path();
+  const RedistMirror mirror(work / "www");
+  std::vector<BuiltArtifact> built;
+  for (const auto* component : {&*runtime, &*nvrtc, &*cublas})
+    built.push_back(mirror.add_archive(*component, RedistMirror::Compression::gzip));
+  const auto cuda_manifest = mirror.write_redistrib("13.0.2", built);
+  const auto cudnn_manifest = write_cudnn_redistrib(mirror, mirror.add_archive(*cudnn));
+  const StaticHttpServer server(mirror.root());
+  const auto db = (work / "db").string();
+  const auto imported =
+      slow_envkit({"--recipes", db, "recipes", "import", "nvidia-redist", cuda_manifest.string(),
+                   cudnn_manifest.string(), "--base-url", server.url("/")},
+                  {});
+  INFO(imported.err);
+  REQUIRE(imported.exit_code == 0);
+  std::ofstream(out->project.root / "envkit.yaml")
+      << "requires:\n  cuda: \"13.0\"\n  cudnn: \"9\"\nexternal:\n  zlib: \"1.3\"\n"
+      << manifest_extra;
+  out->common = {"-C", out->project.root.string(), "--recipes", db, "--cache-dir",
+                out->project.cache.string()};
+  auto args = out->common;
+  args.emplace_back("install");
+  const auto installed = slow_envkit(args, {{"ENVKIT_OVERRIDE_DRIVER", "580.95.05"}});
+  INFO(installed.err);
+  REQUIRE(installed.exit_code == 0);
+  REQUIRE_FALSE(fs::exists(out->project.prefix() / "bin" / "nvcc"));
+  return out;
+}
+
+TEST_CASE("smoke without nvcc checks the real NVRTC, cuDNN and cuBLAS up to the kernel launch",
+          "[cli][smoke][cuda][slow]") {
+  auto installed =
+      install_nvrtc_prefix("system:\n  driver: \"580.95.05\"\n  cuda-arch: [\"9.0\", \"8.6\"]\n");
+  if (!installed) return;
+  auto args = installed->common;
+  args.insert(args.end(), {"smoke", "--json"});
+  auto r = slow_envkit(args, {{"ENVKIT_OVERRIDE_DRIVER", "none"}});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 77);
+  const auto out = json::parse(r.out);
+  CHECK(out.at("status") == "skip");
+  CHECK_THAT(out.at("reason").get<std::string>(),
+             Catch::Contains("checked everything up to the kernel launch"));
+  CHECK(out.at("compiler") == "nvrtc");
+  // The kernels compiled for every GPU the lock states, with no compiler in the prefix.
+  std::vector<std::string> targets;
+  for (const auto& kernel : out.at("kernels")) {
+    CHECK_FALSE(kernel.contains("error"));
+    targets.push_back(kernel.at("target"));
+  }
+  CHECK(targets == std::vector<std::string>{"sm_86", "sm_90"});
+  // Every CUDA library the program mapped is the prefix's, and the four it needs are there.
+  const auto prefix = fs::canonical(installed->project.prefix()).string() + "/";
+  std::set<std::string> names;
+  for (const auto& library : out.at("libraries")) {
+    const auto path = library.at("path").get<std::string>();
+    INFO(path);
+    CHECK(library.at("in_prefix") == true);
+    CHECK(path.starts_with(prefix));
+    names.insert(fs::path(path).filename().string());
+  }
+  for (const auto* needed : {"libnvrtc.so.13", "libcublas.so.13", "libcublasLt.so.13",
+                             "libcudnn.so.9"}) {
+    INFO(needed);
+    CHECK(names.contains(needed));
+  }
+  // Versions read from the libraries themselves agree with the lock.
+  CHECK(out.at("versions").at("nvrtc") == "13.0");
+  CHECK_THAT(r.err, Catch::Contains("loaded:        ") &&
+                        Catch::Contains("kernels:       compiled by the prefix's NVRTC for sm_86 sm_90"));
+  // Nothing was built: the NVRTC path keeps no binary.
+  CHECK_FALSE(fs::exists(installed->project.cache / "smoke"));
+
+  // --cpu-only: the same checks, then the CPU reference trains and passes.
+  args.emplace_back("--cpu-only");
+  r = slow_envkit(args, {{"ENVKIT_OVERRIDE_DRIVER", "none"}});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(json::parse(r.out).at("status") == "pass");
+}
+
+TEST_CASE("smoke names a cuBLAS that is not the lock's CUDA", "[cli][smoke][cuda][slow]") {
+  auto installed = install_nvrtc_prefix("");
+  if (!installed) return;
+  // A cuBLAS of another CUDA major in place of the prefix's (a hand-edited prefix).
+  const auto lib = installed->project.prefix() / "lib";
+  const auto blas = fs::canonical(lib / "libcublas.so.13");
+  fs::remove(blas);
+  fs::copy_file(lib / "libcudnn.so.9", blas);
+  auto args = installed->common;
+  args.insert(args.end(), {"smoke", "--json"});
+  const auto r = slow_envkit(args, {{"ENVKIT_OVERRIDE_DRIVER", "none"}});
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(json::parse(r.out).at("reason").get<std::string>(),
+             Catch::Contains("does not export cublasCreate_v2") &&
+                 Catch::Contains("not a cuBLAS 11 or later library"));
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "envkit/doctor/finding.hpp"
 #include "envkit/elf/dependency_check.hpp"
 #include "envkit/lock/lockfile.hpp"
+#include "envkit/project/stack_tree.hpp"
 #include "envkit/store/cache.hpp"
 #include "envkit/store/records.hpp"
 
@@ -17,12 +18,24 @@
 // it, the lock, and one copy of each CUDA library.
 namespace envkit::doctor {
 
+// A CUDA or cuDNN the lock leaves to the machine (`external:`), and what envkit found of it.
+struct ExternalStack {
+  std::string package;         // cuda or cudnn
+  specs::Version locked;       // the lock's version
+  project::TreeLookup lookup;  // where the machine's was looked for, what it holds
+};
+
 // 3: every library in the prefix finds what it needs (ELF DT_NEEDED resolved
 // as the loader would, prefix first); `expected` (libcudart.so, libcudnn.so,
-// libcublas.so: what the lock promises) are in the prefix's lib/.
+// libcublas.so: what the lock promises) are in the prefix's lib/. A package in
+// `externals` is not in the prefix: the machine's tree must hold the locked
+// version (and cuDNN's library), and a missing library of it is the tree's to
+// provide; those findings name the tree and never send the user to `envkit install`,
+// which leaves an external package alone.
 [[nodiscard]] Findings check_libraries(const std::filesystem::path& prefix,
                                        const elf::DependencyReport& report,
-                                       std::span<const std::string> expected);
+                                       std::span<const std::string> expected,
+                                       std::span<const ExternalStack> externals = {});
 
 // 4: folders on the inherited LD_LIBRARY_PATH that hold a CUDA library the
 // prefix has too, ahead of the prefix's (programs started without `envkit run`

@@ -31,6 +31,15 @@ struct Provenance {
   [[nodiscard]] std::string to_string() const;
 };
 
+// Windows Subsystem for Linux. WSL 2 reaches the GPU through the Windows driver:
+// /dev/dxg (no /dev/nvidia*, no nvidia kernel module, no /proc/driver/nvidia),
+// with libcuda.so.1 and nvidia-smi under /usr/lib/wsl/lib. The driver is the
+// Windows one; a Linux driver installed inside WSL breaks it.
+struct Wsl {
+  std::string evidence;     // `/proc/version names Microsoft`, `/dev/dxg exists`
+  bool gpu_device = false;  // /dev/dxg exists: WSL 2 with GPU support (WSL 1 has none)
+};
+
 struct Gpu {
   std::optional<std::string> name;  // absent when only the capability is known (an override)
   specs::ComputeCapability compute_capability;
@@ -50,6 +59,7 @@ struct HostFacts {
   // Why a source that was asked gave no answer (nvidia-smi failed, output not
   // understood). Informational: a host without a GPU is not an error.
   std::vector<std::string> notes;
+  std::optional<Wsl> wsl;  // nullopt: not WSL
 };
 
 }  // namespace envkit::gpu

@@ -20,6 +20,12 @@ namespace envkit::gpu {
 // The kernel module's version, alone on one line: `550.54.15`.
 inline constexpr std::string_view kSysDriverVersionPath = "/sys/module/nvidia/version";
 inline constexpr std::string_view kProcDriverVersionPath = "/proc/driver/nvidia/version";
+// The kernel's version string: WSL's kernels name Microsoft (`5.15.153.1-microsoft-standard-WSL2`).
+inline constexpr std::string_view kProcVersionPath = "/proc/version";
+// WSL 2's GPU device (the Windows driver's paravirtualized GPU), instead of /dev/nvidia*.
+inline constexpr std::string_view kWslGpuDevice = "/dev/dxg";
+// Where WSL mounts the Windows driver's Linux side: libcuda.so.1 and nvidia-smi.
+inline constexpr std::string_view kWslLibDir = "/usr/lib/wsl/lib";
 // The nvidia-smi query the probe runs; one CSV line per GPU:
 // `550.54.15, 9.0, NVIDIA H100 80GB HBM3`.
 inline constexpr std::string_view kNvidiaSmiQuery[] = {
@@ -36,13 +42,21 @@ struct ProbeSources {
   // Asks libcuda.so.1 (query_libcuda); nullopt when it is not installed. Left
   // empty, the probe does without it.
   std::function<std::optional<LibcudaReport>()> query_libcuda;
+  // Whether a path (a device such as /dev/dxg) exists; left empty, nothing does.
+  std::function<bool(const std::filesystem::path&)> exists;
 };
 
 // The real machine: the process environment, the filesystem, libcuda.so.1 in a
 // child process and nvidia-smi on PATH (each given a few seconds: a wedged driver
-// can make them hang). ENVKIT_LIBCUDA and ENVKIT_NVIDIA_SMI name others instead
-// (a path that does not exist: none), so tests never see the machine's driver.
-[[nodiscard]] ProbeSources host_sources();
+// can make them hang); where those are not found, WSL's copies under
+// /usr/lib/wsl/lib (not always on the loader's path or PATH). ENVKIT_LIBCUDA and
+// ENVKIT_NVIDIA_SMI name others instead (a path that does not exist: none), so
+// tests never see the machine's driver.
+//
+// `root` is the filesystem the files, devices and WSL's folder are read under
+// (tests hand it a fake tree). Any root but `/` is not this machine's: the
+// loader's own libcuda.so.1 and PATH are then not asked.
+[[nodiscard]] ProbeSources host_sources(const std::filesystem::path& root = "/");
 
 // Each fact from the first source that knows it:
 //   driver:       ENVKIT_OVERRIDE_DRIVER, /sys/module/nvidia/version,
@@ -53,8 +67,15 @@ struct ProbeSources {
 // then come only from ENVKIT_OVERRIDE_CUDA_ARCH. A driver override also settles
 // driver_cuda (unknown for a version): this machine's libcuda speaks for its own
 // driver, not the one assumed. A source that fails leaves a note and the next is
-// asked. Fails only on a malformed override.
+// asked. Where no driver override and no kernel module's file names the driver,
+// WSL is told by /proc/version and /dev/dxg (detect_wsl). Fails only on a
+// malformed override.
 [[nodiscard]] Result<HostFacts> probe_host(const ProbeSources& sources = host_sources());
+
+// WSL from /proc/version's text (nullopt: unreadable) and whether /dev/dxg
+// exists: a kernel that names Microsoft or WSL (any case), or the device.
+[[nodiscard]] std::optional<Wsl> detect_wsl(const std::optional<std::string>& proc_version,
+                                            bool dxg_exists);
 
 // ENVKIT_OVERRIDE_DRIVER: a driver version, or `none` (nullopt) for no driver.
 [[nodiscard]] Result<std::optional<specs::Version>> parse_driver_override(std::string_view text);

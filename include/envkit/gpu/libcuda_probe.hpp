@@ -35,6 +35,7 @@ inline constexpr std::chrono::seconds kLibcudaTimeout{15};
 //                                       library has cuGetErrorName, its name
 struct LibcudaReport {
   bool loaded = false;                        // dlopen succeeded
+  std::string library;                        // what was loaded, as dlopen was given it
   std::string load_error;                     // dlerror() when it did not
   std::optional<specs::Version> driver_cuda;  // 12040 -> `12.4`
   // Every device with its name; nullopt unless cuInit and every device query succeeded.

@@ -13,6 +13,7 @@
 #include "envkit/net/reachability.hpp"
 #include "envkit/net/transport.hpp"
 #include "envkit/store/cache.hpp"
+#include "envkit/store/kernel_scan.hpp"
 #include "envkit/store/link.hpp"
 #include "envkit/store/plan.hpp"
 
@@ -45,6 +46,13 @@ struct InstallOptions {
   bool compile_bytecode = false;
   // Where the project is: `external: {python: ./tools/python}` starts here.
   std::filesystem::path project_dir;
+  // The GPUs the new generation's CUDA files must have kernels for (docs/doctor.md,
+  // "Kernel coverage"): install stops before the switch when a package has none for
+  // one. No GPUs: nothing is judged; the kernels are read into the receipts anyway.
+  store::KernelTargets kernel_targets;
+  // envkit's cache folder: what each artifact's files hold is remembered there by
+  // its sha256 (store/kernel_cache.hpp); empty: not remembered.
+  std::filesystem::path kernel_cache_dir;
   // Human progress lines ("waiting for ...", "unpacked ...").
   std::function<void(const std::string&)> note;
   // What -v adds: where each package comes from and why (may be empty).

@@ -25,5 +25,10 @@ struct UpstreamImport {
 // their path inside `upstream_dir`, so the result does not depend on where the
 // folder is. Wheels are not included: they come from `import pypi-nvidia`.
 [[nodiscard]] Result<UpstreamImport> import_upstream(const std::filesystem::path& upstream_dir);
+// The same over several folders: each file is read from the first that has it
+// (scripts/regen-recipes: ../shared/upstream, then envkit's own upstream/, which holds
+// pytorch-build-scripts/torch_cuda_arch_list.csv).
+[[nodiscard]] Result<UpstreamImport> import_upstream(
+    const std::vector<std::filesystem::path>& upstream_dirs);
 
 }  // namespace envkit::recipes

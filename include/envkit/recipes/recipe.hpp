@@ -61,8 +61,13 @@ struct Build {
   // The versions upstream tested this build with (torch 2.1 cu121: cuda 12.1,
   // cudnn 8.9.2.26); the solver prefers them within the allowed range.
   std::map<std::string, std::string> tested;
-  // GPU compute capabilities the build supports, where known.
+  // GPU compute capabilities the build supports, where known. For a framework build,
+  // those it ships SASS for (PyTorch's TORCH_CUDA_ARCH_LIST): a GPU runs it when one
+  // has its major and a minor no higher than its own.
   std::vector<specs::ComputeCapability> cuda_arch;
+  // Virtual architectures the build ships PTX for (`12.0+PTX`): the driver JIT-compiles
+  // it for any GPU of that compute capability or newer. Empty: none, or not known.
+  std::vector<specs::ComputeCapability> cuda_ptx;
   // Platforms the build exists for (those with artifacts, or, for frameworks,
   // those the upstream tables list).
   std::vector<specs::Platform> platforms;
@@ -94,6 +99,11 @@ inline constexpr std::string_view kPypiIndex = "https://pypi.org/simple";
 // The platforms where `build` has artifacts and all are runfiles envkit cannot unpack
 // (`layout: none`); `build.runfile_only` when it carries no artifacts (facts read alone).
 [[nodiscard]] std::vector<specs::Platform> runfile_only_platforms(const Build& build);
+
+// Whether `build` has kernels a GPU of `capability` runs: SASS of its major with a
+// minor no higher than its own, or PTX of a compute capability no higher than its own.
+// A build with no arch list is not known to lack any (true).
+[[nodiscard]] bool has_kernels_for(const Build& build, specs::ComputeCapability capability);
 
 struct RecipeVersion {
   specs::Version version;  // original() keeps upstream's spelling (8.9.7.29)

@@ -21,7 +21,7 @@ namespace envkit::recipes {
 
 // Bump when Recipe (or a type in it) gains a field, or when reading a file into
 // a Recipe changes: entries of another format are never read.
-inline constexpr std::uint32_t kRecipeCacheFormat = 2;
+inline constexpr std::uint32_t kRecipeCacheFormat = 3;
 
 // The encoding of `recipe`: a header (magic, format, the payload's sha256), then
 // every field. The same recipe gives the same bytes.

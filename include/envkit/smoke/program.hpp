@@ -35,6 +35,17 @@ struct ProgramReport {
   std::optional<double> max_reference_error;
   std::optional<double> gpu_seconds;
   std::optional<double> cpu_seconds;
+  // envkit-smoke only (the NVRTC build): what it checked before any kernel ran.
+  struct Library {
+    std::string path;
+    bool in_prefix = false;
+    bool driver = false;  // libcuda and the driver's own libraries: the machine's by design
+  };
+  std::vector<Library> libraries;  // every CUDA library the program mapped
+  std::vector<std::string> kernels;  // the targets NVRTC compiled for: sm_86, sm_90
+  std::vector<std::string> deferred;  // libraries that wait for the driver: "path: why"
+  std::optional<std::string> versions;  // "NVRTC 12.4, cuBLAS 12.4.5, cuDNN 9.1.0 (for CUDA 12.2)"
+  std::optional<std::string> compiler;  // "nvrtc"; absent for the nvcc build
 };
 
 // Reads the program's stdout: exactly one JSON object with a `status` of pass,
@@ -48,6 +59,7 @@ struct ProgramReport {
 [[nodiscard]] std::vector<std::string> summary_lines(const ProgramReport& report);
 
 struct ProgramOptions {
+  std::vector<std::string> arguments;  // the program's own, before the common ones
   std::optional<long> steps;
   std::optional<unsigned long long> seed;
   bool cpu_only = false;

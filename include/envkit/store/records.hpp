@@ -9,6 +9,7 @@
 
 #include "envkit/archive/extract.hpp"
 #include "envkit/core/result.hpp"
+#include "envkit/elf/fatbin.hpp"
 
 // What the store writes down: the files of an unpacked artifact (a cache
 // entry's record) and the packages installed in a prefix (its receipts).
@@ -71,6 +72,23 @@ struct ReceiptArtifact {
   std::vector<PatchRecord> patches;  // applied over it, in order
 };
 
+// One CUDA ELF file of a package and the kernels its fatbinaries hold.
+struct KernelFile {
+  std::string path;  // relative to the prefix, as in the receipt's files
+  elf::KernelCoverage coverage;
+  std::string error;  // why its fatbinaries could not be read (coverage then empty)
+
+  friend bool operator==(const KernelFile&, const KernelFile&) = default;
+};
+
+// What a package's CUDA files can run on (docs/doctor.md, "Kernel coverage").
+struct PackageKernels {
+  elf::KernelCoverage coverage;   // all its files together
+  std::vector<KernelFile> files;  // each file with a fatbinary, by path
+
+  friend bool operator==(const PackageKernels&, const PackageKernels&) = default;
+};
+
 // A package in a prefix: what it was installed from and every file it put there.
 struct PackageReceipt {
   std::string name;
@@ -79,6 +97,9 @@ struct PackageReceipt {
   std::string packaging;  // "archive" or "wheel"
   std::vector<ReceiptArtifact> artifacts;
   std::vector<FileRecord> files;
+  // Read from its files at install; nullopt in receipts written before envkit
+  // read kernels (doctor reads the files then).
+  std::optional<PackageKernels> kernels;
 };
 
 // A prefix generation's state: its packages and the links envkit made for it.

@@ -6,9 +6,17 @@ A conv net (conv 3x3, 1 -> 8 channels, ReLU, dense 2048 -> 4) learns the orienta
 framework's own CUDA build, cuDNN convolutions and cuBLAS matrix products are exercised. TF32 is
 off. It passes when the training-set loss at least halves in the steps.
 
-usage: python3 framework_smoke.py [--steps N] [--seed S] [--cpu]
+Whatever it does, it also says which shared libraries the process really loaded: the text of
+/proc/self/maps after the import and after the device work ("maps", a list of snapshots; envkit
+picks the CUDA libraries out of them and checks each is the prefix's), where the framework module
+lives ("framework_path") and the CUDA and cuDNN versions the framework states ("cuda", "cudnn").
+With --libraries-only it imports the framework, initialises CUDA when a GPU is visible (a tiny
+matrix product and convolution, so lazily loaded libraries load too), and reports that, with
+status "skip": no training.
+
+usage: python3 framework_smoke.py [--steps N] [--seed S] [--cpu | --libraries-only]
 Prints one JSON object on stdout; exit 0 pass, 1 fail, 77 skip (none of torch, tensorflow, jax
-imports), 2 bad arguments.
+imports, or --libraries-only), 2 bad arguments.
 """
 
 import argparse
@@ -48,6 +56,103 @@ def make_data(seed):
 
 def result(status, reason="", **fields):
     return dict({"status": status, "reason": reason}, **fields)
+
+
+MAPS = []  # /proc/self/maps snapshots, file-backed lines only
+
+
+def snapshot_maps():
+    """Keeps the process's mapped files now (after an import, after CUDA started)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            MAPS.append("".join(line for line in maps if "/" in line))
+    except OSError:  # not Linux: nothing to report
+        pass
+
+
+def attempt(function, default=None):
+    """function(), or default when it raises: a stated version is a bonus, never the failure."""
+    try:
+        return function()
+    except Exception:
+        return default
+
+
+def cudnn_text(number):
+    """cuDNN's version number as text: 90100 -> 9.1.0 (cuDNN 9), 8907 -> 8.9.7 (cuDNN 8)."""
+    if not isinstance(number, int) or number <= 0:
+        return None if number is None else str(number)
+    if number >= 90000:
+        return "%d.%d.%d" % (number // 10000, number // 100 % 100, number % 100)
+    return "%d.%d.%d" % (number // 1000, number // 100 % 10, number % 100)
+
+
+def cuda_text(number):
+    """A CUDA runtime version number as text: 12040 -> 12.4."""
+    if not isinstance(number, int) or number <= 0:
+        return None if number is None else str(number)
+    return "%d.%d" % (number // 1000, number % 1000 // 10)
+
+
+def stated_versions(name, module):
+    """The CUDA and cuDNN versions the framework states: torch's are the build's CUDA and the
+    loaded cuDNN, TensorFlow's its build's, jax's the loaded ones (where its plugin says)."""
+    if name == "torch":
+        return {"cuda": attempt(lambda: module.version.cuda),
+                "cudnn": cudnn_text(attempt(lambda: module.backends.cudnn.version()))}
+    if name == "tensorflow":
+        build = attempt(lambda: module.sysconfig.get_build_info(), {}) or {}
+        return {"cuda": build.get("cuda_version"), "cudnn": build.get("cudnn_version")}
+    if name == "jax":
+        def versions():
+            from jax._src.lib import cuda_versions  # None without the CUDA plugin
+            return cuda_versions
+        found = attempt(versions)
+        if found is None:
+            return {"cuda": None, "cudnn": None}
+        return {"cuda": cuda_text(attempt(found.cuda_runtime_get_version)),
+                "cudnn": cudnn_text(attempt(found.cudnn_get_version))}
+    return {}
+
+
+def start_cuda(name, module):
+    """Initialises CUDA with a tiny matrix product and convolution, when a GPU is visible, so the
+    libraries loaded on first use (cuBLAS, cuDNN's engines) are loaded too. The GPU's name, or
+    None without one."""
+    if name == "torch":
+        if not module.cuda.is_available():
+            return None
+        a = module.ones(8, 8, device="cuda")
+        (a @ a).sum().item()
+        module.nn.functional.conv2d(a.reshape(1, 1, 8, 8), a[:3, :3].reshape(1, 1, 3, 3)).sum().item()
+        return module.cuda.get_device_name(0)
+    if name == "tensorflow":
+        gpus = module.config.list_physical_devices("GPU")
+        if not gpus:
+            return None
+        with module.device("/GPU:0"):
+            a = module.ones((1, 8, 8, 1))
+            float(module.reduce_sum(module.matmul(a[0, :, :, 0], a[0, :, :, 0])))
+            float(module.reduce_sum(module.nn.conv2d(a, module.ones((3, 3, 1, 1)), 1, "SAME")))
+        return gpus[0].name
+    if name == "jax":
+        gpus = [d for d in module.devices() if d.platform == "gpu"]
+        if not gpus:
+            return None
+        import jax.numpy as jnp
+        a = module.device_put(jnp.ones((1, 1, 8, 8)), gpus[0])
+        float((a[0, 0] @ a[0, 0]).sum())
+        float(module.lax.conv_general_dilated(a, jnp.ones((1, 1, 3, 3)), (1, 1), "SAME").sum())
+        return str(gpus[0])
+    return None
+
+
+def libraries_only(name, module):
+    device = start_cuda(name, module)
+    return result("skip", "imported %s and %s; no training asked" % (
+        name, "initialised CUDA on %s" % device if device else "saw no GPU"),
+        framework=name, version=getattr(module, "__version__", None),
+        device=device or "none")
 
 
 def run_torch(torch, args):
@@ -202,10 +307,15 @@ def import_framework():
                                                                    sys.executable)
 
 
-def run_installed_framework(args):
+def run_installed_framework(args, facts):
     name, module = import_framework()
     if name is None:
         return result("skip", module)
+    snapshot_maps()
+    facts["framework_path"] = getattr(module, "__file__", None)
+    facts.update(stated_versions(name, module))
+    if args.libraries_only:
+        return libraries_only(name, module)
     runners = {"torch": run_torch, "tensorflow": run_tensorflow, "jax": run_jax}
     return runners[name](module, args)
 
@@ -214,15 +324,24 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--cpu", action="store_true", help="train on the CPU")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--cpu", action="store_true", help="train on the CPU")
+    mode.add_argument("--libraries-only", action="store_true",
+                      help="import, start CUDA where a GPU is, report the libraries; no training")
     args = parser.parse_args()
     if args.steps < 1:
         parser.error("--steps must be at least 1")
 
+    facts = {}  # what is known of the framework whatever happens next
     try:
-        report = run_installed_framework(args)
-    except Exception as e:  # a framework that imports but fails on the device: the finding
+        report = run_installed_framework(args, facts)
+    except Exception as e:  # a framework that fails to import or on the device: the finding
         report = result("fail", "%s: %s" % (type(e).__name__, e))
+    snapshot_maps()  # after the device work, or what loaded before a failure
+    for key, value in facts.items():
+        if report.get(key) is None:
+            report[key] = value
+    report["maps"] = MAPS
     print(json.dumps(report))
     return {"pass": 0, "fail": 1, "skip": 77}[report["status"]]
 

@@ -157,68 +157,14 @@ class DeviceBuffer {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Kernels: bias + ReLU, ReLU backward, softmax cross-entropy, dense bias gradient, SGD.
+// Kernel launches (kernels.cuh).
 
 int blocks_for(std::size_t count) {
   return static_cast<int>((count + kThreads - 1) / kThreads);
 }
 
-// act (n x channels x pixels, NCHW) = max(act + bias[channel], 0), in place.
-__global__ void bias_relu_forward(float* act, const float* bias, int channels, int pixels,
-                                  int total) {
-  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (i >= total) return;
-  const float value = act[i] + bias[(i / pixels) % channels];
-  act[i] = value > 0.0f ? value : 0.0f;
-}
-
-// Through the ReLU: the gradient survives where the activation is positive.
-__global__ void relu_backward(float* dact, const float* act, int total) {
-  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (i >= total) return;
-  if (!(act[i] > 0.0f)) dact[i] = 0.0f;
-}
-
-// One thread per sample: adds the dense bias to its logits (in place), then writes its
-// cross-entropy loss and the gradient of the batch's mean loss with respect to its logits.
-__global__ void softmax_cross_entropy(float* logits, const float* bias, const int* labels, int n,
-                                      int classes, float* loss, float* dlogits) {
-  const int s = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (s >= n) return;
-  float* row = logits + s * classes;
-  float max_logit = -INFINITY;
-  for (int k = 0; k < classes; ++k) {
-    row[k] += bias[k];
-    max_logit = fmaxf(max_logit, row[k]);
-  }
-  float sum = 0.0f;
-  for (int k = 0; k < classes; ++k)
-    sum += expf(row[k] - max_logit);
-  const float log_sum = logf(sum) + max_logit;
-  const int label = labels[s];
-  loss[s] = log_sum - row[label];
-  const float inv_n = 1.0f / static_cast<float>(n);
-  for (int k = 0; k < classes; ++k) {
-    const float prob = expf(row[k] - log_sum);
-    dlogits[s * classes + k] = (prob - (k == label ? 1.0f : 0.0f)) * inv_n;
-  }
-}
-
-// out[k] = sum over rows of m[row][k] (m: rows x cols, row-major): the dense bias gradient.
-__global__ void column_sums(const float* m, int rows, int cols, float* out) {
-  const int k = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (k >= cols) return;
-  float sum = 0.0f;
-  for (int r = 0; r < rows; ++r)
-    sum += m[r * cols + k];
-  out[k] = sum;
-}
-
-__global__ void sgd_update(float* weights, const float* grads, float learning_rate, int total) {
-  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (i >= total) return;
-  weights[i] -= learning_rate * grads[i];
-}
+// The kernels themselves are shared with envkit-smoke (the NVRTC build).
+#include "kernels.cuh"
 
 // ---------------------------------------------------------------------------------------------
 // The network on the GPU. Parameters and gradients each live in one buffer, packed in the
@@ -514,25 +460,6 @@ std::string cudnn_version_string(std::size_t version) {
          "." + std::to_string(version % 100);
 }
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-// The CPU reference trains `steps` steps from the seed's weights; only the steps are timed.
-smoke::TrainResult train_on_cpu(const smoke::Dataset& data, std::uint64_t seed, int steps,
-                                double& seconds) {
-  auto params = smoke::init_params(seed);
-  smoke::TrainResult result;
-  result.loss_first = smoke::evaluate(params, data).loss;
-  const auto start = std::chrono::steady_clock::now();
-  smoke::train_steps(params, data, steps, smoke::kLearningRate);
-  seconds = seconds_since(start);
-  const smoke::Evaluation last = smoke::evaluate(params, data);
-  result.loss_last = last.loss;
-  result.accuracy = last.accuracy;
-  return result;
-}
-
 void record_training(Report& report, const smoke::TrainResult& result, const char* where) {
   report.loss_first = result.loss_first;
   report.loss_last = result.loss_last;
@@ -550,7 +477,7 @@ int run_cpu_only(Report& report, std::uint64_t seed) {
   say("--cpu-only: training with the CPU reference, no CUDA calls");
   const smoke::Dataset data = smoke::make_dataset(seed);
   double seconds = 0.0;
-  const smoke::TrainResult result = train_on_cpu(data, seed, report.steps, seconds);
+  const smoke::TrainResult result = smoke::train_reference(data, seed, report.steps, seconds);
   report.cpu_seconds = seconds;
   record_training(report, result, "CPU");
   char line[100];
@@ -614,30 +541,10 @@ int run_gpu(Report& report, std::uint64_t seed) {
   net.forward_backward(smoke::batch_start(0));
   const double gpu_loss = net.batch_loss();
   const smoke::Params<float> gpu_grads = net.gradients();
-  smoke::Params<float> cpu_grads;
-  const double cpu_loss = smoke::forward_backward(init, data.image(smoke::batch_start(0)),
-                                                  data.labels.data() + smoke::batch_start(0),
-                                                  smoke::kBatchSize, cpu_grads);
-  double max_error = std::abs(gpu_loss - cpu_loss) / std::abs(cpu_loss);
-  std::string errors = "loss " + smoke::format_number(max_error);
-  std::string worst = "loss";
-  for (int t = 0; t < smoke::kTensorCount; ++t) {
-    const double error = smoke::relative_error(gpu_grads.tensor(t).data(),
-                                               cpu_grads.tensor(t).data(), smoke::tensor_size(t));
-    errors += std::string(", ") + smoke::tensor_name(t) + " " + smoke::format_number(error);
-    // A NaN anywhere is the worst error and stays so.
-    if (!std::isnan(max_error) && !(error <= max_error)) {
-      max_error = error;
-      worst = smoke::tensor_name(t);
-    }
-  }
-  report.max_reference_error = max_error;
-  say("first step vs CPU reference, relative error: " + errors);
-  if (!(max_error <= smoke::kMaxReferenceError)) {
-    report.add_failure("GPU differs from the CPU reference in the first step: " + worst +
-                       " relative error " + smoke::format_number(max_error) + " > " +
-                       smoke::format_number(smoke::kMaxReferenceError));
-  }
+  const smoke::ReferenceCheck reference = smoke::check_first_step(gpu_loss, gpu_grads, init, data);
+  report.max_reference_error = reference.max_error;
+  say("first step vs CPU reference, relative error: " + reference.errors);
+  if (!reference.failure.empty()) report.add_failure(reference.failure);
 
   // Checks 2 and 3: training on the GPU.
   smoke::TrainResult result;
@@ -663,7 +570,7 @@ int run_gpu(Report& report, std::uint64_t seed) {
 
   // The CPU reference doing the same steps, for the timing (and, for information, its loss).
   double cpu_seconds = 0.0;
-  const smoke::TrainResult cpu = train_on_cpu(data, seed, report.steps, cpu_seconds);
+  const smoke::TrainResult cpu = smoke::train_reference(data, seed, report.steps, cpu_seconds);
   report.cpu_seconds = cpu_seconds;
   char line[200];
   std::snprintf(line, sizeof line,

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -517,6 +518,58 @@ inline std::string check_training(const TrainResult& r) {
         format_number(kMinAccuracy));
   }
   return reason;
+}
+
+// Check (1): the GPU's first-step loss and gradients against the CPU reference's, from the same
+// weights `init` and the first minibatch.
+struct ReferenceCheck {
+  double max_error = 0.0;  // NaN anywhere makes it NaN
+  std::string errors;      // "loss 1e-07, conv.weight 2e-07, ..." for the log
+  std::string failure;     // "" when max_error <= kMaxReferenceError
+};
+
+inline ReferenceCheck check_first_step(double gpu_loss, const Params<float>& gpu_grads,
+                                       const Params<float>& init, const Dataset& data) {
+  Params<float> cpu_grads;
+  const int start = batch_start(0);
+  const double cpu_loss = forward_backward(init, data.image(start), data.labels.data() + start,
+                                           kBatchSize, cpu_grads);
+  ReferenceCheck check;
+  check.max_error = std::abs(gpu_loss - cpu_loss) / std::abs(cpu_loss);
+  check.errors = "loss " + format_number(check.max_error);
+  std::string worst = "loss";
+  for (int t = 0; t < kTensorCount; ++t) {
+    const double error =
+        relative_error(gpu_grads.tensor(t).data(), cpu_grads.tensor(t).data(), tensor_size(t));
+    check.errors += std::string(", ") + tensor_name(t) + " " + format_number(error);
+    // A NaN anywhere is the worst error and stays so.
+    if (!std::isnan(check.max_error) && !(error <= check.max_error)) {
+      check.max_error = error;
+      worst = tensor_name(t);
+    }
+  }
+  if (!(check.max_error <= kMaxReferenceError)) {
+    check.failure = "GPU differs from the CPU reference in the first step: " + worst +
+                    " relative error " + format_number(check.max_error) + " > " +
+                    format_number(kMaxReferenceError);
+  }
+  return check;
+}
+
+// The CPU reference trains `steps` steps from the seed's weights; only the steps are timed
+// (`seconds`), for the speedup the GPU run reports.
+inline TrainResult train_reference(const Dataset& data, std::uint64_t seed, int steps,
+                                   double& seconds) {
+  auto params = init_params(seed);
+  TrainResult result;
+  result.loss_first = evaluate(params, data).loss;
+  const auto start = std::chrono::steady_clock::now();
+  train_steps(params, data, steps, kLearningRate);
+  seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const Evaluation last = evaluate(params, data);
+  result.loss_last = last.loss;
+  result.accuracy = last.accuracy;
+  return result;
 }
 
 }  // namespace envkit_smoke

@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 #include <map>
+#include <set>
 
 namespace {
 
@@ -24,6 +25,7 @@ struct FakeHost {
   std::optional<gpu::LibcudaReport> libcuda;  // nullopt: not installed
   int libcuda_runs = 0;
   std::vector<std::string> files_read;
+  std::set<std::string> devices;  // paths that exist without content: /dev/dxg
 
   gpu::ProbeSources sources() {
     return {
@@ -47,6 +49,10 @@ struct FakeHost {
             [this]() {
               ++libcuda_runs;
               return libcuda;
+            },
+        .exists =
+            [this](const std::filesystem::path& path) {
+              return devices.contains(path.string()) || files.contains(path.string());
             },
     };
   }
@@ -92,8 +98,10 @@ TEST_CASE("probe of a machine without NVIDIA driver or nvidia-smi", "[gpu]") {
   CHECK(facts.gpus.empty());
   CHECK(facts.gpus_source.to_string() == "checked libcuda.so.1, nvidia-smi");
   CHECK(facts.notes.empty());
-  CHECK(host.files_read ==
-        std::vector<std::string>{"/sys/module/nvidia/version", "/proc/driver/nvidia/version"});
+  // And, with no kernel module's file, whether this is WSL (it is not).
+  CHECK(host.files_read == std::vector<std::string>{"/sys/module/nvidia/version",
+                                                    "/proc/driver/nvidia/version", "/proc/version"});
+  CHECK_FALSE(facts.wsl.has_value());
   CHECK(host.libcuda_runs == 1);
   CHECK(host.nvidia_smi_runs == 1);
 }
@@ -325,4 +333,60 @@ TEST_CASE("a malformed override is an input error", "[gpu]") {
   CHECK(facts.error().exit_code() == 2);
   CHECK(facts.error().message() ==
         "`ENVKIT_OVERRIDE_CUDA_ARCH` is not a list of compute capabilities: `ampere`");
+}
+
+// /proc/version of Ubuntu 22.04 under WSL 2, and of WSL 1 (whose kernel is Windows' own).
+constexpr std::string_view kWsl2ProcVersion =
+    "Linux version 5.15.153.1-microsoft-standard-WSL2 (root@941d701f84f1) (gcc (GCC) 11.2.0, GNU "
+    "ld (GNU Binutils) 2.37) #1 SMP Fri Mar 29 23:14:13 UTC 2024\n";
+constexpr std::string_view kWsl1ProcVersion =
+    "Linux version 4.4.0-19041-Microsoft (Microsoft@Microsoft.com) (gcc version 5.4.0 (GCC) ) "
+    "#1237-Microsoft Sat Sep 11 14:32:00 PST 2021\n";
+constexpr std::string_view kUbuntuProcVersion =
+    "Linux version 6.8.0-45-generic (buildd@lcy02-amd64-115) (x86_64-linux-gnu-gcc-13 (Ubuntu "
+    "13.2.0-23ubuntu4) 13.2.0, GNU ld (GNU Binutils for Ubuntu) 2.42) #45-Ubuntu SMP "
+    "PREEMPT_DYNAMIC Fri Aug 30 12:02:04 UTC 2024\n";
+
+TEST_CASE("WSL is told by its kernel's name or by /dev/dxg", "[gpu][wsl]") {
+  const auto wsl2 = gpu::detect_wsl(std::string(kWsl2ProcVersion), true);
+  REQUIRE(wsl2.has_value());
+  CHECK(wsl2->gpu_device);
+  CHECK_THAT(wsl2->evidence, Catch::Contains("/proc/version"));
+
+  const auto wsl1 = gpu::detect_wsl(std::string(kWsl1ProcVersion), false);
+  REQUIRE(wsl1.has_value());
+  CHECK_FALSE(wsl1->gpu_device);
+
+  // A kernel of its own (a custom WSL kernel) still has the device.
+  const auto device_only = gpu::detect_wsl(std::string(kUbuntuProcVersion), true);
+  REQUIRE(device_only.has_value());
+  CHECK(device_only->evidence == "/dev/dxg exists");
+
+  CHECK_FALSE(gpu::detect_wsl(std::string(kUbuntuProcVersion), false).has_value());
+  CHECK_FALSE(gpu::detect_wsl(std::nullopt, false).has_value());
+}
+
+TEST_CASE("probe of WSL 2: the Windows driver through nvidia-smi, no kernel module", "[gpu][wsl]") {
+  FakeHost host;
+  host.files["/proc/version"] = kWsl2ProcVersion;
+  host.devices.insert("/dev/dxg");
+  host.nvidia_smi = smi_output("566.36, 8.9, NVIDIA GeForce RTX 4070\n");
+  const auto facts = host.probe();
+  REQUIRE(facts.wsl.has_value());
+  CHECK(facts.wsl->gpu_device);
+  REQUIRE(facts.driver.has_value());
+  CHECK(facts.driver->original() == "566.36");
+  CHECK(facts.driver_source.kind == Kind::nvidia_smi);
+  REQUIRE(facts.gpus.size() == 1);
+  CHECK(facts.gpus[0].compute_capability == ComputeCapability{8, 9});
+}
+
+TEST_CASE("a machine with the nvidia kernel module is not asked whether it is WSL", "[gpu][wsl]") {
+  FakeHost host;
+  host.files["/sys/module/nvidia/version"] = "550.54.15\n";
+  host.files["/proc/version"] = kWsl2ProcVersion;  // not read: the module answers
+  host.devices.insert("/dev/dxg");
+  const auto facts = host.probe();
+  CHECK_FALSE(facts.wsl.has_value());
+  CHECK(host.files_read == std::vector<std::string>{"/sys/module/nvidia/version"});
 }

@@ -201,10 +201,10 @@ TEST_CASE("probe_host takes the GPUs and the driver's CUDA from a real libcuda",
   CHECK(facts->driver->original() == "550.54.15");
   CHECK(facts->driver_source.to_string() == "/sys/module/nvidia/version");
   CHECK(facts->driver_cuda->original() == "12.4");
-  CHECK(facts->driver_cuda_source.to_string() == "libcuda.so.1");
+  CHECK(facts->driver_cuda_source.to_string() == *library);  // the library that answered
   REQUIRE(facts->gpus.size() == 2);
   CHECK(facts->gpus[1].name == "NVIDIA H100 80GB HBM3");
-  CHECK(facts->gpus_source.to_string() == "libcuda.so.1");
+  CHECK(facts->gpus_source.to_string() == *library);
   CHECK(facts->notes.empty());
 }
 
@@ -233,7 +233,7 @@ TEST_CASE("host_sources asks the libcuda and nvidia-smi ENVKIT_LIBCUDA and ENVKI
     CHECK(facts->driver_cuda->original() == "12.4");
     REQUIRE(facts->gpus.size() == 2);
     CHECK(facts->gpus[1].name == "NVIDIA H100 80GB HBM3");
-    CHECK(facts->gpus_source.to_string() == "libcuda.so.1");
+    CHECK(facts->gpus_source.to_string() == *library);
   }
   const ScopedEnv libcuda("ENVKIT_LIBCUDA", (dir.path() / "no-libcuda.so.1").string());
   const ScopedEnv nvidia_smi("ENVKIT_NVIDIA_SMI", (dir.path() / "no-nvidia-smi").string());
@@ -243,5 +243,67 @@ TEST_CASE("host_sources asks the libcuda and nvidia-smi ENVKIT_LIBCUDA and ENVKI
   CHECK_FALSE(facts->driver_cuda);
   CHECK(facts->gpus.empty());
   CHECK(facts->notes.empty());
+  CHECK(no_child_left());
+}
+
+// WSL 2 as a tree: its kernel's /proc/version, /dev/dxg, and the Windows driver's
+// libcuda.so.1 and nvidia-smi under usr/lib/wsl/lib (where the loader's cache and
+// PATH may not reach). host_sources(root) reads that tree instead of the machine.
+TEST_CASE("host_sources finds WSL's libcuda and nvidia-smi under /usr/lib/wsl/lib", "[gpu][wsl]") {
+  envkit::test::TempDir dir;
+  const auto library = fake_libcuda(dir);
+  if (!library) return;  // skipped: no C compiler
+  const auto root = dir.path() / "root";
+  const auto wsl_lib = root / "usr/lib/wsl/lib";
+  fs::create_directories(wsl_lib);
+  fs::copy_file(*library, wsl_lib / "libcuda.so.1");
+  dir.write("root/proc/version",
+            "Linux version 5.15.153.1-microsoft-standard-WSL2 (root@941d701f84f1) (gcc (GCC) "
+            "11.2.0, GNU ld (GNU Binutils) 2.37) #1 SMP Fri Mar 29 23:14:13 UTC 2024\n");
+  const auto smi = dir.write("root/usr/lib/wsl/lib/nvidia-smi",
+                             "#!/bin/sh\n"
+                             "[ \"$1\" = --query-gpu=driver_version,compute_cap,name ] || exit 2\n"
+                             "echo '566.36, 8.9, NVIDIA GeForce RTX 4070'\n");
+  fs::permissions(smi, fs::perms::owner_all);
+  using envkit::test::ScopedEnv;
+  const ScopedEnv driver("ENVKIT_OVERRIDE_DRIVER", std::nullopt);
+  const ScopedEnv arch("ENVKIT_OVERRIDE_CUDA_ARCH", std::nullopt);
+  const ScopedEnv sys_file("ENVKIT_SYS_DRIVER_VERSION", std::nullopt);
+  const ScopedEnv proc_file("ENVKIT_PROC_DRIVER_VERSION", std::nullopt);
+  const ScopedEnv libcuda("ENVKIT_LIBCUDA", std::nullopt);
+  const ScopedEnv nvidia_smi("ENVKIT_NVIDIA_SMI", std::nullopt);
+
+  SECTION("WSL 1: the kernel says WSL, but there is no /dev/dxg") {
+    const auto facts = gpu::probe_host(gpu::host_sources(root));
+    REQUIRE(facts.ok());
+    REQUIRE(facts->wsl.has_value());
+    CHECK_FALSE(facts->wsl->gpu_device);
+  }
+  SECTION("WSL 2: the driver from WSL's nvidia-smi, the GPUs from WSL's libcuda") {
+    dir.write("root/dev/dxg", "");
+    const auto facts = gpu::probe_host(gpu::host_sources(root));
+    REQUIRE(facts.ok());
+    REQUIRE(facts->wsl.has_value());
+    CHECK(facts->wsl->gpu_device);
+    REQUIRE(facts->driver.has_value());
+    CHECK(facts->driver->original() == "566.36");
+    CHECK(facts->driver_source.to_string() == "nvidia-smi");
+    REQUIRE(facts->driver_cuda.has_value());
+    CHECK(facts->driver_cuda->original() == "12.4");
+    CHECK(facts->driver_cuda_source.to_string() == (wsl_lib / "libcuda.so.1").string());
+    REQUIRE(facts->gpus.size() == 2);  // what the fake libcuda reports
+    CHECK(facts->gpus[0].name == "NVIDIA A100-SXM4-80GB");
+    CHECK(facts->gpus_source.to_string() == (wsl_lib / "libcuda.so.1").string());
+    CHECK(facts->notes.empty());
+  }
+  SECTION("a tree without WSL's folder has no driver, and is not WSL") {
+    fs::remove_all(root / "usr");
+    dir.write("root/proc/version", "Linux version 6.8.0-45-generic (buildd@lcy02-amd64-115)\n");
+    const auto facts = gpu::probe_host(gpu::host_sources(root));
+    REQUIRE(facts.ok());
+    CHECK_FALSE(facts->wsl.has_value());
+    CHECK_FALSE(facts->driver.has_value());
+    CHECK(facts->gpus.empty());
+  }
   CHECK(no_child_left());
 }
