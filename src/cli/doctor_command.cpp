@@ -16,6 +16,7 @@
 #include "envkit/elf/loader.hpp"
 #include "envkit/gpu/host_probe.hpp"
 #include "envkit/recipes/database.hpp"
+#include "envkit/smoke/verified.hpp"
 #include "envkit/store/prefix.hpp"
 #include "envkit/sys/process.hpp"
 #include "kernel_coverage.hpp"
@@ -142,6 +143,27 @@ void append(Findings& to, Findings from) {
     to.push_back(std::move(finding));
 }
 
+// The record of the last passing GPU smoke test (smoke/verified.hpp), against today's lock.
+Findings verified_findings(const Context& context, const fs::path& prefix) {
+  auto verified = smoke::read_verified(prefix);
+  if (!verified) {
+    return {doctor::warn("smoke", verified.error().headline(),
+                         "delete it; `envkit smoke` on a GPU writes it again")};
+  }
+  if (!*verified) {
+    return {doctor::ok("smoke", "no GPU smoke test has passed with this prefix yet (`envkit smoke` "
+                                "on a GPU machine records one)")};
+  }
+  const auto lock = smoke::lock_sha256(context.options.directory / lock::kFileName);
+  if ((*verified)->lock_sha256 != lock) {
+    return {doctor::warn("smoke",
+                         "the last passing GPU smoke test was for another envkit.lock: " +
+                             smoke::describe(**verified),
+                         "run `envkit smoke` on a GPU machine to verify this lock")};
+  }
+  return {doctor::ok("smoke", "GPU smoke test " + smoke::describe(**verified))};
+}
+
 Result<Findings> prefix_findings(const Context& context, const DoctorFlags& flags,
                                  const std::optional<lock::PlatformLock>& locked,
                                  const gpu::HostFacts& host) {
@@ -170,6 +192,7 @@ Result<Findings> prefix_findings(const Context& context, const DoctorFlags& flag
   append(findings, doctor::check_duplicate_libraries(path));
   append(findings, kernel_findings(context, host, path, **state));
   append(findings, doctor::check_framework(path, smoke::locked_stack(*state, locked), inherited));
+  append(findings, verified_findings(context, path));
   return findings;
 }
 

@@ -8,6 +8,8 @@
 #include <thread>
 
 #include "command.hpp"
+#include "envkit/core/sha256.hpp"
+#include "envkit/smoke/verified.hpp"
 #include "envkit/core/text.hpp"
 #include "envkit/oci/export.hpp"
 #include "envkit/oci/verify.hpp"
@@ -128,6 +130,24 @@ Result<std::optional<oci::BaseImage>> base_image(const Context& context, const E
   return std::optional(*std::move(base));
 }
 
+// The last passing GPU smoke test as image labels, when it was for the lock exported.
+Result<std::map<std::string, std::string>> verified_labels(const fs::path& prefix,
+                                                           const std::string& lock_text) {
+  auto verified = smoke::read_verified(prefix);
+  if (!verified) return std::move(verified).error();
+  if (!*verified || (*verified)->lock_sha256 != core::sha256_hex(lock_text))
+    return std::map<std::string, std::string>{};
+  const auto& v = **verified;
+  std::map<std::string, std::string> labels = {
+      {"dev.envkit.verified.at", v.verified_at},
+      {"dev.envkit.verified.gpu", v.gpu},
+      {"dev.envkit.verified.compute-capability", v.compute_capability},
+      {"dev.envkit.verified.driver-cuda", v.driver},
+      {"dev.envkit.verified.libraries", v.libraries}};
+  if (v.speedup) labels["dev.envkit.verified.speedup"] = fmt::format("{:.1f}", *v.speedup);
+  return labels;
+}
+
 int run_export_oci(Context& context, const ExportFlags& flags) {
   if (auto platforms = check_platforms(flags.platforms); !platforms)
     return report(context, platforms.error());
@@ -147,6 +167,8 @@ int run_export_oci(Context& context, const ExportFlags& flags) {
   auto base = base_image(context, flags, *lockfile);
   if (!base) return report(context, base.error());
   const auto out = fs::absolute(in_project(context, *flags.oci)).lexically_normal();
+  auto labels = verified_labels(installed->paths.prefix, *lock_text);
+  if (!labels) return report(context, labels.error());
   const oci::ExportOptions options{
       .out = out,
       .ref = flags.ref,
@@ -159,7 +181,8 @@ int run_export_oci(Context& context, const ExportFlags& flags) {
       .base = *std::move(base),
       .note = [&](const std::string& line) {
         if (!context.options.quiet) context.console.info(line);
-      }};
+      },
+      .labels = *std::move(labels)};
   auto exported = oci::export_image(installed->paths, installed->state, options);
   if (!exported) return report(context, exported.error());
   context.console.info(fmt::format(

@@ -12,6 +12,7 @@
 #include "envkit/core/text.hpp"
 #include "envkit/install/install.hpp"
 #include "envkit/locking/external_check.hpp"
+#include "envkit/smoke/verified.hpp"
 #include "envkit/store/prefix.hpp"
 #include "kernel_coverage.hpp"
 #include "locking.hpp"
@@ -328,13 +329,19 @@ int run_list(Context& context, const std::optional<fs::path>& prefix_flag) {
     table.push_back({package.name, package.version, package.build.empty() ? "-" : package.build,
                      package.packaging, std::to_string(files)});
   }
-  if (!context.options.json) std::cout << text::columns(table);
+  // The last passing GPU smoke test (docs/smoke.md), where one was recorded.
+  auto verified = smoke::read_verified(prefix->path());
+  if (!verified) return report(context, verified.error());
+  if (!context.options.json) {
+    std::cout << text::columns(table);
+    if (*verified) std::cout << "GPU smoke test " << smoke::describe(**verified) << '\n';
+  }
   if (context.options.json) {
-    std::cout << nlohmann::json{{"prefix", prefix->path().string()},
-                                {"generation", (*state)->generation},
-                                {"packages", packages}}
-                     .dump()
-              << '\n';
+    nlohmann::json out{{"prefix", prefix->path().string()},
+                       {"generation", (*state)->generation},
+                       {"packages", packages}};
+    out["verified"] = *verified ? nlohmann::json(smoke::describe(**verified)) : nullptr;
+    std::cout << out.dump() << '\n';
   }
   return 0;
 }

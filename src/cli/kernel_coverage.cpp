@@ -78,8 +78,9 @@ const recipes::Build* locked_build(const recipes::Database& database,
   if (!recipe) return nullptr;
   const auto* version = (*recipe)->find(package.version);
   if (version == nullptr) return nullptr;
-  const auto found = std::find_if(version->builds.begin(), version->builds.end(),
-                                  [&](const recipes::Build& build) { return build.id == package.build; });
+  const auto found =
+      std::find_if(version->builds.begin(), version->builds.end(),
+                   [&](const recipes::Build& build) { return build.id == package.build; });
   return found == version->builds.end() ? nullptr : &*found;
 }
 

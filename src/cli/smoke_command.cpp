@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
+#include <ctime>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -19,6 +21,7 @@
 #include "envkit/smoke/host_gpus.hpp"
 #include "envkit/smoke/program.hpp"
 #include "envkit/smoke/runtime_stack.hpp"
+#include "envkit/smoke/verified.hpp"
 #include "envkit/store/records.hpp"
 #include "prefix_option.hpp"
 #include "settings.hpp"
@@ -209,6 +212,23 @@ struct HostGpus {
   std::optional<std::string> none;
 };
 
+// A passing run on a GPU: .envkit/verified.json beside the prefix (docs/smoke.md).
+void record_verified(const Context& context, const fs::path& prefix,
+                     const smoke::ProgramReport& report) {
+  const auto lock = smoke::lock_sha256(context.options.directory / lock::kFileName);
+  const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char when[32];
+  std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  const auto written = smoke::write_verified(prefix, smoke::verified_from(report, lock, when));
+  if (!written) {
+    context.console.warn("could not record the passing run: " + written.error().headline());
+    return;
+  }
+  context.console.info("recorded:      " + smoke::verified_path(prefix).string());
+}
+
 // Prints the program's summary and the result; the framework half where asked.
 int finish(Context& context, const SmokeFlags& flags, const fs::path& prefix,
            const std::map<std::string, std::optional<std::string>>& environment,
@@ -223,6 +243,8 @@ int finish(Context& context, const SmokeFlags& flags, const fs::path& prefix,
     out["speedup"] = nullptr;
   }
   if (flags.framework) add_framework(context, prefix, flags, environment, out, exit_code);
+  if (exit_code == smoke::kExitPass && ran.report.gpu && !flags.cpu_only)
+    record_verified(context, prefix, ran.report);
   if (context.options.json) std::cout << out.dump() << '\n';
   return exit_code;
 }

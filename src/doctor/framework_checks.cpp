@@ -23,7 +23,7 @@ constexpr std::string_view kFrameworkId = "framework";
 constexpr std::string_view kImportedFrameworks[] = {"torch", "tensorflow", "jax"};
 
 std::optional<std::string> inherited_value(const activation::Environment& environment,
-                                     const std::string& name) {
+                                           const std::string& name) {
   const auto found = environment.find(name);
   if (found == environment.end() || found->second.empty()) return std::nullopt;
   return found->second;
@@ -67,29 +67,33 @@ std::string outside_fix(const fs::path& file, const fs::path& prefix,
   if (on_list(environment, "LD_LIBRARY_PATH", dir)) {
     return prefix_has_it
                ? fmt::format("take {} off LD_LIBRARY_PATH", dir.string())
-               : fmt::format("the prefix has no lib/{0}, so {1}'s (on LD_LIBRARY_PATH) was "
-                             "loaded: lock a stack that brings {0} (`envkit lock`, with the "
-                             "framework's CUDA in envkit.yaml) and `envkit install`, and take {1} "
-                             "off LD_LIBRARY_PATH",
-                             name, dir.string());
+               : fmt::format(
+                     "the prefix has no lib/{0}, so {1}'s (on LD_LIBRARY_PATH) was "
+                     "loaded: lock a stack that brings {0} (`envkit lock`, with the "
+                     "framework's CUDA in envkit.yaml) and `envkit install`, and take {1} "
+                     "off LD_LIBRARY_PATH",
+                     name, dir.string());
   }
   if (!prefix_has_it) {
-    return fmt::format("the prefix has no lib/{}, so the loader took the machine's: lock a stack "
-                       "that brings it (`envkit lock`, with the framework's CUDA in envkit.yaml) "
-                       "and `envkit install`",
-                       name);
+    return fmt::format(
+        "the prefix has no lib/{}, so the loader took the machine's: lock a stack "
+        "that brings it (`envkit lock`, with the framework's CUDA in envkit.yaml) "
+        "and `envkit install`",
+        name);
   }
-  return fmt::format("something names {0} ahead of the prefix (an RPATH, CUDA_HOME in a "
-                     "script, /etc/ld.so.conf.d): find it with `LD_DEBUG=libs envkit run python3 "
-                     "-c 'import <framework>' 2>&1 | grep {1}` and take {0} out of it",
-                     dir.string(), name);
+  return fmt::format(
+      "something names {0} ahead of the prefix (an RPATH, CUDA_HOME in a "
+      "script, /etc/ld.so.conf.d): find it with `LD_DEBUG=libs envkit run python3 "
+      "-c 'import <framework>' 2>&1 | grep {1}` and take {0} out of it",
+      dir.string(), name);
 }
 
 // Whether the report has `path` as a library loaded from the prefix.
 bool loaded_from_prefix(const smoke::LibraryReport& report, const fs::path& path) {
-  return std::any_of(
-      report.libraries.begin(), report.libraries.end(),
-      [&](const smoke::LoadedLibrary& library) { return library.path == path && library.in_prefix; });
+  return std::any_of(report.libraries.begin(), report.libraries.end(),
+                     [&](const smoke::LoadedLibrary& library) {
+                       return library.path == path && library.in_prefix;
+                     });
 }
 
 std::string fix_for(const smoke::LibraryProblem& problem, const smoke::FrameworkResult& result,
@@ -108,17 +112,19 @@ std::string fix_for(const smoke::LibraryProblem& problem, const smoke::Framework
       return "lock the framework and CUDA together again (`envkit lock`, then `envkit install`): "
              "the lock takes the CUDA and cuDNN the framework's build needs";
     case Kind::driver_stub:
-      return fmt::format("take {} off LD_LIBRARY_PATH (the stub is for linking only); the real "
-                         "libcuda.so.1 comes with the NVIDIA driver",
-                         problem.path.parent_path().string());
+      return fmt::format(
+          "take {} off LD_LIBRARY_PATH (the stub is for linking only); the real "
+          "libcuda.so.1 comes with the NVIDIA driver",
+          problem.path.parent_path().string());
     case Kind::framework_outside:
       if (inherited_value(environment, "PYTHONPATH")) {
         return fmt::format("unset PYTHONPATH, which puts {}'s folder ahead of the prefix",
                            problem.path.parent_path().parent_path().string());
       }
-      return fmt::format("set PYTHONNOUSERSITE=1, or `pip uninstall --user {}` (a user "
-                         "site-packages comes before the prefix's)",
-                         framework);
+      return fmt::format(
+          "set PYTHONNOUSERSITE=1, or `pip uninstall --user {}` (a user "
+          "site-packages comes before the prefix's)",
+          framework);
   }
   return {};
 }
@@ -160,14 +166,15 @@ Findings framework_findings(const smoke::FrameworkResult& result, const fs::path
   const auto& problems = result.libraries.problems;
   if (result.status == "fail" && problems.empty()) return {import_failed(result)};
   if (result.framework.empty()) {
-    return {ok(std::string(kFrameworkId), "the framework's libraries were not checked: " + result.reason)};
+    return {ok(std::string(kFrameworkId),
+               "the framework's libraries were not checked: " + result.reason)};
   }
   Findings findings;
   for (const auto& problem : problems) {
-    findings.push_back(error(std::string(kFrameworkId),
-                             fmt::format("{} in the prefix's environment: {}", result.framework,
-                                         problem.message),
-                             fix_for(problem, result, prefix, environment)));
+    findings.push_back(
+        error(std::string(kFrameworkId),
+              fmt::format("{} in the prefix's environment: {}", result.framework, problem.message),
+              fix_for(problem, result, prefix, environment)));
   }
   if (findings.empty()) {
     findings.push_back(ok(std::string(kFrameworkId),
@@ -179,8 +186,7 @@ Findings framework_findings(const smoke::FrameworkResult& result, const fs::path
 }
 
 Findings check_framework(const fs::path& prefix, const smoke::LockedStack& locked,
-                         const activation::Environment& environment,
-                         std::chrono::seconds timeout) {
+                         const activation::Environment& environment, std::chrono::seconds timeout) {
   const auto framework = installed_framework(prefix);
   if (!framework) return {};
   std::error_code ec;
@@ -191,8 +197,7 @@ Findings check_framework(const fs::path& prefix, const smoke::LockedStack& locke
                            *framework))};
   }
   std::map<std::string, std::optional<std::string>> changes;
-  for (auto& change :
-       activation::assignments(prefix, activation::probe(prefix), environment)) {
+  for (auto& change : activation::assignments(prefix, activation::probe(prefix), environment)) {
     changes[change.name] = change.value;
   }
   const auto result =

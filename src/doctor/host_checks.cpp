@@ -102,8 +102,7 @@ std::string the_driver(const gpu::HostFacts& host) {
 }
 
 // WSL without a driver: WSL 1 (no GPU at all), or WSL 2 whose Windows driver is missing.
-Finding no_driver_on_wsl(const gpu::HostFacts& host, const StackNeeds& needs,
-                         bool minimum_known) {
+Finding no_driver_on_wsl(const gpu::HostFacts& host, const StackNeeds& needs, bool minimum_known) {
   const auto& wsl = *host.wsl;
   if (!wsl.gpu_device) {
     return error("driver",

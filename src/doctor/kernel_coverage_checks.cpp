@@ -17,7 +17,8 @@ std::string gpu_text(elf::Arch gpu) {
 
 // What covers `gpu`, with the recipe database's concrete build where it knows one.
 std::string fix_for(const store::KernelVerdict& verdict, const KernelFacts& facts) {
-  auto fix = fmt::format("install {} of {}", store::what_covers(verdict.gpu), verdict.name);
+  auto fix =
+      fmt::format("install a {} build with {}", verdict.name, store::what_covers(verdict.gpu));
   if (facts.covering_build) {
     if (auto build = facts.covering_build(verdict.name, verdict.gpu)) {
       fix += fmt::format(" (the recipe database lists {} with kernels for {})", *build,
@@ -34,8 +35,7 @@ Finding covered(elf::Arch gpu, const std::vector<std::string>& sass,
                 const std::vector<std::string>& jit) {
   std::vector<std::string> parts;
   if (!sass.empty()) parts.push_back("SASS in " + text::join(sass, ", "));
-  if (!jit.empty())
-    parts.push_back("PTX the driver JIT-compiles in " + text::join(jit, ", "));
+  if (!jit.empty()) parts.push_back("PTX the driver JIT-compiles in " + text::join(jit, ", "));
   return ok("kernels", fmt::format("kernels for {}: {}", gpu_text(gpu), text::join(parts, "; ")));
 }
 
@@ -74,12 +74,12 @@ Findings check_kernel_coverage(const store::PrefixState& state, const KernelFact
     if (!package.kernels) continue;
     for (const auto& file : package.kernels->files) {
       if (file.error.empty()) continue;
-      findings.push_back(warn(
-          "kernels",
-          fmt::format("cannot read the kernels of {} in {}: {}", file.path,
-                      store::package_label(package), file.error),
-          "reinstall it (`envkit install --reinstall`); if it stays, report the file with "
-          "`envkit debug fatbin FILE`"));
+      findings.push_back(
+          warn("kernels",
+               fmt::format("cannot read the kernels of {} in {}: {}", file.path,
+                           store::package_label(package), file.error),
+               "reinstall it (`envkit install --reinstall`); if it stays, report the file with "
+               "`envkit debug fatbin FILE`"));
     }
     if (auto disagreement = declared_disagreement(package, facts))
       findings.push_back(std::move(*disagreement));

@@ -213,9 +213,9 @@ ProbeSources host_sources(const fs::path& root) {
 std::optional<Wsl> detect_wsl(const std::optional<std::string>& proc_version, bool dxg_exists) {
   const bool kernel_says = proc_version && names_wsl(*proc_version);
   if (!kernel_says && !dxg_exists) return std::nullopt;
-  return Wsl{.evidence = kernel_says ? fmt::format("{} names Microsoft's WSL kernel",
-                                                   kProcVersionPath)
-                                     : fmt::format("{} exists", kWslGpuDevice),
+  return Wsl{.evidence = kernel_says
+                             ? fmt::format("{} names Microsoft's WSL kernel", kProcVersionPath)
+                             : fmt::format("{} exists", kWslGpuDevice),
              .gpu_device = dxg_exists};
 }
 

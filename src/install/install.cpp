@@ -318,12 +318,28 @@ void read_kernels(const fs::path& root, std::vector<PackageReceipt>& packages,
                   const std::map<std::string, std::vector<EntryRecord>>& entries,
                   const InstallOptions& options, InstallReport& report) {
   std::vector<PackageReceipt*> unread;
+  struct Candidate {
+    std::size_t package;  // in `unread`
+    const FileRecord* file;
+  };
+  std::vector<Candidate> candidates;  // file by file: CUDA's libraries are one package
   for (auto& package : packages) {
-    if (!package.kernels) unread.push_back(&package);
+    if (package.kernels) continue;
+    unread.push_back(&package);
+    for (const auto& file : package.files) {
+      if (may_hold_kernels(file)) candidates.push_back({unread.size() - 1, &file});
+    }
   }
-  sys::for_each_parallel(unread.size(), options.jobs, [&](std::size_t i) {
-    unread[i]->kernels = scan_kernels(root, unread[i]->files);
+  std::vector<std::optional<KernelFile>> read(candidates.size());
+  sys::for_each_parallel(candidates.size(), options.jobs, [&](std::size_t i) {
+    read[i] = scan_kernel_file(root, *candidates[i].file);
   });
+  std::vector<std::vector<KernelFile>> found(unread.size());
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    if (read[i]) found[candidates[i].package].push_back(*std::move(read[i]));
+  }
+  for (std::size_t i = 0; i < unread.size(); ++i)
+    unread[i]->kernels = package_kernels(std::move(found[i]));
   if (options.kernel_cache_dir.empty()) return;
   for (const auto* package : unread) {
     const auto& kernels = *package->kernels;
@@ -334,14 +350,15 @@ void read_kernels(const fs::path& root, std::vector<PackageReceipt>& packages,
       // components), each holds what its own files do.
       const bool one = package->artifacts.size() == 1;
       if (!one && (found == entries.end() || i >= found->second.size())) break;
-      const auto coverage = one ? kernels.coverage : coverage_among(kernels, found->second[i].files);
+      const auto coverage =
+          one ? kernels.coverage : coverage_among(kernels, found->second[i].files);
       if (coverage.empty()) continue;
       if (auto kept =
               remember_coverage(options.kernel_cache_dir, package->artifacts[i].sha256, coverage);
           !kept) {
         report.warnings.push_back(
-            fmt::format("the kernels read from {} were not kept in the cache: {}",
-                        package->name, kept.error().message()));
+            fmt::format("the kernels read from {} were not kept in the cache: {}", package->name,
+                        kept.error().message()));
       }
     }
   }
@@ -359,10 +376,10 @@ Result<void> check_kernels(const std::vector<PackageReceipt>& packages,
   std::vector<std::string> gpus;
   for (const auto gpu : targets.gpus)
     gpus.push_back(elf::capability_text(gpu));
-  Error error = Error::failed(fmt::format(
-      "the new environment has no kernels for {} (compute capability {}); the previous "
-      "environment is left as it was",
-      targets.source, text::join(gpus, ", ")));
+  Error error = Error::failed(
+      fmt::format("the new environment has no kernels for {} (compute capability {}); the previous "
+                  "environment is left as it was",
+                  targets.source, text::join(gpus, ", ")));
   for (auto& gap : gaps)
     error.because(std::move(gap));
   return error.hint(

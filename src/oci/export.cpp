@@ -247,8 +247,9 @@ Result<ExportReport> export_image(const PrefixPaths& paths, const store::PrefixS
   Image image{.ref = options.ref,
               .platform = *platform,
               .env = image_env(*options.lockfile, *platform, has_python, base_env_of(options)),
-              .labels = {{"dev.envkit.lock.sha256", core::sha256_hex(options.lock_text)}},
+              .labels = options.labels,
               .layers = std::move(all)};
+  image.labels["dev.envkit.lock.sha256"] = core::sha256_hex(options.lock_text);
   auto digest = write_image(options.out, image);
   if (!digest) return std::move(digest).error();
   report.manifest_digest = *digest;

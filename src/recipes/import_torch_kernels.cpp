@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 #include "envkit/core/csv.hpp"
 #include "envkit/core/text.hpp"
@@ -37,6 +38,25 @@ Result<ArchList> parse_arch_list(std::string_view cell) {
   return out;
 }
 
+// How a row's list was found: read from a build script's TORCH_CUDA_ARCH_LIST, or from
+// the fatbins of a released wheel's libtorch_cuda.so (`envkit debug fatbin`), in which case
+// `source_commit` is the wheel's sha256 and `source_ref` its URL.
+Result<void> check_method(const csv::Table& table, const csv::Row& row) {
+  const auto method = text::trim(table.at(row, "method"));
+  if (method == "build-script") return {};
+  if (method != "fatbin") {
+    return table.row_error(row, fmt::format("method {}: expected build-script or fatbin",
+                                            text::quoted(method)));
+  }
+  const auto sha256 = text::trim(table.at(row, "source_commit"));
+  if (sha256.size() != 64 || !std::all_of(sha256.begin(), sha256.end(), [](char c) {
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+      })) {
+    return table.row_error(row, "a fatbin row's source_commit must be the wheel's sha256");
+  }
+  return {};
+}
+
 // `2.8` names the release line (2.8, 2.8.0, 2.8.1); `1.8.2` names that release.
 bool names(const Version& row, const Version& version) {
   if (row.release().size() == 2) return version.major_minor() == row;
@@ -48,10 +68,13 @@ bool names(const Version& row, const Version& version) {
 Result<void> add_torch_kernel_archs(Recipe& torch, const SourceText& arch_lists) {
   auto table = csv::Table::parse(arch_lists.text, arch_lists.file,
                                  {"torch", "cuda", "platform", "torch_cuda_arch_list",
-                                  "source_repo", "source_path", "source_commit"});
+                                  "source_repo", "source_path", "source_commit", "method"});
   if (!table) return std::move(table).error();
+  // Several rows may name one build (each wheel of a release line read): they must agree.
+  std::map<const Build*, int> set_by;
   for (const auto& row : table->rows()) {
     const auto fail = [&](std::string why) { return table->row_error(row, std::move(why)); };
+    if (auto method = check_method(*table, row); !method) return std::move(method).error();
     auto release = Version::parse(text::trim(table->at(row, "torch")));
     auto cuda = Version::parse(text::trim(table->at(row, "cuda")));
     if (!release || !cuda || cuda->release().size() < 2)
@@ -68,6 +91,11 @@ Result<void> add_torch_kernel_archs(Recipe& torch, const SourceText& arch_lists)
       if (!names(*release, version.version)) continue;
       for (auto& build : version.builds) {
         if (build.id != id) continue;
+        const auto [earlier, first] = set_by.emplace(&build, row.line);
+        if (!first && (build.cuda_arch != archs->sass || build.cuda_ptx != archs->ptx)) {
+          return fail(fmt::format("torch {} ({}): the list differs from line {}'s",
+                                  version.version.original(), id, earlier->second));
+        }
         build.cuda_arch = archs->sass;
         build.cuda_ptx = archs->ptx;
         matched = true;

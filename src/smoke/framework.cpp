@@ -21,16 +21,15 @@ namespace {
 
 // The stems (file name before `.so`) of the CUDA stack's libraries, and the driver's.
 constexpr std::string_view kCudaStems[] = {
-    "libcuda",          "libcudart",     "libcublas",     "libcublasLt",
-    "libcufft",         "libcufftw",     "libcurand",     "libcusolver",
-    "libcusolverMg",    "libcusparse",   "libcusparseLt", "libnvrtc",
-    "libnvrtc-builtins", "libnvJitLink", "libcupti",      "libnvToolsExt",
-    "libnvjpeg",        "libcufile",     "libnccl"};
+    "libcuda",       "libcudart", "libcublas",         "libcublasLt",   "libcufft",
+    "libcufftw",     "libcurand", "libcusolver",       "libcusolverMg", "libcusparse",
+    "libcusparseLt", "libnvrtc",  "libnvrtc-builtins", "libnvJitLink",  "libcupti",
+    "libnvToolsExt", "libnvjpeg", "libcufile",         "libnccl"};
 // Families whose every member is a library of its own: libcudnn_ops, libnppc, ...
 constexpr std::string_view kCudaFamilies[] = {"libcudnn", "libnpp"};
 // Libraries whose soname major is the CUDA major (libcufft's, libcusparse's are their own).
-constexpr std::string_view kCudaMajorStems[] = {"libcudart", "libcublas", "libcublasLt",
-                                                "libnvrtc", "libnvrtc-builtins", "libnvJitLink"};
+constexpr std::string_view kCudaMajorStems[] = {"libcudart", "libcublas",         "libcublasLt",
+                                                "libnvrtc",  "libnvrtc-builtins", "libnvJitLink"};
 
 bool is_cuda_stem(std::string_view stem) {
   return std::find(std::begin(kCudaStems), std::end(kCudaStems), stem) != std::end(kCudaStems) ||
@@ -135,11 +134,11 @@ std::optional<LibraryProblem> version_problem(const LoadedLibrary& library,
                                     library.name) != std::end(kCudaMajorStems);
   const auto numbers = numbers_of(library.version);
   if (cuda_major && locked.cuda && !numbers.empty() && numbers.front() != locked.cuda->major()) {
-    return LibraryProblem{Kind::version,
-                          fmt::format("{} of CUDA {} was loaded ({}), but the lock's CUDA is {}",
-                                      library.name, numbers.front(), library.path.string(),
-                                      locked.cuda->original()),
-                          library.path};
+    return LibraryProblem{
+        Kind::version,
+        fmt::format("{} of CUDA {} was loaded ({}), but the lock's CUDA is {}", library.name,
+                    numbers.front(), library.path.string(), locked.cuda->original()),
+        library.path};
   }
   return std::nullopt;
 }
@@ -206,8 +205,7 @@ std::vector<MappedFile> mapped_files(const nlohmann::json& object) {
   for (const auto& snapshot : *maps) {
     if (!snapshot.is_string()) continue;
     for (auto& file : parse_proc_maps(snapshot.get<std::string>())) {
-      if (seen.insert({file.device, file.inode}).second)
-        files.push_back(std::move(file));
+      if (seen.insert({file.device, file.inode}).second) files.push_back(std::move(file));
     }
   }
   return files;
@@ -351,8 +349,7 @@ LibraryReport check_loaded_libraries(std::span<const MappedFile> mapped, const f
   }
   for (const auto& library : report.libraries) {
     by_name[library.name].push_back(&library);
-    if (library.name == "libcuda" &&
-        library.path.parent_path().filename() == "stubs") {
+    if (library.name == "libcuda" && library.path.parent_path().filename() == "stubs") {
       report.problems.push_back(
           {Kind::driver_stub,
            fmt::format("the CUDA toolkit's stub {} was loaded instead of the driver's: every CUDA "
@@ -360,11 +357,10 @@ LibraryReport check_loaded_libraries(std::span<const MappedFile> mapped, const f
                        library.path.string()),
            library.path});
     } else if (!library.in_prefix && !expected_outside(library, locked)) {
-      report.problems.push_back(
-          {Kind::outside_prefix,
-           fmt::format("{} was loaded from outside the prefix: {}", library.name,
-                       library.path.string()),
-           library.path});
+      report.problems.push_back({Kind::outside_prefix,
+                                 fmt::format("{} was loaded from outside the prefix: {}",
+                                             library.name, library.path.string()),
+                                 library.path});
     }
     if (auto problem = version_problem(library, locked)) report.problems.push_back(*problem);
   }
@@ -377,18 +373,16 @@ LibraryReport check_loaded_libraries(std::span<const MappedFile> mapped, const f
     const auto outside = std::find_if(copies.begin(), copies.end(),
                                       [](const LoadedLibrary* copy) { return !copy->in_prefix; });
     const auto* odd = outside != copies.end() ? *outside : copies[1];
-    report.problems.push_back(
-        {Kind::duplicate,
-         fmt::format("{} different {} files were loaded into one process: {}", copies.size(), name,
-                     text::join(paths, ", ")),
-         odd->path});
+    report.problems.push_back({Kind::duplicate,
+                               fmt::format("{} different {} files were loaded into one process: {}",
+                                           copies.size(), name, text::join(paths, ", ")),
+                               odd->path});
   }
   if (framework.module && !in_prefix(*framework.module, roots)) {
-    report.problems.push_back(
-        {Kind::framework_outside,
-         fmt::format("{} was imported from outside the prefix: {}", framework.name,
-                     framework.module->string()),
-         *framework.module});
+    report.problems.push_back({Kind::framework_outside,
+                               fmt::format("{} was imported from outside the prefix: {}",
+                                           framework.name, framework.module->string()),
+                               *framework.module});
   }
   check_stated(framework, locked, report.problems);
   return report;
@@ -408,8 +402,7 @@ FrameworkResult run_framework_smoke(const FrameworkOptions& options) {
   } else if (options.cpu_only) {
     argv.emplace_back("--cpu");
   }
-  auto output =
-      sys::run_process(argv, {.env = options.environment, .timeout = options.timeout});
+  auto output = sys::run_process(argv, {.env = options.environment, .timeout = options.timeout});
   if (!output) return made_here("fail", output.error().headline());
   const auto line = std::string(text::trim(output->out));
   try {

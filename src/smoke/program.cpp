@@ -63,6 +63,7 @@ Result<ProgramReport> parse_report(std::string_view output) {
     report.gpu_seconds = optional_field<double>(object, "gpu_seconds");
     report.cpu_seconds = optional_field<double>(object, "cpu_seconds");
     report.compiler = optional_field<std::string>(object, "compiler");
+    report.gpu_uuid = optional_field<std::string>(object, "gpu_uuid");
     for (const auto& library : object.value("libraries", json::array())) {
       report.libraries.push_back({.path = library.at("path").get<std::string>(),
                                   .in_prefix = library.at("in_prefix").get<bool>(),

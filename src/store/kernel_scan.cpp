@@ -33,8 +33,8 @@ std::optional<std::string> read_at(int fd, std::uint64_t offset, std::uint64_t s
   std::string bytes(size, '\0');
   std::size_t done = 0;
   while (done < bytes.size()) {
-    const auto got = ::pread(fd, bytes.data() + done, bytes.size() - done,
-                             static_cast<off_t>(offset + done));
+    const auto got =
+        ::pread(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset + done));
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) return std::nullopt;
     done += static_cast<std::size_t>(got);
@@ -134,25 +134,32 @@ bool has_fatbin_section(const fs::path& path) {
   return false;
 }
 
-PackageKernels scan_kernels(const fs::path& root, std::span<const FileRecord> files) {
-  PackageKernels kernels;
-  for (const auto& file : files) {
-    if (!may_hold_kernels(file)) continue;
-    const auto path = root / file.path;
-    if (!has_fatbin_section(path)) continue;
-    auto fatbins = elf::read_fatbins(path);
-    if (!fatbins) {
-      kernels.files.push_back({.path = file.path, .coverage = {}, .error = fatbins.error().message()});
-      continue;
-    }
-    if (fatbins->empty()) continue;
-    auto coverage = elf::coverage_of(*fatbins);
-    kernels.coverage.merge(coverage);
-    kernels.files.push_back({.path = file.path, .coverage = std::move(coverage), .error = {}});
-  }
+std::optional<KernelFile> scan_kernel_file(const fs::path& root, const FileRecord& file) {
+  if (!may_hold_kernels(file)) return std::nullopt;
+  const auto path = root / file.path;
+  if (!has_fatbin_section(path)) return std::nullopt;
+  auto fatbins = elf::read_fatbins(path);
+  if (!fatbins)
+    return KernelFile{.path = file.path, .coverage = {}, .error = fatbins.error().message()};
+  if (fatbins->empty()) return std::nullopt;
+  return KernelFile{.path = file.path, .coverage = elf::coverage_of(*fatbins), .error = {}};
+}
+
+PackageKernels package_kernels(std::vector<KernelFile> files) {
+  PackageKernels kernels{.coverage = {}, .files = std::move(files)};
   std::sort(kernels.files.begin(), kernels.files.end(),
             [](const KernelFile& a, const KernelFile& b) { return a.path < b.path; });
+  for (const auto& file : kernels.files)
+    kernels.coverage.merge(file.coverage);
   return kernels;
+}
+
+PackageKernels scan_kernels(const fs::path& root, std::span<const FileRecord> files) {
+  std::vector<KernelFile> found;
+  for (const auto& file : files) {
+    if (auto kernels = scan_kernel_file(root, file)) found.push_back(*std::move(kernels));
+  }
+  return package_kernels(std::move(found));
 }
 
 elf::KernelCoverage coverage_among(const PackageKernels& kernels,
@@ -268,10 +275,9 @@ std::string describe(const elf::KernelCoverage& coverage) {
   if (coverage.ptx.empty()) {
     parts.emplace_back(coverage.sass.empty() ? "nothing" : "no PTX");
   } else {
-    parts.push_back(fmt::format("PTX {}{}", text::join(ptx_targets(coverage), " "),
-                                coverage.newest_ptx_isa.empty()
-                                    ? ""
-                                    : fmt::format(" (ISA {})", coverage.newest_ptx_isa)));
+    parts.push_back(fmt::format(
+        "PTX {}{}", text::join(ptx_targets(coverage), " "),
+        coverage.newest_ptx_isa.empty() ? "" : fmt::format(" (ISA {})", coverage.newest_ptx_isa)));
   }
   return text::join(parts, ", ");
 }
@@ -282,15 +288,13 @@ std::string what_covers(elf::Arch gpu) {
   std::vector<std::string> sass;
   for (auto arch = major * 10; arch <= gpu; ++arch)
     sass.push_back(fmt::format("sm_{}", arch));
-  const auto sass_text = sass.size() == 1
-                             ? sass.front()
-                             : fmt::format("{} or {}",
-                                           text::join(std::vector<std::string>(
-                                                          sass.begin(), sass.end() - 1),
-                                                      ", "),
-                                           sass.back());
-  return fmt::format("a build with SASS for {}, or with PTX for compute_{} or older", sass_text,
-                     gpu);
+  const auto sass_text =
+      sass.size() == 1
+          ? sass.front()
+          : fmt::format("{} or {}",
+                        text::join(std::vector<std::string>(sass.begin(), sass.end() - 1), ", "),
+                        sass.back());
+  return fmt::format("SASS for {}, or PTX for compute_{} or older", sass_text, gpu);
 }
 
 std::string describe_gap(const KernelVerdict& verdict, std::string_view driver_ptx_isa) {

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <limits>
-#include <stdexcept>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 #include "entry_record_reader.hpp"
 #include "envkit/core/sha256.hpp"

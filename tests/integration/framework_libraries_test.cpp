@@ -96,7 +96,8 @@ TEST_CASE("smoke --framework without a GPU reports the libraries the framework l
   if (missing_parts()) return;
   const FrameworkProject served(*sys::find_on_path("python3"), "13.0");  // /usr/local/cuda's
   const auto& project = served.project;
-  const auto prefix_lib = fs::canonical(project.prefix()) / "lib/python3.11/site-packages/torch/lib";
+  const auto prefix_lib =
+      fs::canonical(project.prefix()) / "lib/python3.11/site-packages/torch/lib";
 
   SECTION("all from the prefix: a skip (77) with the report") {
     const auto r = project.envkit({"smoke", "--framework", "--json"});
@@ -146,9 +147,8 @@ TEST_CASE("smoke --framework names a CUDA other than the lock's", "[cli][smoke][
   CHECK(r.exit_code == 1);
   const auto problems = json::parse(r.out).at("framework").at("problems");
   REQUIRE(problems.size() == 2);
-  CHECK_THAT(problems[0].get<std::string>(),
-             Catch::Contains("libcudart of CUDA 13 was loaded") &&
-                 Catch::Contains("the lock's CUDA is 12.4.1"));
+  CHECK_THAT(problems[0].get<std::string>(), Catch::Contains("libcudart of CUDA 13 was loaded") &&
+                                                 Catch::Contains("the lock's CUDA is 12.4.1"));
   CHECK(problems[1] == "torch states CUDA 13.0, but the lock's CUDA is 12.4.1");
 }
 

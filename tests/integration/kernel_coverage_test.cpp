@@ -24,8 +24,9 @@ std::map<std::string, std::optional<std::string>> gpu(std::string capability) {
 
 std::vector<json> kernel_findings(const sys::ProcessOutput& run, std::string_view severity) {
   std::vector<json> found;
-  for (const auto& finding : json::parse(run.out).at("findings")) {
-    if (finding.at("id") == "kernels" && finding.at("severity") == std::string(severity))
+  const auto report = json::parse(run.out);
+  for (const auto& finding : report.at("findings")) {
+    if (finding.at("id") == "kernels" && finding.at("severity") == severity)
       found.push_back(finding);
   }
   return found;
@@ -42,11 +43,11 @@ struct CudnnProject {
   LockedSpec cudnn{
       "cudnn",
       "9.19.0.56",
-      {lock_artifact(mirror.add_archive({.name = "cudnn",
-                                         .version = "9.19.0.56",
-                                         .files = {{.path = "lib/libcudnn_cnn.so.9",
-                                                    .source = kCudnnCnn}}}),
-                     server.url(""))}};
+      {lock_artifact(
+          mirror.add_archive({.name = "cudnn",
+                              .version = "9.19.0.56",
+                              .files = {{.path = "lib/libcudnn_cnn.so.9", .source = kCudnnCnn}}}),
+          server.url(""))}};
 
   [[nodiscard]] int generation() const {
     return std::stoi(fs::read_symlink(project.prefix()).filename().string());

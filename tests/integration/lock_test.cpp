@@ -146,10 +146,11 @@ TEST_CASE("lock chooses the stack a GPU user expects", "[cli][lock]") {
       {"framework: torch 2.1.*\nindexes: [https://pypi.org/simple, "
        "https://download.pytorch.org/whl/cu118]\nsystem: {driver: 520.61.05}\n",
        {{"torch", "2.1.2 (cu118)"}, {"cuda", "11.8.0"}}},
-      // Pascal GPUs: the newest torch whose PyPI build still has code for sm_61 (2.10.0 cu128;
-      // PyPI's 2.11 and later are CUDA 13 builds, which dropped it).
+      // Pascal GPUs: the newest torch whose PyPI build still has code for sm_61 (2.7.1 cu126;
+      // PyPI's 2.8 … 2.10 are cu128 builds from sm_70 up, read from their libtorch_cuda.so,
+      // and 2.11 and later CUDA 13 builds, which dropped it).
       {"framework: torch\nsystem: {driver: \">=580.65.06\", cuda-arch: [\"6.1\"]}\n",
-       {{"torch", "2.10.0 (cu128)"}, {"cuda", "12.8.1"}}},
+       {{"torch", "2.7.1 (cu126)"}, {"cuda", "12.6.3"}}},
       // tensorflow-gpu 1.6 on the machine's Python 3.6.9: CUDA 9.0, Python not installed.
       {"framework: tensorflow-gpu ==1.6.0\nexternal: {python: \"3.6.9\"}\n"
        "system: {driver: 390.48}\n",
@@ -186,9 +187,10 @@ TEST_CASE("lock: Pascal GPUs get a torch build with code for them", "[cli][lock]
   REQUIRE(r.exit_code == 0);
   const auto lock = parsed_json(r.out);
   const auto& torch = package(lock, "torch", "linux-x86_64");
-  // PyPI's torch 2.11 and later are CUDA 13 builds, without sm_61: 2.10.0 is the newest.
-  CHECK(torch.at("version") == "2.10.0");
-  CHECK(torch.at("build") == "cu128");
+  // PyPI's torch 2.8 … 2.10 (cu128) have SASS from sm_70 up and no PTX, 2.11 and later are
+  // CUDA 13 builds, without sm_61: 2.7.1 is the newest (upstream/pytorch-build-scripts).
+  CHECK(torch.at("version") == "2.7.1");
+  CHECK(torch.at("build") == "cu126");
   CHECK_THAT(read(p / "envkit.lock"),
              Catch::Contains("  driver: \">=580.65.06\"\n  cuda-arch: [\"6.1\"]\n"));
 }

@@ -8,6 +8,8 @@
 #include <set>
 #include <nlohmann/json.hpp>
 
+#include "envkit/smoke/program.hpp"
+#include "envkit/smoke/verified.hpp"
 #include "envkit/sys/fs.hpp"
 #include "envkit/sys/process.hpp"
 #include "install_support.hpp"
@@ -546,6 +548,34 @@ TEST_CASE("smoke without nvcc checks the real NVRTC, cuDNN and cuBLAS up to the 
   INFO(r.err);
   CHECK(r.exit_code == 0);
   CHECK(json::parse(r.out).at("status") == "pass");
+  // Neither run was on a GPU: nothing is recorded as verified.
+  const auto record = smoke::verified_path(installed->project.prefix());
+  CHECK_FALSE(fs::exists(record));
+
+  // A passing GPU run's record (written as `envkit smoke` writes it on a GPU) is what `list` and
+  // doctor show, for this lock; once the lock changes, doctor says it is for another one.
+  const auto lock = installed->project.root / "envkit.lock";
+  auto report = smoke::parse_report(
+      R"({"status":"pass","reason":"","gpu":"NVIDIA H200","compute_capability":"9.0",)"
+      R"("driver":"13.0","cuda_runtime":"13.0","cudnn":"9.19.0","steps":200,"loss_first":1.39,)"
+      R"("loss_last":0.09,"accuracy":1,"max_reference_error":1e-7,"gpu_seconds":0.05,)"
+      R"("cpu_seconds":1.5})");
+  REQUIRE(report);
+  REQUIRE(smoke::write_verified(installed->project.prefix(),
+                                smoke::verified_from(*report, smoke::lock_sha256(lock),
+                                                     "2026-11-29T05:20:00Z")));
+  args = installed->common;
+  args.emplace_back("list");
+  r = slow_envkit(args, {});
+  CHECK_THAT(r.out, Catch::Contains("GPU smoke test passed on NVIDIA H200 (compute capability "
+                                    "9.0), driver CUDA 13.0, 2026-11-29T05:20:00Z"));
+  args = installed->common;
+  args.emplace_back("doctor");
+  r = slow_envkit(args, {{"ENVKIT_OVERRIDE_DRIVER", "none"}});
+  CHECK_THAT(r.out, Catch::Contains("ok    smoke     GPU smoke test passed on NVIDIA H200"));
+  std::ofstream(lock, std::ios::app) << "# changed\n";
+  r = slow_envkit(args, {{"ENVKIT_OVERRIDE_DRIVER", "none"}});
+  CHECK_THAT(r.out, Catch::Contains("the last passing GPU smoke test was for another envkit.lock"));
 }
 
 TEST_CASE("smoke names a cuBLAS that is not the lock's CUDA", "[cli][smoke][cuda][slow]") {

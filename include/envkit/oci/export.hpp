@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <functional>
 #include <optional>
 #include <string>
@@ -29,6 +30,7 @@ struct ExportOptions {
   std::optional<std::filesystem::path> archive;  // also the layout as one tar (oci-archive)
   std::optional<BaseImage> base;                 // its layers first, its Env merged
   std::function<void(const std::string&)> note;
+  std::map<std::string, std::string> labels;  // more image labels (the smoke test's record)
 };
 
 struct ExportReport {

@@ -46,6 +46,7 @@ struct ProgramReport {
   std::vector<std::string> deferred;  // libraries that wait for the driver: "path: why"
   std::optional<std::string> versions;  // "NVRTC 12.4, cuBLAS 12.4.5, cuDNN 9.1.0 (for CUDA 12.2)"
   std::optional<std::string> compiler;  // "nvrtc"; absent for the nvcc build
+  std::optional<std::string> gpu_uuid;  // hex, where the driver gave it
 };
 
 // Reads the program's stdout: exactly one JSON object with a `status` of pass,

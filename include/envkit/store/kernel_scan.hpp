@@ -28,9 +28,14 @@ namespace envkit::store {
 // anything else (not ELF, no such section, unreadable).
 [[nodiscard]] bool has_fatbin_section(const std::filesystem::path& path);
 
-// The kernels of `files` (a package's receipt files, relative to `root`): each
-// that may hold kernels and has a fatbin section is read with elf::read_fatbins;
-// one whose fatbinaries cannot be read is kept with the reader's error.
+// The kernels of one receipt file under `root`: nullopt unless it may hold
+// kernels, has a fatbin section and a fatbinary in it (read with
+// elf::read_fatbins); one whose fatbinaries cannot be read has the reader's error.
+[[nodiscard]] std::optional<KernelFile> scan_kernel_file(const std::filesystem::path& root,
+                                                         const FileRecord& file);
+// A package's kernel files, sorted by path, with their coverage together.
+[[nodiscard]] PackageKernels package_kernels(std::vector<KernelFile> files);
+// Both for each of `files` (a package's receipt files, relative to `root`).
 [[nodiscard]] PackageKernels scan_kernels(const std::filesystem::path& root,
                                           std::span<const FileRecord> files);
 
@@ -79,8 +84,8 @@ struct KernelVerdict {
 // "sm_70 sm_75 sm_80, no PTX"; "sm_80 sm_90a, PTX compute_90 (ISA 8.8)".
 [[nodiscard]] std::string describe(const elf::KernelCoverage& coverage);
 
-// What has a kernel for `gpu`: "a build with SASS for sm_60 or sm_61, or PTX
-// for compute_61 or older".
+// What a build needs to have a kernel for `gpu`: "SASS for sm_60 or sm_61, or
+// PTX for compute_61 or older".
 [[nodiscard]] std::string what_covers(elf::Arch gpu);
 
 // A failing verdict in one sentence: the package, the GPU, each lacking file

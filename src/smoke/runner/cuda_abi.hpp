@@ -52,6 +52,7 @@ struct Driver {
   CUresult (*cuEventElapsedTime)(float*, CUevent, CUevent);
   CUresult (*cuGetErrorName)(CUresult, const char**);
   CUresult (*cuGetErrorString)(CUresult, const char**);
+  CUresult (*cuDeviceGetUuid)(unsigned char*, CUdevice);  // CUuuid: 16 bytes; CUDA 9.2 and later
 };
 
 // ---- NVRTC (libnvrtc.so.N) ----

@@ -161,6 +161,7 @@ struct GpuFound {
   std::string name;
   Arch arch = 0;
   std::string driver_version;
+  std::string uuid;  // hex; envkit keeps only its hash (verified.json)
 };
 
 // Why cuInit found no device, with the code's name: the stub's text is no help.
@@ -208,6 +209,7 @@ std::optional<GpuFound> find_gpu(Report& report, std::string& skip_reason) {
   ENVKIT_BIND_DRIVER(cuGetErrorName);
   ENVKIT_BIND_DRIVER(cuGetErrorString);
 #undef ENVKIT_BIND_DRIVER
+  libcuda->bind_optional(d.cuDeviceGetUuid, "cuDeviceGetUuid");
   libcuda->check_bound("CUDA driver");
   found.device.driver = &found.driver;
   int version = 0;
@@ -233,6 +235,14 @@ std::optional<GpuFound> find_gpu(Report& report, std::string& skip_reason) {
   found.device.check(d.cuDeviceGetName(name, sizeof name - 1, found.device.device),
                      "cuDeviceGetName");
   found.name = name;
+  unsigned char uuid[16] = {};
+  if (d.cuDeviceGetUuid != nullptr &&
+      d.cuDeviceGetUuid(uuid, found.device.device) == abi::CUDA_SUCCESS) {
+    char hex[33] = {};
+    for (int i = 0; i < 16; ++i)
+      std::snprintf(hex + 2 * i, 3, "%02x", uuid[i]);
+    found.uuid = hex;
+  }
   int major = 0, minor = 0;
   found.device.check(d.cuDeviceGetAttribute(&major, abi::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
                                             found.device.device),
@@ -253,6 +263,7 @@ std::optional<GpuFound> find_gpu(Report& report, std::string& skip_reason) {
 int train_on_gpu(Report& report, const Options& o, const Stack& stack, const GpuFound& gpu,
                  const CompiledKernels& kernels) {
   report.out["gpu"] = gpu.name;
+  if (!gpu.uuid.empty()) report.out["gpu_uuid"] = gpu.uuid;
   report.out["compute_capability"] = arch_text(gpu.arch);
   const Dataset data = make_dataset(o.seed);
   const Params<float> init = init_params(o.seed);

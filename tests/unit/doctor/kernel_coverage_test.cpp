@@ -37,13 +37,13 @@ std::optional<store::PrefixState> cublas_prefix(const fs::path& root) {
   std::error_code error;
   fs::create_hard_link(fs::canonical(kCublasLt), root / "lib" / "libcublasLt.so.13", error);
   if (error) fs::create_symlink(fs::canonical(kCublasLt), root / "lib" / "libcublasLt.so.13");
-  store::PackageReceipt cuda{.name = "cuda",
-                             .version = "13.0.2",
-                             .build = {},
-                             .packaging = "archive",
-                             .artifacts = {},
-                             .files = {{.path = "lib/libcublasLt.so.13"},
-                                       {.path = "include/cublasLt.h"}}};
+  store::PackageReceipt cuda{
+      .name = "cuda",
+      .version = "13.0.2",
+      .build = {},
+      .packaging = "archive",
+      .artifacts = {},
+      .files = {{.path = "lib/libcublasLt.so.13"}, {.path = "include/cublasLt.h"}}};
   cuda.kernels = store::scan_kernels(root, cuda.files);
   store::PackageReceipt zlib{.name = "zlib", .version = "1.3.1", .packaging = "source"};
   zlib.kernels = store::PackageKernels{};
@@ -100,12 +100,12 @@ TEST_CASE("doctor: CUDA 13's cuBLASLt has no kernel for a GTX 1080 Ti and covers
 
 TEST_CASE("doctor: without a GPU, the lock's capabilities are judged", "[doctor][kernels]") {
   const elf::KernelCoverage modern{.sass = {70, 75, 80, 86, 90, 100, 120}};
-  store::PackageReceipt torch{.name = "torch", .version = "2.8.0", .build = "cu128",
-                              .packaging = "pip"};
+  store::PackageReceipt torch{
+      .name = "torch", .version = "2.8.0", .build = "cu128", .packaging = "pip"};
   torch.kernels = store::PackageKernels{
       .coverage = modern,
-      .files = {{.path = "lib/python3.12/site-packages/torch/lib/libtorch_cuda.so",
-                 .coverage = modern}}};
+      .files = {
+          {.path = "lib/python3.12/site-packages/torch/lib/libtorch_cuda.so", .coverage = modern}}};
   const store::PrefixState state{.generation = 1, .packages = {torch}};
   const auto lock_gpus = store::KernelTargets{
       .gpus = {61, 90}, .driver_ptx_isa = {}, .source = "the GPUs envkit.lock states"};
@@ -131,8 +131,8 @@ TEST_CASE("doctor: without a GPU, the lock's capabilities are judged", "[doctor]
 TEST_CASE("doctor: PTX newer than the driver JIT-compiles is named as such", "[doctor][kernels]") {
   const elf::KernelCoverage ptx{.sass = {}, .ptx = {80}, .newest_ptx_isa = "9.0"};
   store::PackageReceipt jitted{.name = "jitlib", .version = "1.0", .packaging = "pip"};
-  jitted.kernels = store::PackageKernels{.coverage = ptx,
-                                         .files = {{.path = "lib/libjit.so", .coverage = ptx}}};
+  jitted.kernels =
+      store::PackageKernels{.coverage = ptx, .files = {{.path = "lib/libjit.so", .coverage = ptx}}};
   const store::PrefixState state{.generation = 1, .packages = {jitted}};
 
   const auto old_driver = check_kernel_coverage(state, {.targets = gpus({86}, "8.4")});
@@ -151,11 +151,12 @@ TEST_CASE("doctor: a file whose kernels cannot be read is a warning, and the res
           "[doctor][kernels]") {
   const elf::KernelCoverage modern{.sass = {80, 90}};
   store::PackageReceipt package{.name = "cudnn", .version = "9.1.0.70", .packaging = "archive"};
-  package.kernels = store::PackageKernels{
-      .coverage = modern,
-      .files = {{.path = "lib/libcudnn_ops.so.9", .coverage = modern},
-                {.path = "lib/libcudnn_cut.so.9", .error = "the fatbinary at 0x151150 runs past "
-                                                           "its section"}}};
+  package.kernels =
+      store::PackageKernels{.coverage = modern,
+                            .files = {{.path = "lib/libcudnn_ops.so.9", .coverage = modern},
+                                      {.path = "lib/libcudnn_cut.so.9",
+                                       .error = "the fatbinary at 0x151150 runs past "
+                                                "its section"}}};
   const store::PrefixState state{.generation = 1, .packages = {package}};
   const auto findings = check_kernel_coverage(state, {.targets = gpus({90})});
   const auto warnings = with(findings, Severity::warn);

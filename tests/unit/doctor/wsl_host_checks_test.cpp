@@ -25,8 +25,8 @@ envkit::doctor::StackNeeds cuda_12_4() {
 
 HostFacts wsl(bool dxg, std::optional<std::string_view> driver = std::nullopt) {
   HostFacts facts;
-  facts.wsl = envkit::gpu::Wsl{.evidence = "/proc/version names Microsoft's WSL kernel",
-                               .gpu_device = dxg};
+  facts.wsl =
+      envkit::gpu::Wsl{.evidence = "/proc/version names Microsoft's WSL kernel", .gpu_device = dxg};
   if (driver) facts.driver = v(*driver);
   facts.driver_source = {envkit::gpu::Provenance::Kind::nothing_found,
                          "/sys/module/nvidia/version, /proc/driver/nvidia/version, nvidia-smi"};

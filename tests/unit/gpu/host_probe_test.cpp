@@ -100,7 +100,8 @@ TEST_CASE("probe of a machine without NVIDIA driver or nvidia-smi", "[gpu]") {
   CHECK(facts.notes.empty());
   // And, with no kernel module's file, whether this is WSL (it is not).
   CHECK(host.files_read == std::vector<std::string>{"/sys/module/nvidia/version",
-                                                    "/proc/driver/nvidia/version", "/proc/version"});
+                                                    "/proc/driver/nvidia/version",
+                                                    "/proc/version"});
   CHECK_FALSE(facts.wsl.has_value());
   CHECK(host.libcuda_runs == 1);
   CHECK(host.nvidia_smi_runs == 1);

@@ -98,10 +98,8 @@ TEST_CASE("a library from outside the prefix, a second copy and other versions a
   fs::create_directories(prefix / "lib");
   const auto site = prefix / "lib/python3.11/site-packages";
   const smoke::LockedStack locked{.cuda = v("12.4.1"), .cudnn = v("9.1.0.70")};
-  const smoke::FrameworkFacts torch{.name = "torch",
-                                    .module = site / "torch/__init__.py",
-                                    .cuda = "12.4",
-                                    .cudnn = "9.1.0"};
+  const smoke::FrameworkFacts torch{
+      .name = "torch", .module = site / "torch/__init__.py", .cuda = "12.4", .cudnn = "9.1.0"};
 
   SECTION("all from the prefix, of the lock's versions: no problem") {
     const std::vector<smoke::MappedFile> files = {
@@ -125,8 +123,8 @@ TEST_CASE("a library from outside the prefix, a second copy and other versions a
         mapped("/usr/local/cuda-12.4/lib64/libcublas.so.12", 40),
         mapped("/usr/local/cuda-12.4/lib64/libcublasLt.so.12", 41)};
     const auto report = smoke::check_loaded_libraries(files, prefix, locked, torch);
-    CHECK(kinds(report) == std::vector<Kind>{Kind::outside_prefix, Kind::outside_prefix,
-                                             Kind::duplicate});
+    CHECK(kinds(report) ==
+          std::vector<Kind>{Kind::outside_prefix, Kind::outside_prefix, Kind::duplicate});
     CHECK(report.problems[1].message ==
           "libcublasLt was loaded from outside the prefix: "
           "/usr/local/cuda-12.4/lib64/libcublasLt.so.12");
@@ -169,9 +167,10 @@ TEST_CASE("a library from outside the prefix, a second copy and other versions a
   }
 }
 
-TEST_CASE("this process's maps show a real CUDA library loaded from the prefix and another "
-          "from outside",
-          "[smoke][framework]") {
+TEST_CASE(
+    "this process's maps show a real CUDA library loaded from the prefix and another "
+    "from outside",
+    "[smoke][framework]") {
   std::error_code ec;
   if (!fs::exists(kCudart, ec)) {
     envkit::test::skip_test(envkit::test::SkipKind::expected,

@@ -30,9 +30,8 @@ std::vector<FileRecord> link_cuda_libraries(const fs::path& root,
     std::error_code error;
     fs::create_hard_link(source, root / "lib" / name, error);
     if (error) fs::create_symlink(source, root / "lib" / name);
-    files.push_back({.path = "lib/" + name,
-                     .type = archive::EntryType::file,
-                     .size = fs::file_size(source)});
+    files.push_back(
+        {.path = "lib/" + name, .type = archive::EntryType::file, .size = fs::file_size(source)});
   }
   return files;
 }
@@ -153,8 +152,7 @@ TEST_CASE("PTX runs through the driver's JIT only when its ISA is not newer than
   };
   CHECK(on(driver_ptx_isa(specs::Version::parse("12.9").value())) == elf::Runs::ptx_jit);
   CHECK(on(driver_ptx_isa(specs::Version::parse("12.4").value())) == elf::Runs::ptx_too_new);
-  const auto verdict =
-      judge_kernels(packages, {.gpus = {86}, .driver_ptx_isa = "8.4"}).at(0);
+  const auto verdict = judge_kernels(packages, {.gpus = {86}, .driver_ptx_isa = "8.4"}).at(0);
   CHECK_THAT(describe_gap(verdict, "8.4"),
              Contains("PTX compute_80 (ISA 8.8)") && Contains("PTX ISA 8.4 or older"));
 }
@@ -225,7 +223,8 @@ TEST_CASE("receipts keep what each kernel file holds, and older receipts read wi
   const auto& with = (*read)->packages[0];
   REQUIRE(with.kernels);
   CHECK(*with.kernels == kernels);
-  CHECK(describe(with.kernels->files[0].coverage) == "sm_80 sm_90a, PTX compute_90 compute_100f (ISA 8.8)");
+  CHECK(describe(with.kernels->files[0].coverage) ==
+        "sm_80 sm_90a, PTX compute_90 compute_100f (ISA 8.8)");
   CHECK_FALSE((*read)->packages[1].kernels);
 
   // A receipt with a target that is not one is damaged, and says so.
