@@ -8,6 +8,7 @@
 
 #include "envkit/core/text.hpp"
 #include "envkit/core/url.hpp"
+#include "envkit/locking/kernel_check.hpp"
 #include "envkit/locking/live_facts.hpp"
 #include "envkit/locking/obtainable.hpp"
 #include "envkit/locking/python_closure.hpp"
@@ -828,6 +829,11 @@ Result<LockAttempt> solve_lock_once(const recipes::Database& database, const Loc
   for (int round = 0; round < kRounds; ++round) {
     auto findings = add_python_closures(effective, *python, *attempt->lockfile, lend, resolver);
     if (!findings) return std::move(findings).error();
+    // A settled closure's wheels whose kernels the cache knows may still rule a build out.
+    if (findings->empty()) {
+      if (auto known = check_cached_kernels(effective, *attempt->lockfile, *findings); !known)
+        return std::move(known).error();
+    }
     if (findings->empty()) {
       add_glibc_needed(*attempt->lockfile);
       attempt->warnings = std::move(notes);
