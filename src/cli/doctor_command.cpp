@@ -151,8 +151,9 @@ Findings verified_findings(const Context& context, const fs::path& prefix) {
                          "delete it; `envkit smoke` on a GPU writes it again")};
   }
   if (!*verified) {
-    return {doctor::ok("smoke", "no GPU smoke test has passed with this prefix yet (`envkit smoke` "
-                                "on a GPU machine records one)")};
+    return {doctor::ok("smoke",
+                       "no GPU smoke test has passed with this prefix yet (`envkit smoke` "
+                       "on a GPU machine records one)")};
   }
   const auto lock = smoke::lock_sha256(context.options.directory / lock::kFileName);
   if ((*verified)->lock_sha256 != lock) {

@@ -9,10 +9,10 @@
 
 #include "command.hpp"
 #include "envkit/core/sha256.hpp"
-#include "envkit/smoke/verified.hpp"
 #include "envkit/core/text.hpp"
 #include "envkit/oci/export.hpp"
 #include "envkit/oci/verify.hpp"
+#include "envkit/smoke/verified.hpp"
 #include "envkit/store/plan.hpp"
 #include "envkit/store/prefix.hpp"
 #include "envkit/sys/fs.hpp"
@@ -179,9 +179,10 @@ int run_export_oci(Context& context, const ExportFlags& flags) {
       .jobs = static_cast<int>(std::max(1U, std::thread::hardware_concurrency())),
       .archive = flags.archive ? std::optional(in_project(context, *flags.archive)) : std::nullopt,
       .base = *std::move(base),
-      .note = [&](const std::string& line) {
-        if (!context.options.quiet) context.console.info(line);
-      },
+      .note =
+          [&](const std::string& line) {
+            if (!context.options.quiet) context.console.info(line);
+          },
       .labels = *std::move(labels)};
   auto exported = oci::export_image(installed->paths, installed->state, options);
   if (!exported) return report(context, exported.error());

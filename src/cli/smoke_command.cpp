@@ -134,17 +134,17 @@ void add_framework(const Context& context, const fs::path& prefix, const SmokeFl
   const bool libraries_only = exit_code == smoke::kExitSkip;
   auto locked = smoke::locked_stack_of(prefix, context.options.directory / lock::kFileName);
   if (!locked) context.console.warn(locked.error().headline() + "; the versions go unchecked");
-  context.console.info(libraries_only
-                           ? "framework: importing it with the prefix's Python (no GPU: no training)"
-                           : "framework: training with the prefix's Python");
-  const auto result = smoke::run_framework_smoke(
-      {.prefix = prefix,
-       .script = smoke::sources_dir() / "framework_smoke.py",
-       .cpu_only = flags.cpu_only,
-       .libraries_only = libraries_only,
-       .skip_reason = libraries_only ? out.value("reason", "") : "",
-       .locked = locked ? *locked : smoke::LockedStack{},
-       .environment = environment});
+  context.console.info(
+      libraries_only ? "framework: importing it with the prefix's Python (no GPU: no training)"
+                     : "framework: training with the prefix's Python");
+  const auto result =
+      smoke::run_framework_smoke({.prefix = prefix,
+                                  .script = smoke::sources_dir() / "framework_smoke.py",
+                                  .cpu_only = flags.cpu_only,
+                                  .libraries_only = libraries_only,
+                                  .skip_reason = libraries_only ? out.value("reason", "") : "",
+                                  .locked = locked ? *locked : smoke::LockedStack{},
+                                  .environment = environment});
   out["framework"] = Json::parse(result.json);
   for (const auto& library : result.libraries.libraries) {
     context.console.detail(fmt::format("framework:     loaded {} {} ({})", library.name,
@@ -159,9 +159,10 @@ void add_framework(const Context& context, const fs::path& prefix, const SmokeFl
                                      f.value("loss_last", 0.0)));
   } else if (result.status == "skip") {
     if (!result.framework.empty()) {
-      context.console.info(fmt::format("framework:     {} loaded {} CUDA libraries, all the "
-                                       "prefix's (or the driver's)",
-                                       result.framework, result.libraries.libraries.size()));
+      context.console.info(
+          fmt::format("framework:     {} loaded {} CUDA libraries, all the "
+                      "prefix's (or the driver's)",
+                      result.framework, result.libraries.libraries.size()));
     }
     context.console.info("framework:     skipped: " + result.reason);
   } else {
@@ -304,10 +305,9 @@ int run_compiled_smoke(Context& context, const SmokeFlags& flags, const HostGpus
   if (!built) return failed(context, built.error());
   context.console.info(
       fmt::format("{} {}", built->reused ? "reusing" : "built", built->binary.string()));
-  auto ran = smoke::run_program(built->binary, {.steps = steps,
-                                                .seed = flags.seed,
-                                                .cpu_only = flags.cpu_only,
-                                                .environment = environment});
+  auto ran = smoke::run_program(
+      built->binary,
+      {.steps = steps, .seed = flags.seed, .cpu_only = flags.cpu_only, .environment = environment});
   if (!ran) return failed(context, ran.error());
   Json out = Json::parse(ran->json);
   out["binary_reused"] = built->reused;
@@ -332,14 +332,16 @@ int run_smoke(Context& context, const SmokeFlags& flags) {
   if (!steps) return report(context, steps.error());
   auto activated = activate_prefix(context, flags.prefix);
   if (!activated) {
-    if (host.none && activated.error().code() == ErrorCode::failed) return skipped(context, *host.none);
+    if (host.none && activated.error().code() == ErrorCode::failed)
+      return skipped(context, *host.none);
     return failed(context, activated.error());
   }
   const fs::path& prefix = activated->prefix;  // absolute: the programs get paths in it
   const auto environment = as_process_env(activated->changes);
   auto runtime = smoke::find_runtime_stack(prefix);
   if (!runtime) return failed(context, runtime.error());
-  if (*runtime) return run_runtime_smoke(context, flags, host, prefix, **runtime, *steps, environment);
+  if (*runtime)
+    return run_runtime_smoke(context, flags, host, prefix, **runtime, *steps, environment);
   return run_compiled_smoke(context, flags, host, prefix, *steps, environment);
 }
 

@@ -10,6 +10,7 @@
 
 #include "envkit/core/sha256.hpp"
 #include "envkit/doctor/prefix_checks.hpp"
+#include "envkit/smoke/framework.hpp"
 
 namespace envkit::doctor {
 
@@ -18,23 +19,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr std::string_view kId = "cuda-duplicate-library";
-
-// The stems (soname before `.so`) of the libraries of one CUDA stack.
-constexpr std::string_view kCudaStems[] = {
-    "libcudart",        "libcublas",     "libcublasLt",   "libcufft",
-    "libcufftw",        "libcurand",     "libcusolver",   "libcusolverMg",
-    "libcusparse",      "libcusparseLt", "libnvrtc",      "libnvrtc-builtins",
-    "libnvJitLink",     "libcupti",      "libnvToolsExt", "libnvperf_host",
-    "libnvperf_target", "libnvjpeg",     "libcufile",     "libcufile_rdma",
-    "libnvblas",        "libnccl"};
-// Families whose every member is a library of its own: libcudnn_ops, libnppc, ...
-constexpr std::string_view kCudaFamilies[] = {"libcudnn", "libnpp"};
-
-bool cuda_stem(std::string_view stem) {
-  return std::find(std::begin(kCudaStems), std::end(kCudaStems), stem) != std::end(kCudaStems) ||
-         std::any_of(std::begin(kCudaFamilies), std::end(kCudaFamilies),
-                     [&](std::string_view family) { return stem.starts_with(family); });
-}
 
 // A CUDA library file: its stem (the library) and the version its name carries.
 struct LibraryFile {
@@ -46,20 +30,9 @@ struct LibraryFile {
   std::uintmax_t size = 0;
 };
 
-// `libcudart.so.12.4.127` -> {libcudart, 12.4.127}; nullopt for other files.
-std::optional<std::pair<std::string, std::string>> split_library_name(std::string_view name) {
-  const auto so = name.find(".so");
-  if (so == std::string_view::npos) return std::nullopt;
-  const auto rest = name.substr(so + 3);
-  if (!rest.empty() && rest.front() != '.') return std::nullopt;  // libfoo.sox
-  const auto stem = name.substr(0, so);
-  if (!cuda_stem(stem)) return std::nullopt;
-  return std::pair{std::string(stem), std::string(rest.empty() ? rest : rest.substr(1))};
-}
-
 // Adds `path` when it is a regular file (not a link to one) of a CUDA library.
 void add_if_library(const fs::path& path, std::vector<LibraryFile>& files) {
-  const auto name = split_library_name(path.filename().string());
+  const auto name = smoke::cuda_library_name(path.filename().string());
   struct stat status {};
   if (!name || ::lstat(path.c_str(), &status) != 0 || !S_ISREG(status.st_mode)) return;
   files.push_back({.stem = name->first,

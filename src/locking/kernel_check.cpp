@@ -30,20 +30,22 @@ const lock::LockedPackage* framework_wheel(const lock::PlatformLock& locked,
 
 Result<void> check_cached_kernels(const LockInputs& inputs, const lock::Lockfile& lockfile,
                                   ClosureFindings& findings) {
-  if (inputs.cache_root.empty() || lockfile.system.cuda_arch.empty()) return {};
+  if (inputs.cache_root.empty() || inputs.facts.gpus.empty()) return {};
   for (const auto& locked : lockfile.platforms) {
     if (!locked.python) continue;
     for (const auto& wheel : locked.python->packages) {
       if (wheel.name.starts_with("nvidia-")) continue;
       const auto coverage = store::cached_coverage(inputs.cache_root, wheel.sha256);
       if (!coverage || coverage->empty()) continue;
-      for (const auto& capability : lockfile.system.cuda_arch) {
+      for (const auto& machine_gpu : inputs.facts.gpus) {
+        const auto& capability = machine_gpu.capability;
         const auto gpu = elf::arch_of(capability.major, capability.minor);
         // PTX is taken to JIT: the lock's machines' drivers are not all known.
         if (elf::runs_on(*coverage, gpu) != elf::Runs::no_kernel) continue;
-        const auto holds = fmt::format("its wheel {} has kernels for {} (read from its binaries "
-                                       "at an earlier install, envkit's kernel cache)",
-                                       file_name(wheel), store::describe(*coverage));
+        const auto holds = fmt::format(
+            "its wheel {} has kernels for {} (read from its binaries "
+            "at an earlier install, envkit's kernel cache)",
+            file_name(wheel), store::describe(*coverage));
         const auto gpu_text = elf::capability_text(gpu);
         if (const auto* framework = framework_wheel(locked, wheel)) {
           findings.unavailable.push_back(

@@ -45,8 +45,8 @@ Result<void> check_method(const csv::Table& table, const csv::Row& row) {
   const auto method = text::trim(table.at(row, "method"));
   if (method == "build-script") return {};
   if (method != "fatbin") {
-    return table.row_error(row, fmt::format("method {}: expected build-script or fatbin",
-                                            text::quoted(method)));
+    return table.row_error(
+        row, fmt::format("method {}: expected build-script or fatbin", text::quoted(method)));
   }
   const auto sha256 = text::trim(table.at(row, "source_commit"));
   if (sha256.size() != 64 || !std::all_of(sha256.begin(), sha256.end(), [](char c) {

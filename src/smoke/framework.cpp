@@ -21,10 +21,11 @@ namespace {
 
 // The stems (file name before `.so`) of the CUDA stack's libraries, and the driver's.
 constexpr std::string_view kCudaStems[] = {
-    "libcuda",       "libcudart", "libcublas",         "libcublasLt",   "libcufft",
-    "libcufftw",     "libcurand", "libcusolver",       "libcusolverMg", "libcusparse",
-    "libcusparseLt", "libnvrtc",  "libnvrtc-builtins", "libnvJitLink",  "libcupti",
-    "libnvToolsExt", "libnvjpeg", "libcufile",         "libnccl"};
+    "libcuda",        "libcudart",        "libcublas",         "libcublasLt",    "libcufft",
+    "libcufftw",      "libcurand",        "libcusolver",       "libcusolverMg",  "libcusparse",
+    "libcusparseLt",  "libnvrtc",         "libnvrtc-builtins", "libnvJitLink",   "libcupti",
+    "libnvToolsExt",  "libnvjpeg",        "libcufile",         "libcufile_rdma", "libnccl",
+    "libnvperf_host", "libnvperf_target", "libnvblas"};
 // Families whose every member is a library of its own: libcudnn_ops, libnppc, ...
 constexpr std::string_view kCudaFamilies[] = {"libcudnn", "libnpp"};
 // Libraries whose soname major is the CUDA major (libcufft's, libcusparse's are their own).

@@ -4,7 +4,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-
 #include <nlohmann/json.hpp>
 
 #include "envkit/core/text.hpp"
@@ -77,7 +76,8 @@ Result<ProgramReport> parse_report(std::string_view output) {
                                     v->value("cudnn", "?"), v->value("cudnn_built_for_cuda", "?"));
     }
     for (const auto& kernel : object.value("kernels", json::array())) {
-      if (!kernel.contains("error")) report.kernels.push_back(kernel.at("target").get<std::string>());
+      if (!kernel.contains("error"))
+        report.kernels.push_back(kernel.at("target").get<std::string>());
     }
     return report;
   } catch (const json::exception& e) {

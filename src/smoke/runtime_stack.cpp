@@ -95,9 +95,9 @@ Result<fs::path> runner_path() {
   std::error_code ec;
   const auto exe = fs::read_symlink("/proc/self/exe", ec);
   if (ec) return Error::failed("cannot find envkit's own binary (/proc/self/exe)");
-  for (const auto& candidate : {exe.parent_path() / "envkit-smoke",
-                                exe.parent_path().parent_path() / "libexec" / "envkit" /
-                                    "envkit-smoke"}) {
+  for (const auto& candidate :
+       {exe.parent_path() / "envkit-smoke",
+        exe.parent_path().parent_path() / "libexec" / "envkit" / "envkit-smoke"}) {
     if (fs::exists(candidate, ec)) return candidate;
   }
   return Error::failed("envkit-smoke is missing beside " + exe.string() + " and in " +
@@ -106,11 +106,10 @@ Result<fs::path> runner_path() {
 }
 
 std::vector<std::string> runner_arguments(const RunnerRequest& request) {
-  std::vector<std::string> args = {"--prefix",  request.prefix.string(),
-                                   "--kernels", request.kernels.string(),
-                                   "--nvrtc",   request.stack.nvrtc.string(),
-                                   "--cudnn",   request.stack.cudnn.string(),
-                                   "--cublas",  request.stack.cublas.string()};
+  std::vector<std::string> args = {
+      "--prefix", request.prefix.string(),      "--kernels", request.kernels.string(),
+      "--nvrtc",  request.stack.nvrtc.string(), "--cudnn",   request.stack.cudnn.string(),
+      "--cublas", request.stack.cublas.string()};
   for (const auto& also : request.stack.also) {
     args.emplace_back("--also");
     args.push_back(also.string());

@@ -30,9 +30,9 @@ Verified verified_from(const ProgramReport& report, std::string lock_sha256,
              .compute_capability = report.compute_capability.value_or(""),
              .gpu_uuid_sha256 = gpu_uuid.empty() ? "" : core::sha256_hex(gpu_uuid),
              .driver = report.driver.value_or(""),
-             .libraries = report.versions.value_or(
-                 fmt::format("CUDA runtime {}, cuDNN {}", report.cuda_runtime.value_or("?"),
-                             report.cudnn.value_or("?"))),
+             .libraries = report.versions.value_or(fmt::format("CUDA runtime {}, cuDNN {}",
+                                                               report.cuda_runtime.value_or("?"),
+                                                               report.cudnn.value_or("?"))),
              .loaded = {},
              .gpu_seconds = report.gpu_seconds.value_or(0),
              .cpu_seconds = report.cpu_seconds.value_or(0),
@@ -70,8 +70,8 @@ Result<std::optional<Verified>> read_verified(const fs::path& prefix) {
   try {
     const auto in = Json::parse(*text);
     if (in.at("format").get<int>() != kFormat) {
-      return Error::input(fmt::format("{}: format {} is not one this envkit reads",
-                                      path.string(), in.at("format").dump()));
+      return Error::input(fmt::format("{}: format {} is not one this envkit reads", path.string(),
+                                      in.at("format").dump()));
     }
     Verified v;
     v.lock_sha256 = in.at("lock_sha256").get<std::string>();
@@ -96,10 +96,10 @@ Result<std::optional<Verified>> read_verified(const fs::path& prefix) {
 }
 
 std::string describe(const Verified& v) {
-  return fmt::format("passed on {} (compute capability {}), driver CUDA {}, {}: {} steps{}",
-                     v.gpu, v.compute_capability, v.driver, v.verified_at, v.steps,
-                     v.speedup ? fmt::format(", {:.1f}x faster than the CPU reference", *v.speedup)
-                               : "");
+  return fmt::format(
+      "passed on {} (compute capability {}), driver CUDA {}, {}: {} steps{}", v.gpu,
+      v.compute_capability, v.driver, v.verified_at, v.steps,
+      v.speedup ? fmt::format(", {:.1f}x faster than the CPU reference", *v.speedup) : "");
 }
 
 std::string lock_sha256(const fs::path& lock_path) {

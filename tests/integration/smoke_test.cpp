@@ -5,8 +5,8 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <memory>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "envkit/smoke/program.hpp"
 #include "envkit/smoke/verified.hpp"
@@ -487,8 +487,8 @@ std::unique_ptr<NvrtcPrefix> install_nvrtc_prefix(const std::string& manifest_ex
   std::ofstream(out->project.root / "envkit.yaml")
       << "requires:\n  cuda: \"13.0\"\n  cudnn: \"9\"\nexternal:\n  zlib: \"1.3\"\n"
       << manifest_extra;
-  out->common = {"-C", out->project.root.string(), "--recipes", db, "--cache-dir",
-                out->project.cache.string()};
+  out->common = {"-C",          out->project.root.string(), "--recipes", db,
+                 "--cache-dir", out->project.cache.string()};
   auto args = out->common;
   args.emplace_back("install");
   const auto installed = slow_envkit(args, {{"ENVKIT_OVERRIDE_DRIVER", "580.95.05"}});
@@ -530,15 +530,16 @@ TEST_CASE("smoke without nvcc checks the real NVRTC, cuDNN and cuBLAS up to the 
     CHECK(path.starts_with(prefix));
     names.insert(fs::path(path).filename().string());
   }
-  for (const auto* needed : {"libnvrtc.so.13", "libcublas.so.13", "libcublasLt.so.13",
-                             "libcudnn.so.9"}) {
+  for (const auto* needed :
+       {"libnvrtc.so.13", "libcublas.so.13", "libcublasLt.so.13", "libcudnn.so.9"}) {
     INFO(needed);
     CHECK(names.contains(needed));
   }
   // Versions read from the libraries themselves agree with the lock.
   CHECK(out.at("versions").at("nvrtc") == "13.0");
-  CHECK_THAT(r.err, Catch::Contains("loaded:        ") &&
-                        Catch::Contains("kernels:       compiled by the prefix's NVRTC for sm_86 sm_90"));
+  CHECK_THAT(r.err,
+             Catch::Contains("loaded:        ") &&
+                 Catch::Contains("kernels:       compiled by the prefix's NVRTC for sm_86 sm_90"));
   // Nothing was built: the NVRTC path keeps no binary.
   CHECK_FALSE(fs::exists(installed->project.cache / "smoke"));
 
@@ -561,9 +562,9 @@ TEST_CASE("smoke without nvcc checks the real NVRTC, cuDNN and cuBLAS up to the 
       R"("loss_last":0.09,"accuracy":1,"max_reference_error":1e-7,"gpu_seconds":0.05,)"
       R"("cpu_seconds":1.5})");
   REQUIRE(report);
-  REQUIRE(smoke::write_verified(installed->project.prefix(),
-                                smoke::verified_from(*report, smoke::lock_sha256(lock),
-                                                     "2026-11-29T05:20:00Z")));
+  REQUIRE(smoke::write_verified(
+      installed->project.prefix(),
+      smoke::verified_from(*report, smoke::lock_sha256(lock), "2026-11-29T05:20:00Z")));
   args = installed->common;
   args.emplace_back("list");
   r = slow_envkit(args, {});

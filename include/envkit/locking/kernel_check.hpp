@@ -7,8 +7,8 @@
 
 // What envkit's kernel cache knows of a lock's Python wheels (their coverage, read from
 // their binaries at an earlier install: store/kernel_cache.hpp), judged against the GPUs the
-// lock states (`system.cuda-arch`) before anything is downloaded (docs/solver.md, "Kernel
-// architectures").
+// solver locks for (envkit.yaml's `system.cuda-arch`, else ENVKIT_OVERRIDE_CUDA_ARCH or this
+// machine's) before anything is downloaded (docs/solver.md, "Kernel architectures").
 namespace envkit::locking {
 
 // For each wheel of `lockfile`'s closures whose sha256 the cache under `inputs.cache_root`

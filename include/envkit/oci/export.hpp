@@ -3,8 +3,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
-#include <map>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>

@@ -41,9 +41,9 @@ struct ProgramReport {
     bool in_prefix = false;
     bool driver = false;  // libcuda and the driver's own libraries: the machine's by design
   };
-  std::vector<Library> libraries;  // every CUDA library the program mapped
-  std::vector<std::string> kernels;  // the targets NVRTC compiled for: sm_86, sm_90
-  std::vector<std::string> deferred;  // libraries that wait for the driver: "path: why"
+  std::vector<Library> libraries;       // every CUDA library the program mapped
+  std::vector<std::string> kernels;     // the targets NVRTC compiled for: sm_86, sm_90
+  std::vector<std::string> deferred;    // libraries that wait for the driver: "path: why"
   std::optional<std::string> versions;  // "NVRTC 12.4, cuBLAS 12.4.5, cuDNN 9.1.0 (for CUDA 12.2)"
   std::optional<std::string> compiler;  // "nvrtc"; absent for the nvcc build
   std::optional<std::string> gpu_uuid;  // hex, where the driver gave it

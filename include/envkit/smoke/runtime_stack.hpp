@@ -39,7 +39,7 @@ struct RunnerRequest {
   RuntimeStack stack;
   // Compiled for each, GPU or not: the lock's GPUs and the machine's.
   std::vector<specs::ComputeCapability> capabilities;
-  std::string expect_cuda;   // the installed versions (receipts); "" where none is installed
+  std::string expect_cuda;  // the installed versions (receipts); "" where none is installed
   std::string expect_cudnn;
   std::optional<std::string> no_gpu;  // envkit's probe found none: why (the program skips)
 };

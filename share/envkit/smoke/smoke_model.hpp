@@ -532,8 +532,8 @@ inline ReferenceCheck check_first_step(double gpu_loss, const Params<float>& gpu
                                        const Params<float>& init, const Dataset& data) {
   Params<float> cpu_grads;
   const int start = batch_start(0);
-  const double cpu_loss = forward_backward(init, data.image(start), data.labels.data() + start,
-                                           kBatchSize, cpu_grads);
+  const double cpu_loss =
+      forward_backward(init, data.image(start), data.labels.data() + start, kBatchSize, cpu_grads);
   ReferenceCheck check;
   check.max_error = std::abs(gpu_loss - cpu_loss) / std::abs(cpu_loss);
   check.errors = "loss " + format_number(check.max_error);

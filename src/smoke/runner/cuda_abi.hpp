@@ -40,8 +40,8 @@ struct Driver {
   CUresult (*cuCtxSynchronize)();
   CUresult (*cuModuleLoadData)(CUmodule*, const void*);
   CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*);
-  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
-                             unsigned, unsigned, CUstream, void**, void**);
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, CUstream, void**, void**);
   CUresult (*cuMemAlloc_v2)(CUdeviceptr*, std::size_t);
   CUresult (*cuMemFree_v2)(CUdeviceptr);
   CUresult (*cuMemcpyHtoD_v2)(CUdeviceptr, const void*, std::size_t);
@@ -119,10 +119,9 @@ struct Cudnn {
   cudnnStatus_t (*cudnnConvolutionForward)(Descriptor, const void*, Descriptor, const void*,
                                            Descriptor, const void*, Descriptor, int, void*,
                                            std::size_t, const void*, Descriptor, void*);
-  cudnnStatus_t (*cudnnConvolutionBackwardFilter)(Descriptor, const void*, Descriptor,
-                                                  const void*, Descriptor, const void*,
-                                                  Descriptor, int, void*, std::size_t,
-                                                  const void*, Descriptor, void*);
+  cudnnStatus_t (*cudnnConvolutionBackwardFilter)(Descriptor, const void*, Descriptor, const void*,
+                                                  Descriptor, const void*, Descriptor, int, void*,
+                                                  std::size_t, const void*, Descriptor, void*);
   cudnnStatus_t (*cudnnConvolutionBackwardBias)(Descriptor, const void*, Descriptor, const void*,
                                                 const void*, Descriptor, void*);
 };
@@ -144,8 +143,7 @@ struct Cublas {
   cublasStatus_t (*cublasSetMathMode)(cublasHandle_t, int);
   cublasStatus_t (*cublasGetProperty)(int, int*);
   cublasStatus_t (*cublasSgemm_v2)(cublasHandle_t, int, int, int, int, int, const float*,
-                                   const float*, int, const float*, int, const float*, float*,
-                                   int);
+                                   const float*, int, const float*, int, const float*, float*, int);
 };
 
 }  // namespace envkit_smoke::abi

@@ -27,9 +27,9 @@ void Device::check(abi::CUresult result, const char* call) const {
   const char* text = nullptr;
   driver->cuGetErrorName(result, &name);
   driver->cuGetErrorString(result, &text);
-  throw SetupError(std::string(call) + " failed: " +
-                   (name != nullptr ? name : "CUDA error " + std::to_string(result)) + " (" +
-                   (text != nullptr ? text : "no description") + ")");
+  throw SetupError(std::string(call) +
+                   " failed: " + (name != nullptr ? name : "CUDA error " + std::to_string(result)) +
+                   " (" + (text != nullptr ? text : "no description") + ")");
 }
 
 // Device memory and library handles; freed in reverse order of creation.
@@ -139,8 +139,7 @@ GpuNet::GpuNet(const Device& device, const Stack& stack, const std::string& imag
   s.check(s.dnn.cudnnCreate(&s.cudnn), "cudnnCreate");
   s.check_blas(s.blas.cublasCreate_v2(&s.cublas), "cublasCreate");
   // Plain FP32 in both libraries, to match the reference to 1e-3 (smoke.cu says why).
-  s.check_blas(s.blas.cublasSetMathMode(s.cublas, abi::CUBLAS_PEDANTIC_MATH),
-               "cublasSetMathMode");
+  s.check_blas(s.blas.cublasSetMathMode(s.cublas, abi::CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
   const int n = kBatchSize;
   s.check(s.dnn.cudnnCreateTensorDescriptor(&s.x_desc), "cudnnCreateTensorDescriptor");
   s.check(s.dnn.cudnnSetTensor4dDescriptor(s.x_desc, abi::CUDNN_TENSOR_NCHW, abi::CUDNN_DATA_FLOAT,
@@ -158,12 +157,11 @@ GpuNet::GpuNet(const Device& device, const Stack& stack, const std::string& imag
   s.check(s.dnn.cudnnSetFilter4dDescriptor(s.w_desc, abi::CUDNN_DATA_FLOAT, abi::CUDNN_TENSOR_NCHW,
                                            kChannels, 1, kKernelSize, kKernelSize),
           "cudnnSetFilter4dDescriptor");
-  s.check(s.dnn.cudnnCreateConvolutionDescriptor(&s.conv_desc),
-          "cudnnCreateConvolutionDescriptor");
-  s.check(s.dnn.cudnnSetConvolution2dDescriptor(s.conv_desc, kPadding, kPadding, 1, 1, 1, 1,
-                                                abi::CUDNN_CROSS_CORRELATION,
-                                                abi::CUDNN_DATA_FLOAT),
-          "cudnnSetConvolution2dDescriptor");
+  s.check(s.dnn.cudnnCreateConvolutionDescriptor(&s.conv_desc), "cudnnCreateConvolutionDescriptor");
+  s.check(
+      s.dnn.cudnnSetConvolution2dDescriptor(s.conv_desc, kPadding, kPadding, 1, 1, 1, 1,
+                                            abi::CUDNN_CROSS_CORRELATION, abi::CUDNN_DATA_FLOAT),
+      "cudnnSetConvolution2dDescriptor");
   s.check(s.dnn.cudnnSetConvolutionMathType(s.conv_desc, abi::CUDNN_FMA_MATH),
           "cudnnSetConvolutionMathType");
   int out_n = 0, out_c = 0, out_h = 0, out_w = 0;
@@ -199,11 +197,10 @@ void GpuNet::forward(int start) {
   const int n = kBatchSize;
   const float one = 1.0f;
   const float zero = 0.0f;
-  s.check(s.dnn.cudnnConvolutionForward(s.cudnn, &one, s.x_desc, State::ptr(s.image(start)),
-                                        s.w_desc, State::ptr(s.tensor(0)), s.conv_desc,
-                                        abi::CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
-                                        State::ptr(s.workspace), s.workspace_bytes, &zero,
-                                        s.y_desc, State::ptr(s.act)),
+  s.check(s.dnn.cudnnConvolutionForward(
+              s.cudnn, &one, s.x_desc, State::ptr(s.image(start)), s.w_desc,
+              State::ptr(s.tensor(0)), s.conv_desc, abi::CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+              State::ptr(s.workspace), s.workspace_bytes, &zero, s.y_desc, State::ptr(s.act)),
           "cudnnConvolutionForward");
   auto bias = s.tensor(1);
   int channels = kChannels, pixels = kPixels, total = static_cast<int>(act_size());

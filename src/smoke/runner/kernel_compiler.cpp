@@ -48,9 +48,8 @@ std::string supported_archs(const abi::Nvrtc& nvrtc) {
 std::string image_of(const abi::Nvrtc& nvrtc, abi::nvrtcProgram program, bool sass) {
   std::size_t size = 0;
   std::string image;
-  const bool ok =
-      sass ? nvrtc.nvrtcGetCUBINSize(program, &size) == abi::NVRTC_SUCCESS
-           : nvrtc.nvrtcGetPTXSize(program, &size) == abi::NVRTC_SUCCESS;
+  const bool ok = sass ? nvrtc.nvrtcGetCUBINSize(program, &size) == abi::NVRTC_SUCCESS
+                       : nvrtc.nvrtcGetPTXSize(program, &size) == abi::NVRTC_SUCCESS;
   if (!ok || size == 0) throw SetupError("NVRTC compiled the kernels but returned no image");
   image.resize(size);
   const bool got = sass ? nvrtc.nvrtcGetCUBIN(program, image.data()) == abi::NVRTC_SUCCESS
@@ -89,8 +88,8 @@ std::string arch_text(Arch arch) {
 CompiledKernels compile_kernels(const abi::Nvrtc& nvrtc, const std::string& source, Arch arch) {
   CompiledKernels out{.arch = arch, .sass = nvrtc.nvrtcGetCUBIN != nullptr, .image = {}};
   abi::nvrtcProgram program = nullptr;
-  auto result = nvrtc.nvrtcCreateProgram(&program, source.c_str(), "kernels.cuh", 0, nullptr,
-                                         nullptr);
+  auto result =
+      nvrtc.nvrtcCreateProgram(&program, source.c_str(), "kernels.cuh", 0, nullptr, nullptr);
   if (result != abi::NVRTC_SUCCESS)
     throw SetupError("nvrtcCreateProgram failed: " + nvrtc_error(nvrtc, result));
   const std::string option = "--gpu-architecture=" + out.target();

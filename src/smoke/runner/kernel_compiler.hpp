@@ -15,7 +15,7 @@ using Arch = int;
 
 struct CompiledKernels {
   Arch arch = 0;
-  bool sass = true;  // false: PTX (NVRTC older than 11.1 has no CUBIN)
+  bool sass = true;   // false: PTX (NVRTC older than 11.1 has no CUBIN)
   std::string image;  // what cuModuleLoadData takes
   [[nodiscard]] std::string target() const {
     return (sass ? "sm_" : "compute_") + std::to_string(arch);

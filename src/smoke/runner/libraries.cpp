@@ -28,10 +28,10 @@ std::string resolved(const std::string& path) {
 // The CUDA libraries whose origin matters: the toolkit's, cuDNN's, NCCL's, and the driver's.
 bool is_cuda_library(std::string_view name) {
   static constexpr std::array<std::string_view, 18> kStems = {
-      "libcuda.so",    "libcudart.so",  "libcudnn",      "libcublas",     "libcublasLt.so",
-      "libnvrtc",      "libnvJitLink",  "libcufft",      "libcurand",     "libcusolver",
-      "libcusparse",   "libnccl",       "libnvidia-",    "libcupti",      "libnvToolsExt",
-      "libcudadevrt",  "libnvvm",       "libnvptxcompiler"};
+      "libcuda.so",   "libcudart.so", "libcudnn",        "libcublas", "libcublasLt.so",
+      "libnvrtc",     "libnvJitLink", "libcufft",        "libcurand", "libcusolver",
+      "libcusparse",  "libnccl",      "libnvidia-",      "libcupti",  "libnvToolsExt",
+      "libcudadevrt", "libnvvm",      "libnvptxcompiler"};
   return std::any_of(kStems.begin(), kStems.end(),
                      [&](std::string_view stem) { return name.starts_with(stem); });
 }
@@ -46,7 +46,8 @@ Library::Library(const std::string& path_or_name) : asked_(path_or_name) {
   handle_ = dlopen(path_or_name.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle_ == nullptr) {
     const char* why = dlerror();
-    throw SetupError("cannot load " + path_or_name + ": " + (why != nullptr ? why : "dlopen failed"));
+    throw SetupError("cannot load " + path_or_name + ": " +
+                     (why != nullptr ? why : "dlopen failed"));
   }
   link_map* map = nullptr;
   if (dlinfo(handle_, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr && map->l_name != nullptr &&

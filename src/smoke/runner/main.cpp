@@ -59,13 +59,11 @@ void say(const std::string& line) {
   std::fprintf(stderr, "smoke: %s\n", line.c_str());
 }
 
-unsigned long long parse_number(const std::string& flag, const char* text,
-                                unsigned long long max) {
+unsigned long long parse_number(const std::string& flag, const char* text, unsigned long long max) {
   char* end = nullptr;
   errno = 0;
-  const auto value = text != nullptr && *text >= '0' && *text <= '9'
-                         ? std::strtoull(text, &end, 10)
-                         : 0;
+  const auto value =
+      text != nullptr && *text >= '0' && *text <= '9' ? std::strtoull(text, &end, 10) : 0;
   if (text == nullptr || end == nullptr || *end != '\0' || errno != 0 || value > max ||
       (flag == "--steps" && value == 0)) {
     throw UsageError(flag + " needs a number" + (flag == "--steps" ? " from 1 to 1000000" : "") +
@@ -84,21 +82,36 @@ Options parse(int argc, char** argv) {
       if (v == nullptr) throw UsageError(arg + " needs a value");
       return std::string(v);
     };
-    if (arg == "--prefix") o.prefix = text();
-    else if (arg == "--kernels") o.kernels = text();
-    else if (arg == "--nvrtc") o.libraries.nvrtc = text();
-    else if (arg == "--cudnn") o.libraries.cudnn = text();
-    else if (arg == "--cublas") o.libraries.cublas = text();
-    else if (arg == "--also") o.libraries.also.push_back(text());
-    else if (arg == "--arch") o.archs.push_back(parse_arch(text()));
-    else if (arg == "--expect-cuda") o.expected.cuda = text();
-    else if (arg == "--expect-cudnn") o.expected.cudnn = text();
-    else if (arg == "--steps") o.steps = static_cast<int>(parse_number(arg, value(), 1000000));
-    else if (arg == "--seed") o.seed = parse_number(arg, value(), UINT64_MAX);
-    else if (arg == "--no-gpu") o.no_gpu = text();
-    else if (arg == "--cpu-only") o.cpu_only = true;
-    else if (arg == "--json") o.json = true;
-    else throw UsageError("unknown argument: " + arg);
+    if (arg == "--prefix")
+      o.prefix = text();
+    else if (arg == "--kernels")
+      o.kernels = text();
+    else if (arg == "--nvrtc")
+      o.libraries.nvrtc = text();
+    else if (arg == "--cudnn")
+      o.libraries.cudnn = text();
+    else if (arg == "--cublas")
+      o.libraries.cublas = text();
+    else if (arg == "--also")
+      o.libraries.also.push_back(text());
+    else if (arg == "--arch")
+      o.archs.push_back(parse_arch(text()));
+    else if (arg == "--expect-cuda")
+      o.expected.cuda = text();
+    else if (arg == "--expect-cudnn")
+      o.expected.cudnn = text();
+    else if (arg == "--steps")
+      o.steps = static_cast<int>(parse_number(arg, value(), 1000000));
+    else if (arg == "--seed")
+      o.seed = parse_number(arg, value(), UINT64_MAX);
+    else if (arg == "--no-gpu")
+      o.no_gpu = text();
+    else if (arg == "--cpu-only")
+      o.cpu_only = true;
+    else if (arg == "--json")
+      o.json = true;
+    else
+      throw UsageError("unknown argument: " + arg);
   }
   if (o.prefix.empty() || o.kernels.empty() || o.libraries.nvrtc.empty() ||
       o.libraries.cudnn.empty() || o.libraries.cublas.empty()) {
@@ -169,7 +182,8 @@ std::string init_failure(const abi::Driver& d, abi::CUresult result) {
   const char* text = nullptr;
   d.cuGetErrorString(result, &text);
   if (result == abi::CUDA_ERROR_STUB_LIBRARY)
-    return "CUDA_ERROR_STUB_LIBRARY: this libcuda.so.1 is the toolkit's link-time stub, not a driver";
+    return "CUDA_ERROR_STUB_LIBRARY: this libcuda.so.1 is the toolkit's link-time stub, not a "
+           "driver";
   return "error " + std::to_string(result) + (text != nullptr ? std::string(": ") + text : "");
 }
 
@@ -244,12 +258,14 @@ std::optional<GpuFound> find_gpu(Report& report, std::string& skip_reason) {
     found.uuid = hex;
   }
   int major = 0, minor = 0;
-  found.device.check(d.cuDeviceGetAttribute(&major, abi::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-                                            found.device.device),
-                     "cuDeviceGetAttribute");
-  found.device.check(d.cuDeviceGetAttribute(&minor, abi::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
-                                            found.device.device),
-                     "cuDeviceGetAttribute");
+  found.device.check(
+      d.cuDeviceGetAttribute(&major, abi::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                             found.device.device),
+      "cuDeviceGetAttribute");
+  found.device.check(
+      d.cuDeviceGetAttribute(&minor, abi::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                             found.device.device),
+      "cuDeviceGetAttribute");
   found.arch = major * 10 + minor;
   abi::CUcontext context = nullptr;
   found.device.check(d.cuDevicePrimaryCtxRetain(&context, found.device.device),
@@ -336,8 +352,8 @@ int run(Report& report, const Options& o) {
   for (Arch arch : archs) {
     try {
       compiled.push_back(compile_kernels(stack.nvrtc, source, arch));
-      kernels.push_back({{"target", compiled.back().target()},
-                         {"bytes", compiled.back().image.size()}});
+      kernels.push_back(
+          {{"target", compiled.back().target()}, {"bytes", compiled.back().image.size()}});
       say("compiled the kernels for " + compiled.back().target() + " with NVRTC " + v.nvrtc);
     } catch (const SetupError& e) {  // the other architectures are still worth knowing
       kernels.push_back({{"target", "sm_" + std::to_string(arch)}, {"error", e.what()}});

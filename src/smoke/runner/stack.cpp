@@ -113,8 +113,8 @@ Stack open_stack(const StackPaths& paths) {
     if (stack.cublas.cublasGetProperty(i, &parts[i]) != abi::CUBLAS_STATUS_SUCCESS)
       throw SetupError("cublasGetProperty failed in " + cublas.path());
   }
-  v.cublas = std::to_string(parts[0]) + "." + std::to_string(parts[1]) + "." +
-             std::to_string(parts[2]);
+  v.cublas =
+      std::to_string(parts[0]) + "." + std::to_string(parts[1]) + "." + std::to_string(parts[2]);
   v.cublas_major = parts[0];
   v.cudnn = cudnn_version_text(stack.cudnn.cudnnGetVersion());
   const auto cudart = static_cast<int>(stack.cudnn.cudnnGetCudartVersion());
@@ -135,8 +135,7 @@ std::vector<std::string> version_problems(const StackVersions& v, const Expected
   if (!expected.cuda.empty() && leading_number(expected.cuda) != v.nvrtc_major)
     problems.push_back("the lock's CUDA is " + expected.cuda + " but " + nvrtc);
   if (!expected.cudnn.empty() && first_parts(expected.cudnn, 3) != v.cudnn)
-    problems.push_back("the lock's cuDNN is " + expected.cudnn + " but the library is " +
-                       v.cudnn);
+    problems.push_back("the lock's cuDNN is " + expected.cudnn + " but the library is " + v.cudnn);
   return problems;
 }
 

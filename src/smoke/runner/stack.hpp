@@ -13,10 +13,10 @@ namespace envkit_smoke {
 
 // "12.4" / "9.1.0": what a library says of itself.
 struct StackVersions {
-  std::string nvrtc;         // nvrtcVersion: the CUDA release of the prefix's NVRTC
-  std::string cublas;        // cublasGetProperty
-  std::string cudnn;         // cudnnGetVersion
-  std::string cudnn_cuda;    // cudnnGetCudartVersion: the CUDA release cuDNN was built for
+  std::string nvrtc;       // nvrtcVersion: the CUDA release of the prefix's NVRTC
+  std::string cublas;      // cublasGetProperty
+  std::string cudnn;       // cudnnGetVersion
+  std::string cudnn_cuda;  // cudnnGetCudartVersion: the CUDA release cuDNN was built for
   int nvrtc_major = 0, cublas_major = 0, cudnn_cuda_major = 0;
 };
 

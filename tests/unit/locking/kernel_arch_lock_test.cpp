@@ -229,7 +229,6 @@ TEST_CASE("a torch wheel whose cached kernels lack the GPU is not locked: the ne
   const auto before = lock_with_cache(cache.path(), index);
   REQUIRE(before.ok());
   REQUIRE(locked_torch(*before) == "2.7.1 (cu126)");
-  CHECK(before->lockfile->system.cuda_arch == std::vector<specs::ComputeCapability>{{6, 1}});
 
   // An install read 2.7.1's wheel without sm_50 and sm_60 (a rebuild, say): its binaries win
   // over the recipe database's list.
@@ -238,7 +237,8 @@ TEST_CASE("a torch wheel whose cached kernels lack the GPU is not locked: the ne
               .ok());
   const auto after = lock_with_cache(cache.path(), index);
   REQUIRE(after.ok());
-  CHECK(locked_torch(*after) == "2.6.0 (cu124)");
+  // The cache knows that one wheel: 2.7.0's (another file) is still taken at its word.
+  CHECK(locked_torch(*after) == "2.7.0 (cu126)");
   const auto said = joined(after->warnings);
   INFO(said);
   CHECK_THAT(said, Catch::Contains("torch 2.7.1 (cu126): its wheel " + torch_file("2.7.1") +

@@ -1,13 +1,14 @@
 // envkit-smoke declares the few CUDA, NVRTC, cuDNN and cuBLAS types and constants it uses
 // itself (src/smoke/runner/cuda_abi.hpp) so that it builds without CUDA. Here they are checked
 // against NVIDIA's own headers, where /usr/local/cuda has them.
+#include "cuda_abi.hpp"
+
 #include <catch2/catch.hpp>
 
-#include "cuda_abi.hpp"
 #include "support/skip.hpp"
 
 #if __has_include("/usr/local/cuda/include/cudnn.h") && \
-    __has_include("/usr/local/cuda/include/cublas_api.h")
+                  __has_include("/usr/local/cuda/include/cublas_api.h")
 #include "/usr/local/cuda/include/cublas_api.h"
 #include "/usr/local/cuda/include/cuda.h"
 #include "/usr/local/cuda/include/cudnn.h"

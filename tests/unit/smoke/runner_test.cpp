@@ -111,8 +111,8 @@ TEST_CASE("the real NVRTC, cuDNN and cuBLAS open by path and report their versio
   REQUIRE(at != std::string::npos);
   const int cuda_version = std::stoi(cuda_h.substr(at + 21));
   CHECK(stack.versions.nvrtc == cuda_version_text(cuda_version));
-  CHECK(version_problems(stack.versions, {.cuda = stack.versions.nvrtc + ".0", .cudnn = ""})
-            .empty());
+  CHECK(
+      version_problems(stack.versions, {.cuda = stack.versions.nvrtc + ".0", .cudnn = ""}).empty());
   // cuDNN's own header says which version the library must report.
   const auto header = read(kCuda / "include" / "cudnn_version.h");
   const auto define = [&](const std::string& name) {
@@ -138,7 +138,9 @@ TEST_CASE("NVRTC compiles the smoke kernels to a cubin, or says which targets it
   REQUIRE(oldest);
   const auto compiled = compile_kernels(stack.nvrtc, source, *oldest);
   CHECK(compiled.sass);
-  CHECK(compiled.image.starts_with("\x7f" "ELF"));
+  CHECK(
+      compiled.image.starts_with("\x7f"
+                                 "ELF"));
   // Every kernel the program launches is in it, by its unmangled name.
   for (const char* kernel : {"bias_relu_forward", "relu_backward", "softmax_cross_entropy",
                              "column_sums", "sgd_update"}) {
@@ -148,9 +150,9 @@ TEST_CASE("NVRTC compiles the smoke kernels to a cubin, or says which targets it
   CHECK_THROWS_WITH(compile_kernels(stack.nvrtc, source, 30),
                     Contains("NVRTC could not compile the smoke kernels for sm_30") &&
                         Contains("this NVRTC compiles for sm_" + std::to_string(*oldest)));
-  CHECK_THROWS_WITH(compile_kernels(stack.nvrtc, "this is not CUDA", *oldest),
-                    Contains("NVRTC could not compile the smoke kernels") &&
-                        Contains("kernels.cuh"));
+  CHECK_THROWS_WITH(
+      compile_kernels(stack.nvrtc, "this is not CUDA", *oldest),
+      Contains("NVRTC could not compile the smoke kernels") && Contains("kernels.cuh"));
 }
 
 TEST_CASE("a library without the functions its role needs is named with what it lacks",

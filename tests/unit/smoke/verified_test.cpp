@@ -1,10 +1,11 @@
 // The record of a passing GPU smoke test (.envkit/verified.json): what a passing run's report
 // puts in it, that it reads back, and that the GPU's UUID itself never lands in the file.
+#include "envkit/smoke/verified.hpp"
+
 #include <catch2/catch.hpp>
 #include <fstream>
 
 #include "envkit/smoke/program.hpp"
-#include "envkit/smoke/verified.hpp"
 #include "envkit/sys/fs.hpp"
 #include "support/temp_dir.hpp"
 
@@ -53,8 +54,8 @@ TEST_CASE("a passing GPU run is recorded beside the prefix and reads back", "[sm
   CHECK(v.compute_capability == "9.0");
   CHECK(v.gpu_uuid_sha256.size() == 64);
   CHECK(v.libraries == "NVRTC 12.4, cuBLAS 12.4.5, cuDNN 9.1.0 (built for CUDA 12.2)");
-  CHECK(v.loaded == std::vector<std::string>{"/p/lib/libcudnn.so.9",
-                                             "/usr/lib/libcuda.so.580.95.05"});
+  CHECK(v.loaded ==
+        std::vector<std::string>{"/p/lib/libcudnn.so.9", "/usr/lib/libcuda.so.580.95.05"});
   REQUIRE(v.speedup);
   CHECK(*v.speedup == Approx(30.0));
   CHECK_THAT(describe(v), Contains("passed on NVIDIA H200 (compute capability 9.0), driver CUDA "
@@ -71,8 +72,8 @@ TEST_CASE("no record reads as none; a damaged one is named with how to recover",
   std::ofstream(dir.path() / "verified.json") << "{\"format\": 1, \"gpu\": ";
   const auto damaged = read_verified(prefix);
   REQUIRE_FALSE(damaged);
-  CHECK_THAT(damaged.error().headline(), Contains((dir.path() / "verified.json").string()) &&
-                                             Contains("is damaged"));
+  CHECK_THAT(damaged.error().headline(),
+             Contains((dir.path() / "verified.json").string()) && Contains("is damaged"));
   CHECK_THAT(damaged.error().hints().front(), Contains("`envkit smoke` on a GPU writes it again"));
 }
 
