@@ -27,6 +27,7 @@ constexpr std::array<std::string_view, 2> kFatbinSections = {".nv_fatbin", ".nvF
 // table is not a library's.
 constexpr std::uint64_t kMaxSectionNames = 1 << 20;
 constexpr std::uint64_t kMaxSections = 1 << 16;
+constexpr std::uint64_t kMaxSectionHeader = 256;  // 64 bytes in every ELF64 file
 
 // Exactly `size` bytes at `offset`, or nothing.
 std::optional<std::string> read_at(int fd, std::uint64_t offset, std::uint64_t size) {
@@ -114,7 +115,7 @@ bool has_fatbin_section(const fs::path& path) {
   const auto names_index = get(*header, elf64 ? 0x3e : 0x32, 2);
   const std::size_t min_entry = elf64 ? 64 : 40;
   if (shoff == 0 || count == 0 || count > kMaxSections || entry_size < min_entry ||
-      names_index >= count)
+      entry_size > kMaxSectionHeader || names_index >= count)
     return false;
   const auto sections = read_at(fd.get(), shoff, count * entry_size);
   if (!sections) return false;

@@ -193,10 +193,9 @@ elf::KernelCoverage sass(std::vector<elf::Arch> archs) {
 Result<LockAttempt> lock_with_cache(const std::filesystem::path& cache, FakeIndex& index) {
   test::TempDir project;
   project.write("envkit.yaml", fmt::format("framework: torch\n{}", kPypi));
-  auto inputs =
-      gather_lock_inputs(project.path(), {},
-                         kernels_machine({{"ENVKIT_OVERRIDE_DRIVER", "580.65.06"},
-                                          {"ENVKIT_OVERRIDE_CUDA_ARCH", "6.1"}}));
+  auto inputs = gather_lock_inputs(project.path(), {},
+                                   kernels_machine({{"ENVKIT_OVERRIDE_DRIVER", "580.65.06"},
+                                                    {"ENVKIT_OVERRIDE_CUDA_ARCH", "6.1"}}));
   if (!inputs) FAIL(inputs.error().to_string());
   inputs->cache_root = cache;
   return solve_lock(kernels_database(), *inputs, nullptr, index.factory());
@@ -246,15 +245,16 @@ TEST_CASE("a torch wheel whose cached kernels lack the GPU is not locked: the ne
   CHECK_THAT(said, Catch::Contains("none runs on compute capability 6.1"));
 }
 
-TEST_CASE("a wheel whose cached kernels lack the GPU fails the lock, naming it", "[locking][kernels]") {
+TEST_CASE("a wheel whose cached kernels lack the GPU fails the lock, naming it",
+          "[locking][kernels]") {
   test::TempDir cache;
   // NVIDIA's cuSPARSELt 0.6.3 (torch 2.7.1's) holds SASS and PTX from sm_80 only, by design:
   // torch uses it only there, so it does not fail the lock.
   REQUIRE(store::remember_coverage(cache.path(), core::sha256_hex(kCusparselt),
                                    {.sass = {80, 86, 87, 89, 90}, .ptx = {80, 86, 89, 90}})
               .ok());
-  REQUIRE(store::remember_coverage(cache.path(), core::sha256_hex(kFlashAttn), sass({80, 90}))
-              .ok());
+  REQUIRE(
+      store::remember_coverage(cache.path(), core::sha256_hex(kFlashAttn), sass({80, 90})).ok());
   FakeIndex index{.with_flash_attn = true};
   const auto attempt = lock_with_cache(cache.path(), index);
   REQUIRE_FALSE(attempt.ok());

@@ -94,6 +94,29 @@ TEST_CASE("CUDA 13's cuBLASLt has no kernel for a Pascal GPU and runs on Hopper"
   CHECK(verdicts[1].lacking.empty());
 }
 
+TEST_CASE("CUDA 13's cuBLAS and cuDNN have kernels for every GPU generation CUDA 13 supports",
+          "[store][kernels]") {
+  const std::vector<std::string> blas = {"libcublas.so.13", "libcublasLt.so.13"};
+  const std::vector<std::string> dnn = {
+      "libcudnn_adv.so.9", "libcudnn_cnn.so.9", "libcudnn_engines_precompiled.so.9",
+      "libcudnn_engines_runtime_compiled.so.9", "libcudnn_ops.so.9"};
+  if (cuda_libraries_missing(blas) || cuda_libraries_missing(dnn)) return;
+  TempDir prefix;
+  const std::vector<PackageReceipt> packages = {
+      receipt_of("cuda", scan_kernels(prefix.path(), link_cuda_libraries(prefix.path(), blas))),
+      receipt_of("cudnn", scan_kernels(prefix.path(), link_cuda_libraries(prefix.path(), dnn)))};
+  CHECK(packages[0].kernels->files.size() == blas.size());
+  CHECK(packages[1].kernels->files.size() == dnn.size());
+  // Turing to Blackwell: T4, A100, RTX 3090, L4, H100, B200, RTX 5090.
+  const auto verdicts =
+      judge_kernels(packages, {.gpus = {75, 80, 86, 89, 90, 100, 120}, .driver_ptx_isa = "9.0"});
+  REQUIRE(verdicts.size() == 14);
+  for (const auto& verdict : verdicts) {
+    INFO(verdict.package << " on " << elf::capability_text(verdict.gpu));
+    CHECK(verdict.runs == elf::Runs::sass);
+  }
+}
+
 TEST_CASE("only shared objects and bin/ programs with a fatbin section are read",
           "[store][kernels]") {
   const auto file = [](std::string path, bool executable = false) {
