@@ -264,9 +264,11 @@ Unsolvable hints_for(const recipes::Database& database, const Request& request,
       if (!hint.empty() && solved_without(database, relaxed)) add(hint);
     }
     if (fact->kind == Fact::Kind::gpu) {
+      // About CUDA's own targets only: a framework build without kernels for the GPU is not
+      // helped by an older CUDA (its other builds are what the other hints name).
       const auto cuda = problem.find("cuda");
       const auto& gpu = request.system.gpus[fact->gpu];
-      if (!cuda) continue;
+      if (!cuda || fact->package != *cuda) continue;
       const CandidateInfo* newest = nullptr;
       for (const auto& candidate : problem.package(*cuda).candidates) {
         if (candidate.build != nullptr &&
