@@ -52,18 +52,6 @@ Result<std::optional<lock::PlatformLock>> platform_lock(const Context& context) 
   return std::optional<lock::PlatformLock>();
 }
 
-const recipes::Build* locked_build(const recipes::Database& database,
-                                   const lock::LockedPackage& package) {
-  auto recipe = database.facts(package.name);
-  if (!recipe) return nullptr;
-  const auto* version = (*recipe)->find(package.version);
-  if (version == nullptr) return nullptr;
-  for (const auto& build : version->builds) {
-    if (build.id == package.build) return &build;
-  }
-  return nullptr;
-}
-
 // What the locked CUDA and frameworks need of the machine, from the recipes.
 doctor::StackNeeds stack_needs(const Context& context, const lock::PlatformLock& locked) {
   doctor::StackNeeds needs;

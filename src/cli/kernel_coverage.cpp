@@ -72,18 +72,6 @@ std::optional<lock::Lockfile> project_lock(const Context& context) {
   return *std::move(lockfile);
 }
 
-const recipes::Build* locked_build(const recipes::Database& database,
-                                   const lock::LockedPackage& package) {
-  auto recipe = database.facts(package.name);
-  if (!recipe) return nullptr;
-  const auto* version = (*recipe)->find(package.version);
-  if (version == nullptr) return nullptr;
-  const auto found =
-      std::find_if(version->builds.begin(), version->builds.end(),
-                   [&](const recipes::Build& build) { return build.id == package.build; });
-  return found == version->builds.end() ? nullptr : &*found;
-}
-
 // The recipe database's architecture list of each build the lock holds for this platform.
 std::map<std::string, std::vector<specs::ComputeCapability>> declared_archs(
     const recipes::Database& database, const lock::Lockfile& lockfile) {
@@ -161,6 +149,18 @@ doctor::Findings kernel_findings(const Context& context, const gpu::HostFacts& h
     if (lockfile) facts.declared = declared_archs(*db, *lockfile);
   }
   return doctor::check_kernel_coverage(state, facts);
+}
+
+const recipes::Build* locked_build(const recipes::Database& database,
+                                   const lock::LockedPackage& package) {
+  auto recipe = database.facts(package.name);
+  if (!recipe) return nullptr;
+  const auto* version = (*recipe)->find(package.version);
+  if (version == nullptr) return nullptr;
+  const auto found =
+      std::find_if(version->builds.begin(), version->builds.end(),
+                   [&](const recipes::Build& build) { return build.id == package.build; });
+  return found == version->builds.end() ? nullptr : &*found;
 }
 
 }  // namespace envkit::cli

@@ -9,6 +9,7 @@
 #include "envkit/doctor/kernel_checks.hpp"
 #include "envkit/gpu/host_facts.hpp"
 #include "envkit/lock/lockfile.hpp"
+#include "envkit/recipes/database.hpp"
 
 namespace envkit::cli {
 
@@ -26,5 +27,9 @@ namespace envkit::cli {
 [[nodiscard]] doctor::Findings kernel_findings(const Context& context, const gpu::HostFacts& host,
                                                const std::filesystem::path& prefix,
                                                store::PrefixState state);
+
+// The recipe database's build of a locked package, or nullptr where it has none.
+[[nodiscard]] const recipes::Build* locked_build(const recipes::Database& database,
+                                                 const lock::LockedPackage& package);
 
 }  // namespace envkit::cli

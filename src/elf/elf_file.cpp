@@ -3,15 +3,13 @@
 #include <elf.h>
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
-#include <cerrno>
-#include <cstring>
 #include <string_view>
 
 #include "envkit/sys/unique_fd.hpp"
+#include "file_reader.hpp"
 
 namespace envkit::elf {
 
@@ -68,83 +66,26 @@ Error malformed(const fs::path& path, std::string detail) {
       .because(std::move(detail));
 }
 
-// A file opened for pread, or a file's bytes in memory, with reads checked
-// against its size.
-class FileReader {
- public:
-  static Result<FileReader> open(const fs::path& path) {
-    sys::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd.valid()) {
-      return Error::failed(fmt::format("cannot read {}", path.string()))
-          .because(std::strerror(errno));
-    }
-    struct stat info {};
-    if (::fstat(fd.get(), &info) != 0) {
-      return Error::failed(fmt::format("cannot read {}", path.string()))
-          .because(std::strerror(errno));
-    }
-    if (!S_ISREG(info.st_mode)) {
-      return Error::input(fmt::format("{} is not an ELF file", path.string()))
-          .because("it is not a regular file");
-    }
-    return FileReader(path, std::move(fd), {}, static_cast<std::uint64_t>(info.st_size));
+using detail::FileReader;
+
+Error truncated(const FileReader& file, std::uint64_t offset, std::uint64_t length,
+                std::string_view what) {
+  return Error::input(fmt::format("{} is a truncated ELF file", file.path().string()))
+      .because(fmt::format("the {} at offset {:#x} ({} bytes) ends past the end of the file "
+                           "({} bytes)",
+                           what, offset, length, file.size()));
+}
+
+// Exactly `length` bytes at `offset`, or an error saying which part is cut.
+Result<std::string> read_part(const FileReader& file, std::uint64_t offset, std::uint64_t length,
+                              std::string_view what) {
+  if (offset > file.size() || length > file.size() - offset) {
+    return truncated(file, offset, length, what);
   }
-
-  static FileReader of_bytes(std::string_view bytes, const fs::path& name) {
-    return FileReader(name, sys::UniqueFd(), bytes, bytes.size());
-  }
-
-  [[nodiscard]] const fs::path& path() const { return path_; }
-  [[nodiscard]] std::uint64_t size() const { return size_; }
-
-  // Up to `length` bytes at `offset`: fewer only at the end of the file.
-  [[nodiscard]] Result<std::string> read_some(std::uint64_t offset, std::uint64_t length) const {
-    if (offset >= size_) return std::string();
-    const auto count = static_cast<std::size_t>(std::min(length, size_ - offset));
-    if (!fd_.valid()) return std::string(bytes_.substr(static_cast<std::size_t>(offset), count));
-    std::string buffer(count, '\0');
-    std::size_t done = 0;
-    while (done < buffer.size()) {
-      const auto got = ::pread(fd_.get(), buffer.data() + done, buffer.size() - done,
-                               static_cast<off_t>(offset + done));
-      if (got < 0 && errno == EINTR) continue;
-      if (got < 0) {
-        return Error::failed(fmt::format("cannot read {}", path_.string()))
-            .because(std::strerror(errno));
-      }
-      if (got == 0) break;  // the file shrank under us
-      done += static_cast<std::size_t>(got);
-    }
-    buffer.resize(done);
-    return buffer;
-  }
-
-  // Exactly `length` bytes at `offset`, or an error saying which part is cut.
-  [[nodiscard]] Result<std::string> read(std::uint64_t offset, std::uint64_t length,
-                                         std::string_view what) const {
-    if (offset > size_ || length > size_ - offset) return truncated(offset, length, what);
-    auto bytes = read_some(offset, length);
-    if (bytes && bytes->size() != length) return truncated(offset, length, what);
-    return bytes;
-  }
-
-  [[nodiscard]] Error truncated(std::uint64_t offset, std::uint64_t length,
-                                std::string_view what) const {
-    return Error::input(fmt::format("{} is a truncated ELF file", path_.string()))
-        .because(fmt::format("the {} at offset {:#x} ({} bytes) ends past the end of the file "
-                             "({} bytes)",
-                             what, offset, length, size_));
-  }
-
- private:
-  FileReader(fs::path path, sys::UniqueFd fd, std::string_view bytes, std::uint64_t size)
-      : path_(std::move(path)), fd_(std::move(fd)), bytes_(bytes), size_(size) {}
-
-  fs::path path_;
-  sys::UniqueFd fd_;        // invalid: the bytes are in memory
-  std::string_view bytes_;  // the whole file, when fd_ is invalid
-  std::uint64_t size_;
-};
+  auto bytes = file.read_some(offset, length);
+  if (bytes && bytes->size() != length) return truncated(file, offset, length, what);
+  return bytes;
+}
 
 std::string hex_bytes(std::string_view bytes) {
   std::string out;
@@ -176,13 +117,13 @@ Result<Header> read_header(const FileReader& file) {
         return Error::input(fmt::format("{} is not an ELF file", path.string()))
             .because("it is empty");
       }
-      return file.truncated(0, EI_NIDENT, "ELF identification");
+      return truncated(file, 0, EI_NIDENT, "ELF identification");
     }
     return Error::input(fmt::format("{} is not an ELF file", path.string()))
         .because(fmt::format("it starts with the bytes {}, not the ELF magic 7f 45 4c 46",
                              hex_bytes(ident.substr(0, magic.size()))));
   }
-  if (ident.size() < EI_NIDENT) return file.truncated(0, EI_NIDENT, "ELF identification");
+  if (ident.size() < EI_NIDENT) return truncated(file, 0, EI_NIDENT, "ELF identification");
 
   Header header;
   switch (static_cast<unsigned char>(ident[EI_CLASS])) {
@@ -215,7 +156,7 @@ Result<Header> read_header(const FileReader& file) {
   }
 
   const Layout& layout = *header.layout;
-  auto bytes = file.read(0, layout.ehdr_size, "ELF header");
+  auto bytes = read_part(file, 0, layout.ehdr_size, "ELF header");
   if (!bytes) return std::move(bytes).error();
   const Decoder decode(header.identity.byte_order, layout);
   header.type = decode.u16(*bytes, 16);
@@ -226,7 +167,7 @@ Result<Header> read_header(const FileReader& file) {
   if (header.phnum == PN_XNUM) {
     // Too many program headers for e_phnum: the count is in section header 0's sh_info.
     const std::uint64_t shoff = decode.word(*bytes, layout.e_shoff);
-    auto section0 = file.read(shoff, layout.shdr_size, "section header 0");
+    auto section0 = read_part(file, shoff, layout.shdr_size, "section header 0");
     if (!section0) return std::move(section0).error();
     header.phnum = decode.u32(*section0, layout.sh_info);
   }
@@ -325,7 +266,8 @@ class StringTable {
 Result<ElfFile> read_dynamic(const FileReader& file, const Header& header, ElfFile elf) {
   const Layout& layout = *header.layout;
   const Decoder decode(header.identity.byte_order, layout);
-  auto table = file.read(header.phoff, header.phnum * header.phentsize, "program header table");
+  auto table =
+      read_part(file, header.phoff, header.phnum * header.phentsize, "program header table");
   if (!table) return std::move(table).error();
 
   std::vector<Segment> loads;
@@ -341,7 +283,7 @@ Result<ElfFile> read_dynamic(const FileReader& file, const Header& header, ElfFi
   }
   if (!dynamic) return elf;
 
-  auto bytes = file.read(dynamic->offset, dynamic->filesz, "dynamic section");
+  auto bytes = read_part(file, dynamic->offset, dynamic->filesz, "dynamic section");
   if (!bytes) return std::move(bytes).error();
   const DynamicEntries entries = read_dynamic_entries(*bytes, decode, layout);
   elf.has_dynamic_section = true;
@@ -368,7 +310,7 @@ Result<ElfFile> read_dynamic(const FileReader& file, const Header& header, ElfFi
   const std::uint64_t strtab_offset = home->offset + (address - home->vaddr);
   const std::uint64_t strtab_size = entries.strsz.value_or(home->filesz - (address - home->vaddr));
   if (strtab_offset > file.size() || strtab_size > file.size() - strtab_offset) {
-    return file.truncated(strtab_offset, strtab_size, "dynamic string table");
+    return truncated(file, strtab_offset, strtab_size, "dynamic string table");
   }
   const StringTable strings(file, strtab_offset, strtab_size);
 

@@ -6,17 +6,12 @@
 #include "envkit/elf/fatbin.hpp"
 
 #include <elf.h>
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <set>
 
-#include "envkit/sys/unique_fd.hpp"
+#include "file_reader.hpp"
 
 namespace envkit::elf {
 
@@ -50,6 +45,10 @@ constexpr std::uint64_t kMaxSectionNames = std::uint64_t{16} << 20;
 constexpr std::uint64_t kMaxWrapperBytes = std::uint64_t{64} << 20;
 constexpr std::uint64_t kScanChunk = std::uint64_t{1} << 20;
 
+// The sections that say a file has kernels the CUDA runtime loads: nvcc's
+// `.nv_fatbin` (the fatbinaries) and `.nvFatBinSegment` (the wrappers the
+// runtime registers, also in files whose fatbinaries sit in other sections:
+// cuFFT's .ldata). `__nv_relfatbin` alone (device code for nvlink) runs nothing.
 constexpr std::string_view kFatbinSection = ".nv_fatbin";
 constexpr std::string_view kWrapperSection = ".nvFatBinSegment";
 // Pre-linked relocatable fatbinaries for nvlink's device linking (fatbinary_section.h):
@@ -74,66 +73,7 @@ std::uint64_t le(std::string_view bytes, std::size_t at, std::size_t size) {
   return decode(bytes, at, size, true);
 }
 
-// The file, read with pread, or its bytes in memory (the fuzz target).
-class Source {
- public:
-  static Result<Source> open(const fs::path& path) {
-    sys::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    struct stat info {};
-    if (!fd.valid() || ::fstat(fd.get(), &info) != 0) {
-      // A file that is not there is the caller's input error (exit 2), as for any input file.
-      return Error(errno == ENOENT ? ErrorCode::input : ErrorCode::failed,
-                   fmt::format("cannot read {}", path.string()))
-          .because(std::strerror(errno));
-    }
-    if (!S_ISREG(info.st_mode)) {
-      return Error::input(fmt::format("{} is not an ELF file", path.string()))
-          .because("it is not a regular file");
-    }
-    return Source(path, std::move(fd), {}, static_cast<std::uint64_t>(info.st_size));
-  }
-  static Source of_bytes(std::string_view bytes, const fs::path& name) {
-    return Source(name, sys::UniqueFd(), bytes, bytes.size());
-  }
-
-  [[nodiscard]] const fs::path& path() const { return path_; }
-  [[nodiscard]] std::uint64_t size() const { return size_; }
-
-  // `length` bytes at `offset`, which the caller has checked lie in the file.
-  [[nodiscard]] Result<std::string> read(std::uint64_t offset, std::uint64_t length) const {
-    if (offset > size_ || length > size_ - offset) return shrank(offset);
-    if (!fd_.valid()) return std::string(bytes_.substr(offset, length));
-    std::string buffer(length, '\0');
-    std::size_t done = 0;
-    while (done < buffer.size()) {
-      const auto got = ::pread(fd_.get(), buffer.data() + done, buffer.size() - done,
-                               static_cast<off_t>(offset + done));
-      if (got < 0 && errno == EINTR) continue;
-      if (got < 0) {
-        return Error::failed(fmt::format("cannot read {}", path_.string()))
-            .because(std::strerror(errno));
-      }
-      if (got == 0) return shrank(offset + done);
-      done += static_cast<std::size_t>(got);
-    }
-    return buffer;
-  }
-
- private:
-  Source(fs::path path, sys::UniqueFd fd, std::string_view bytes, std::uint64_t size)
-      : path_(std::move(path)), fd_(std::move(fd)), bytes_(bytes), size_(size) {}
-
-  [[nodiscard]] Error shrank(std::uint64_t offset) const {
-    return Error::failed(fmt::format("cannot read {}", path_.string()))
-        .because(fmt::format("it ends at offset {:#x}, before the {} bytes it had when opened",
-                             offset, size_));
-  }
-
-  fs::path path_;
-  sys::UniqueFd fd_;        // invalid: the bytes are in memory
-  std::string_view bytes_;  // the whole file, when fd_ is invalid
-  std::uint64_t size_;
-};
+using detail::FileReader;
 
 struct Section {
   std::string name;
@@ -170,8 +110,8 @@ Error malformed_fatbin(const fs::path& path, const Section& section, std::uint64
           fmt::format("the fatbinary at offset {:#x} (section {}): {}", fatbin, section.name, why));
 }
 
-// The section header table and the section names.
-Result<ElfLayout> read_sections(const Source& source) {
+// The section header table and the section names, as the headers give them.
+Result<ElfLayout> read_section_headers(const FileReader& source) {
   const fs::path& path = source.path();
   if (source.size() < EI_NIDENT) {
     return not_elf(path, fmt::format("it holds {} bytes, fewer than an ELF identification ({})",
@@ -242,13 +182,6 @@ Result<ElfLayout> read_sections(const Source& source) {
     section.address = field(*bytes, layout.is64 ? 16 : 12, word);
     section.offset = field(*bytes, layout.is64 ? 24 : 16, word);
     section.size = field(*bytes, layout.is64 ? 32 : 20, word);
-    // An allocated section past the end is a truncated file (ld.so could not map it).
-    if ((section.flags & SHF_ALLOC) != 0 && section.has_bytes() &&
-        (section.offset > source.size() || section.size > source.size() - section.offset)) {
-      return malformed_elf(path, fmt::format("section {} (offset {:#x}, {} bytes) ends past the "
-                                             "end of the file ({} bytes)",
-                                             i, section.offset, section.size, source.size()));
-    }
     layout.sections.push_back(std::move(section));
   }
 
@@ -277,6 +210,24 @@ Result<ElfLayout> read_sections(const Source& source) {
   return layout;
 }
 
+// The section headers, checked against the file's size for reading its sections.
+Result<ElfLayout> read_sections(const FileReader& source) {
+  auto layout = read_section_headers(source);
+  if (!layout) return layout;
+  for (std::size_t i = 0; i < layout->sections.size(); ++i) {
+    const Section& section = layout->sections[i];
+    // An allocated section past the end is a truncated file (ld.so could not map it).
+    if ((section.flags & SHF_ALLOC) != 0 && section.has_bytes() &&
+        (section.offset > source.size() || section.size > source.size() - section.offset)) {
+      return malformed_elf(source.path(),
+                           fmt::format("section {} (offset {:#x}, {} bytes) ends past the "
+                                       "end of the file ({} bytes)",
+                                       i, section.offset, section.size, source.size()));
+    }
+  }
+  return layout;
+}
+
 // Counts the entry headers read, so that no input makes the reader loop long.
 class Budget {
  public:
@@ -299,7 +250,7 @@ std::string isa_text(std::uint64_t major, std::uint64_t minor) {
 
 // The fatbinary at `at` in `section`, which it must not run past. Returns its
 // end in the file along with it.
-Result<std::pair<EmbeddedFatbin, std::uint64_t>> read_fatbin(const Source& source,
+Result<std::pair<EmbeddedFatbin, std::uint64_t>> read_fatbin(const FileReader& source,
                                                              const Section& section,
                                                              std::uint64_t at, Budget& budget) {
   const auto bad = [&](std::string why) {
@@ -396,7 +347,7 @@ Result<std::pair<EmbeddedFatbin, std::uint64_t>> read_fatbin(const Source& sourc
 
 class Reader {
  public:
-  Reader(const Source& source, const ElfLayout& layout)
+  Reader(const FileReader& source, const ElfLayout& layout)
       : source_(source), layout_(layout), budget_(source.path()) {}
 
   Result<std::vector<EmbeddedFatbin>> read_all() && {
@@ -532,14 +483,14 @@ class Reader {
     return {};
   }
 
-  const Source& source_;
+  const FileReader& source_;
   const ElfLayout& layout_;
   Budget budget_;
   std::vector<EmbeddedFatbin> found_;
   std::set<std::uint64_t> offsets_;
 };
 
-Result<std::vector<EmbeddedFatbin>> read_from(const Source& source) {
+Result<std::vector<EmbeddedFatbin>> read_from(const FileReader& source) {
   auto layout = read_sections(source);
   if (!layout) return std::move(layout).error();
   return Reader(source, *layout).read_all();
@@ -548,14 +499,25 @@ Result<std::vector<EmbeddedFatbin>> read_from(const Source& source) {
 }  // namespace
 
 Result<std::vector<EmbeddedFatbin>> read_fatbins(const fs::path& path) {
-  auto source = Source::open(path);
+  // A file that is not there is the caller's input error (exit 2), as for any input file.
+  auto source = FileReader::open(path, ErrorCode::input);
   if (!source) return std::move(source).error();
   return read_from(*source);
 }
 
+bool has_fatbin_sections(const fs::path& path) {
+  auto source = FileReader::open(path);
+  if (!source) return false;
+  auto layout = read_section_headers(*source);
+  if (!layout) return false;
+  return std::any_of(layout->sections.begin(), layout->sections.end(), [](const Section& section) {
+    return section.name == kFatbinSection || section.name == kWrapperSection;
+  });
+}
+
 Result<std::vector<EmbeddedFatbin>> read_fatbins_bytes(std::string_view bytes,
                                                        const fs::path& name) {
-  return read_from(Source::of_bytes(bytes, name));
+  return read_from(FileReader::of_bytes(bytes, name));
 }
 
 }  // namespace envkit::elf

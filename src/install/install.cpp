@@ -344,14 +344,14 @@ void read_kernels(const fs::path& root, std::vector<PackageReceipt>& packages,
   for (const auto* package : unread) {
     const auto& kernels = *package->kernels;
     if (kernels.coverage.empty()) continue;
-    const auto found = entries.find(package->name);
+    const auto entry = entries.find(package->name);
     for (std::size_t i = 0; i < package->artifacts.size(); ++i) {
       // A package of one artifact holds what it holds; of several (CUDA's
       // components), each holds what its own files do.
       const bool one = package->artifacts.size() == 1;
-      if (!one && (found == entries.end() || i >= found->second.size())) break;
+      if (!one && (entry == entries.end() || i >= entry->second.size())) break;
       const auto coverage =
-          one ? kernels.coverage : coverage_among(kernels, found->second[i].files);
+          one ? kernels.coverage : coverage_among(kernels, entry->second[i].files);
       if (coverage.empty()) continue;
       if (auto kept =
               remember_coverage(options.kernel_cache_dir, package->artifacts[i].sha256, coverage);

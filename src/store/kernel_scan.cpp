@@ -1,64 +1,18 @@
 #include "envkit/store/kernel_scan.hpp"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <charconv>
 #include <set>
 
 #include "envkit/core/text.hpp"
-#include "envkit/sys/unique_fd.hpp"
 
 namespace envkit::store {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-// The sections that say a file has kernels the CUDA runtime loads: nvcc's
-// `.nv_fatbin` (the fatbinaries) and `.nvFatBinSegment` (the wrappers the
-// runtime registers, also in files whose fatbinaries sit in other sections:
-// cuFFT's .ldata). `__nv_relfatbin` alone (device code for nvlink) runs nothing.
-constexpr std::array<std::string_view, 2> kFatbinSections = {".nv_fatbin", ".nvFatBinSegment"};
-// Far above any real file's section names (torch's are under 1 KiB): a larger
-// table is not a library's.
-constexpr std::uint64_t kMaxSectionNames = 1 << 20;
-constexpr std::uint64_t kMaxSections = 1 << 16;
-constexpr std::uint64_t kMaxSectionHeader = 256;  // 64 bytes in every ELF64 file
-
-// Exactly `size` bytes at `offset`, or nothing.
-std::optional<std::string> read_at(int fd, std::uint64_t offset, std::uint64_t size) {
-  std::string bytes(size, '\0');
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const auto got =
-        ::pread(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset + done));
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return std::nullopt;
-    done += static_cast<std::size_t>(got);
-  }
-  return bytes;
-}
-
-// An unsigned integer of `size` bytes at `at`, in the file's byte order.
-std::uint64_t field(std::string_view bytes, std::size_t at, std::size_t size, bool little) {
-  std::uint64_t value = 0;
-  for (std::size_t i = 0; i < size; ++i) {
-    const auto index = little ? at + size - 1 - i : at + i;
-    value = (value << 8) | static_cast<unsigned char>(bytes[index]);
-  }
-  return value;
-}
-
-// The name at `offset` in a section name table.
-std::string_view name_at(std::string_view names, std::uint64_t offset) {
-  if (offset >= names.size()) return {};
-  const auto rest = names.substr(static_cast<std::size_t>(offset));
-  return rest.substr(0, rest.find('\0'));
-}
 
 bool is_shared_object_name(std::string_view name) {
   return name.ends_with(".so") || name.find(".so.") != std::string_view::npos;
@@ -98,41 +52,9 @@ bool may_hold_kernels(const FileRecord& file) {
   return file.executable && file.path.starts_with("bin/");
 }
 
+// Which sections say so, and why those, is elf::has_fatbin_sections's to know.
 bool has_fatbin_section(const fs::path& path) {
-  const sys::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return false;
-  const auto header = read_at(fd.get(), 0, 64);
-  if (!header || !header->starts_with("\177ELF")) return false;
-  const bool elf64 = (*header)[4] == 2;
-  const bool little = (*header)[5] == 1;
-  const auto get = [&](std::string_view bytes, std::size_t at, std::size_t size) {
-    return field(bytes, at, size, little);
-  };
-  const std::size_t word = elf64 ? 8 : 4;
-  const auto shoff = get(*header, elf64 ? 0x28 : 0x20, word);
-  const auto entry_size = get(*header, elf64 ? 0x3a : 0x2e, 2);
-  const auto count = get(*header, elf64 ? 0x3c : 0x30, 2);
-  const auto names_index = get(*header, elf64 ? 0x3e : 0x32, 2);
-  const std::size_t min_entry = elf64 ? 64 : 40;
-  if (shoff == 0 || count == 0 || count > kMaxSections || entry_size < min_entry ||
-      entry_size > kMaxSectionHeader || names_index >= count)
-    return false;
-  const auto sections = read_at(fd.get(), shoff, count * entry_size);
-  if (!sections) return false;
-  // sh_name at 0; sh_offset and sh_size after sh_type, sh_flags and sh_addr.
-  const std::size_t offset_at = elf64 ? 0x18 : 0x10;
-  const auto section = std::string_view(*sections).substr(names_index * entry_size, entry_size);
-  const auto names_offset = get(section, offset_at, word);
-  const auto names_size = get(section, offset_at + word, word);
-  if (names_size == 0 || names_size > kMaxSectionNames) return false;
-  const auto names = read_at(fd.get(), names_offset, names_size);
-  if (!names) return false;
-  for (std::uint64_t i = 0; i < count; ++i) {
-    const auto name = name_at(*names, get(*sections, i * entry_size, 4));
-    if (std::find(kFatbinSections.begin(), kFatbinSections.end(), name) != kFatbinSections.end())
-      return true;
-  }
-  return false;
+  return elf::has_fatbin_sections(path);
 }
 
 std::optional<KernelFile> scan_kernel_file(const fs::path& root, const FileRecord& file) {

@@ -356,6 +356,23 @@ sys::ProcessOutput slow_envkit(const std::vector<std::string>& args,
   return run_envkit({.args = args, .env = std::move(env), .timeout = std::chrono::minutes(15)});
 }
 
+// envkit's own importer run on the mirror's redistrib manifests for `cuda` (CUDA 13.0.2) and
+// `cudnn`, served by `server`; the recipe database's folder under `work`.
+std::string import_redist(const RedistMirror& mirror, const std::vector<BuiltArtifact>& cuda,
+                          const BuiltArtifact& cudnn, const StaticHttpServer& server,
+                          const fs::path& work) {
+  const auto cuda_manifest = mirror.write_redistrib("13.0.2", cuda);
+  const auto cudnn_manifest = write_cudnn_redistrib(mirror, cudnn);
+  const auto db = (work / "db").string();
+  const auto imported =
+      slow_envkit({"--recipes", db, "recipes", "import", "nvidia-redist", cuda_manifest.string(),
+                   cudnn_manifest.string(), "--base-url", server.url("/")},
+                  {});
+  INFO(imported.err);
+  REQUIRE(imported.exit_code == 0);
+  return db;
+}
+
 TEST_CASE("smoke compiles the real program with /usr/local/cuda repacked into a prefix",
           "[cli][smoke][cuda][slow]") {
   auto runtime = real_cuda_component("nvidia_cuda_runtime-", "cuda_cudart");
@@ -382,16 +399,9 @@ TEST_CASE("smoke compiles the real program with /usr/local/cuda repacked into a 
   // The compiler and cuBLAS are 800 MiB: gzip makes them in a fifth of xz's time.
   for (const auto* component : {&*nvcc, &*nvvm, &*cublas})
     built.push_back(mirror.add_archive(*component, RedistMirror::Compression::gzip));
-  const auto cuda_manifest = mirror.write_redistrib("13.0.2", built);
-  const auto cudnn_manifest = write_cudnn_redistrib(mirror, mirror.add_archive(*cudnn));
+  const auto cudnn_built = mirror.add_archive(*cudnn);
   const StaticHttpServer server(mirror.root());
-  const auto db = (work / "db").string();
-  const auto imported =
-      slow_envkit({"--recipes", db, "recipes", "import", "nvidia-redist", cuda_manifest.string(),
-                   cudnn_manifest.string(), "--base-url", server.url("/")},
-                  {});
-  INFO(imported.err);
-  REQUIRE(imported.exit_code == 0);
+  const auto db = import_redist(mirror, built, cudnn_built, server, work);
   // cuDNN 9 needs zlib, which the machine has: the test's database has no zlib to install.
   std::ofstream(project.root / "envkit.yaml")
       << "requires:\n  cuda: \"13.0\"\n  cudnn: \"9\"\nexternal:\n  zlib: \"1.3\"\n";
@@ -474,16 +484,9 @@ std::unique_ptr<NvrtcPrefix> install_nvrtc_prefix(const std::string& manifest_ex
   std::vector<BuiltArtifact> built;
   for (const auto* component : {&*runtime, &*nvrtc, &*cublas})
     built.push_back(mirror.add_archive(*component, RedistMirror::Compression::gzip));
-  const auto cuda_manifest = mirror.write_redistrib("13.0.2", built);
-  const auto cudnn_manifest = write_cudnn_redistrib(mirror, mirror.add_archive(*cudnn));
+  const auto cudnn_built = mirror.add_archive(*cudnn);
   const StaticHttpServer server(mirror.root());
-  const auto db = (work / "db").string();
-  const auto imported =
-      slow_envkit({"--recipes", db, "recipes", "import", "nvidia-redist", cuda_manifest.string(),
-                   cudnn_manifest.string(), "--base-url", server.url("/")},
-                  {});
-  INFO(imported.err);
-  REQUIRE(imported.exit_code == 0);
+  const auto db = import_redist(mirror, built, cudnn_built, server, work);
   std::ofstream(out->project.root / "envkit.yaml")
       << "requires:\n  cuda: \"13.0\"\n  cudnn: \"9\"\nexternal:\n  zlib: \"1.3\"\n"
       << manifest_extra;

@@ -83,6 +83,12 @@ struct KernelCoverage {
 [[nodiscard]] Result<std::vector<EmbeddedFatbin>> read_fatbins_bytes(
     std::string_view bytes, const std::filesystem::path& name);
 
+// Whether the ELF file at `path` has a section that says it holds kernels the
+// CUDA runtime loads (`.nv_fatbin`, `.nvFatBinSegment`): reads the ELF header,
+// the section headers and their names, never the rest. False for anything else
+// (not ELF, no such section, unreadable).
+[[nodiscard]] bool has_fatbin_sections(const std::filesystem::path& path);
+
 [[nodiscard]] KernelCoverage coverage_of(std::span<const EmbeddedFatbin> fatbins);
 
 // How a GPU of capability `gpu` would get a kernel from `coverage`.
