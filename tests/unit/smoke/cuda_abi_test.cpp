@@ -9,10 +9,14 @@
 
 #if __has_include("/usr/local/cuda/include/cudnn.h") && \
                   __has_include("/usr/local/cuda/include/cublas_api.h")
+// NVIDIA's headers are C: envkit's C++ warnings are not theirs to meet.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wold-style-cast"
 #include "/usr/local/cuda/include/cublas_api.h"
 #include "/usr/local/cuda/include/cuda.h"
 #include "/usr/local/cuda/include/cudnn.h"
 #include "/usr/local/cuda/include/nvrtc.h"
+#pragma GCC diagnostic pop
 #define ENVKIT_HAVE_CUDA_HEADERS 1
 #endif
 

@@ -107,9 +107,9 @@ TEST_CASE("the real NVRTC, cuDNN and cuBLAS open by path and report their versio
   const Stack stack = open_stack(*paths);
   // The toolkit's own statement of its release: cuda.h's CUDA_VERSION (13000 for 13.0).
   const auto cuda_h = read(kCuda / "include" / "cuda.h");
-  const auto at = cuda_h.find("#define CUDA_VERSION ");
-  REQUIRE(at != std::string::npos);
-  const int cuda_version = std::stoi(cuda_h.substr(at + 21));
+  const auto defined = cuda_h.find("#define CUDA_VERSION ");
+  REQUIRE(defined != std::string::npos);
+  const int cuda_version = std::stoi(cuda_h.substr(defined + 21));
   CHECK(stack.versions.nvrtc == cuda_version_text(cuda_version));
   CHECK(
       version_problems(stack.versions, {.cuda = stack.versions.nvrtc + ".0", .cudnn = ""}).empty());

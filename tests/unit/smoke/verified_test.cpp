@@ -62,7 +62,7 @@ TEST_CASE("a passing GPU run is recorded beside the prefix and reads back", "[sm
                                    "13.0, 2026-11-29T05:20:00Z: 200 steps, 30.0x faster"));
 }
 
-TEST_CASE("no record reads as none; a damaged one is named with how to recover",
+TEST_CASE("no record reads as none, and a damaged one is named with how to recover",
           "[smoke][verified]") {
   const test::TempDir dir;
   const auto prefix = dir.path() / "env";
