@@ -404,7 +404,10 @@ TEST_CASE(
   IsolatedProject other;
   other.write(other.root / "envkit.yaml", manifest);
   fs::copy_file(fixture.project.root / "envkit.lock", other.root / "envkit.lock");
-  const auto env = closure_on(std::nullopt, *fixture.uv);
+  auto env = closure_on(std::nullopt, *fixture.uv);
+  // It has the CUDA 12.1.1 the manifest states under `external:`, as the first one had.
+  env.insert_or_assign("CUDA_HOME", fixture.machine_cuda.string());
+  env.insert_or_assign("CUDA_PATH", std::nullopt);
   // Without the mirror nothing can be downloaded there.
   const auto cut_off =
       other.envkit({"--recipes", fixture.recipes.string(), "install", "--frozen"}, env);
