@@ -10,7 +10,7 @@ set -euo pipefail
 envkit=$(realpath "${1:-build/src/cli/envkit}")
 lib=${2:-/usr/local/cuda/lib64}
 runs=${3:-5}
-mapfile -t files < <(find "$lib" -maxdepth 1 -type f -name 'lib*.so*' | sort)
+mapfile -t files < <(find "$lib/" -maxdepth 1 -type f -name 'lib*.so*' | sort)
 [ "${#files[@]}" -gt 0 ] || { echo "kernel_read: no libraries in $lib" >&2; exit 77; }
 cat "${files[@]}" >/dev/null
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
