@@ -219,6 +219,21 @@ Result<void> read_scalars(const Source& source, const Entry& entry, std::string_
   });
 }
 
+// A list of compute capabilities (`cuda-arch:`, `cuda-ptx:`) appended to `out`.
+Result<void> read_capabilities(const Source& source, const Entry& entry,
+                               std::vector<specs::ComputeCapability>& out) {
+  return read_list(source, entry, [&](const yaml::Node& item) -> Result<void> {
+    auto cc = specs::ComputeCapability::parse(item.is_scalar() ? item.text() : "");
+    if (!cc) {
+      Error error = cc.error();
+      error.at(source.at(item));
+      return error;
+    }
+    out.push_back(*cc);
+    return {};
+  });
+}
+
 // A version per platform: `min-driver:`, `min-driver-compat:`, `min-glibc:`.
 Result<void> read_platform_versions(const Source& source, const Entry& entry,
                                     std::map<specs::Platform, specs::Version>& out) {
@@ -324,32 +339,8 @@ Result<Build> read_build(const Source& source, const yaml::Node& node) {
         [&](const Entry& e) { return read_platform_versions(source, e, build.min_driver_compat); }},
        {"min-glibc",
         [&](const Entry& e) { return read_platform_versions(source, e, build.min_glibc); }},
-       {"cuda-arch",
-        [&](const Entry& e) {
-          return read_list(source, e, [&](const yaml::Node& item) -> Result<void> {
-            auto cc = specs::ComputeCapability::parse(item.is_scalar() ? item.text() : "");
-            if (!cc) {
-              Error error = cc.error();
-              error.at(source.at(item));
-              return error;
-            }
-            build.cuda_arch.push_back(*cc);
-            return {};
-          });
-        }},
-       {"cuda-ptx",
-        [&](const Entry& e) {
-          return read_list(source, e, [&](const yaml::Node& item) -> Result<void> {
-            auto cc = specs::ComputeCapability::parse(item.is_scalar() ? item.text() : "");
-            if (!cc) {
-              Error error = cc.error();
-              error.at(source.at(item));
-              return error;
-            }
-            build.cuda_ptx.push_back(*cc);
-            return {};
-          });
-        }},
+       {"cuda-arch", [&](const Entry& e) { return read_capabilities(source, e, build.cuda_arch); }},
+       {"cuda-ptx", [&](const Entry& e) { return read_capabilities(source, e, build.cuda_ptx); }},
        {"platforms",
         [&](const Entry& e) {
           return read_list(source, e, [&](const yaml::Node& item) -> Result<void> {

@@ -13,6 +13,7 @@
 #include "envkit/locking/lock_pipeline.hpp"
 #include "envkit/locking/python_closure.hpp"
 #include "envkit/store/kernel_cache.hpp"
+#include "override_machine.hpp"
 #include "support/source_database.hpp"
 #include "support/temp_dir.hpp"
 
@@ -24,14 +25,7 @@ const recipes::Database& kernels_database() {
 }
 
 gpu::ProbeSources kernels_machine(std::map<std::string, std::string> variables) {
-  return {.variable = [variables](const env::Variable& v) -> std::optional<std::string> {
-            const auto it = variables.find(std::string(v.name));
-            if (it == variables.end()) return std::nullopt;
-            return it->second;
-          },
-          .read_file = [](const std::filesystem::path&) { return std::optional<std::string>(); },
-          .query_nvidia_smi = [] { return std::optional<sys::ProcessOutput>(); },
-          .query_libcuda = {}};
+  return test::override_machine(std::move(variables));
 }
 
 // The solve the lock runs for `manifest` on a machine with driver 580 and GPUs of

@@ -12,6 +12,7 @@
 #include "envkit/core/sha256.hpp"
 #include "envkit/locking/lock_pipeline.hpp"
 #include "envkit/locking/machine.hpp"
+#include "override_machine.hpp"
 #include "support/source_database.hpp"
 #include "support/temp_dir.hpp"
 
@@ -22,16 +23,8 @@ const recipes::Database& database() {
   return test::source_database();
 }
 
-// A machine known only through ENVKIT_OVERRIDE_* values.
 gpu::ProbeSources machine(std::map<std::string, std::string> variables) {
-  return {.variable = [variables](const env::Variable& v) -> std::optional<std::string> {
-            const auto it = variables.find(std::string(v.name));
-            if (it == variables.end()) return std::nullopt;
-            return it->second;
-          },
-          .read_file = [](const std::filesystem::path&) { return std::optional<std::string>(); },
-          .query_nvidia_smi = [] { return std::optional<sys::ProcessOutput>(); },
-          .query_libcuda = {}};
+  return test::override_machine(std::move(variables));
 }
 
 LockInputs inputs_for(const test::TempDir& project, std::string_view manifest,
