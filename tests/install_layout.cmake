@@ -1,5 +1,5 @@
-# CTest script: `cmake --install` puts the binary and share/envkit/ in place,
-# and the installed binary runs.
+# CTest script: `cmake --install` puts the binary, envkit-smoke (libexec/envkit/, where
+# `envkit smoke` looks for it) and share/envkit/ in place, and the installed binary runs.
 # Called with -DBUILD_DIR=... -DPREFIX=...
 file(REMOVE_RECURSE "${PREFIX}")
 execute_process(COMMAND "${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${PREFIX}"
@@ -7,7 +7,8 @@ execute_process(COMMAND "${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${
 if(NOT install_result EQUAL 0)
   message(FATAL_ERROR "cmake --install failed: ${install_result}")
 endif()
-foreach(expected bin/envkit share/envkit/recipes)
+foreach(expected bin/envkit libexec/envkit/envkit-smoke share/envkit/recipes
+                 share/envkit/smoke/kernels.cuh)
   if(NOT EXISTS "${PREFIX}/${expected}")
     message(FATAL_ERROR "missing after install: ${expected}")
   endif()
