@@ -273,8 +273,10 @@ TreeLookup find_stack(std::string_view package, const TreeSearch& search) {
       lookup.looked.push_back(place + ": does not exist");
       continue;
     }
+    // A structured binding is not captured by name (clang before 16 refuses it).
+    const fs::path& candidate = root;
     if (std::any_of(search.exclude.begin(), search.exclude.end(),
-                    [&](const fs::path& excluded) { return same_place(root, excluded); })) {
+                    [&](const fs::path& excluded) { return same_place(candidate, excluded); })) {
       lookup.looked.push_back(place + ": the envkit prefix itself");
       continue;
     }
