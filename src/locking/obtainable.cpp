@@ -375,7 +375,7 @@ class PythonChoice {
     // A prebuilt release of the same minor (a mirror has it): the newest of those.
     if (downloadable && prebuilt_of_same_minor(*downloadable, wanted)) {
       inputs_.unavailable.insert(inputs_.unavailable.end(), unreachable.begin(), unreachable.end());
-      const auto& taken = *chosen_version(downloadable->at(platform), "python");
+      const auto taken = *chosen_version(downloadable->at(platform), "python");
       notes.push_back(fmt::format(
           "python {} is the newest CPython {} this machine can download (from {}): {} {} not "
           "reachable, so {} cannot be; on a machine that reaches {}, `envkit lock --refresh` "
