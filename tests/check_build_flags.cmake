@@ -1,7 +1,7 @@
 # CTest script: the Check build type (scripts/test's) really compiles with -O1 -DNDEBUG: every
 # compile command of the build has them. Called with -DCOMMANDS=<build>/compile_commands.json.
-file(READ "${COMMANDS}" commands)
-string(REGEX MATCHALL "\"command\": \"[^\"]*\"" all "${commands}")
+# One "command" per line (CMake writes them so); a command may hold escaped quotes.
+file(STRINGS "${COMMANDS}" all REGEX "\"command\": ")
 list(LENGTH all count)
 if(count EQUAL 0)
   message(FATAL_ERROR "no compile commands in ${COMMANDS}")
